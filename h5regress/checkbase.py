@@ -1,0 +1,391 @@
+"""The base every h5regress ReFrame check derives from.
+
+What a check says is *what* to run (a table of benchmark rows, the options of a
+row, which files hold its results). What every I/O check must do the same way
+lives here, once:
+
+- the binary comes from :mod:`h5regress.tools` (the Spack manifest, else PATH); a
+  missing tool skips the test with a message naming the tool and how to get it;
+- node and rank counts are parameters whose values come from the partitions'
+  ``extras`` (``num_nodes``, ``tasks_per_node``), so ``--dry-run`` needs no scheduler;
+- data go to a fresh directory under the partition's ``scratch``; a shell trap
+  removes it and syncs after the run, also after a failure; the files written are
+  listed first (``h5r-files.txt``) for sanity;
+- the MPI-IO layer is set explicitly and the hints file passed through;
+- a probe records what no tool reports (node list, file system type, MPI, the
+  HDF5 library the binary loads);
+- the tool's exit code is echoed into stdout (``h5regress-exit-code: N``) so sanity
+  does not depend on the scheduler seeing it (SLURM's ``squeue`` backend does not);
+- sanity and performance come from the :mod:`h5regress.parsers` parser of the tool,
+  the same one ``h5regress parse`` uses; a :class:`~h5regress.parsers.RunFailed`
+  fails sanity with its message, so a failed run never yields a performance record;
+- the perflog context (``h5r_context``, JSON) carries the parameters, provenance,
+  config hash, run id and per-repetition samples: :mod:`h5regress.perflog` turns
+  perflog lines back into :class:`h5regress.record.Record`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+import uuid
+
+import reframe as rfm
+import reframe.core.runtime as rt
+import reframe.utility.sanity as sn
+import reframe.utility.typecheck as typ
+from reframe.core.builtins import (deferrable, parameter, run_after, run_before,
+                                   sanity_function, variable)
+from reframe.core.exceptions import SanityError
+
+from h5regress import tools
+from h5regress.parsers import ParsedRun, ParseError, parser_for
+from h5regress.record import comparable_config, config_hash
+
+EXIT_MARK = 'h5regress-exit-code:'
+CACHE_MARK = 'h5regress-page-cache:'
+PROBE_FILE = 'h5r-probe.json'
+FILES_LIST = 'h5r-files.txt'
+HINTS_FILE = 'h5r-mpiio-hints'
+
+
+def partition_values(key: str, default: list) -> list:
+    """Union of ``extras[key]`` over the current system's partitions.
+
+    Parameters are fixed when checks load, before a partition is chosen; each
+    test is then restricted to the partitions whose extras hold its value
+    (see :meth:`IOBenchmark.restrict_to_partitions`).
+    """
+    try:
+        partitions = rt.runtime().system.partitions
+    except Exception:   # loaded outside a ReFrame run (e.g. by pytest)
+        return default
+    values = set()
+    for part in partitions:
+        value = part.extras.get(key, default)
+        values.update(value if isinstance(value, list) else [value])
+    return sorted(values) or default
+
+
+def expand_scratch(template: str, stagedir: str) -> str:
+    return template.replace('{stagedir}', stagedir)
+
+
+class IOBenchmark(rfm.RunOnlyRegressionTest):
+    """Base of the I/O checks: resolution, hygiene, provenance, sanity, perf records."""
+
+    #: Tool binary name the resolver looks up (``ior``, ``fio``, ...).
+    #:
+    #: :type: str
+    #: :default: required
+    tool = variable(str, loggable=True)
+
+    #: Parser of the tool's output (a key of :func:`h5regress.parsers.parser_for`).
+    #:
+    #: :type: str
+    #: :default: the tool name
+    parser = variable(str, value='')
+
+    #: Files the parser reads, relative to the stage directory.
+    #:
+    #: :type: list of str
+    #: :default: ``['stdout']`` meaning the job's standard output
+    output_files = variable(typ.List[str], value=['stdout'])
+
+    #: The test's parameters, defaults included, as recorded with every result and
+    #: hashed into the config hash; filled by each check's row hook.
+    #:
+    #: :type: dict
+    #: :default: ``{}``
+    test_params = variable(typ.Dict[str, object], value={})
+
+    #: Tool options that define the benchmark (no run-specific paths): part of the
+    #: config hash. Paths go into ``executable_opts`` only.
+    #:
+    #: :type: list of str
+    #: :default: ``[]``
+    tool_options = variable(typ.List[str], value=[])
+
+    #: Bytes the run writes in total, for the "data below node memory" warning.
+    #:
+    #: :type: int
+    #: :default: ``0`` (no warning computed)
+    data_bytes = variable(int, value=0)
+
+    #: Id of this execution of the tool (all its records share it).
+    run_id = variable(str, value='', loggable=True)
+
+    #: Config hash of the run (see :func:`h5regress.record.config_hash`).
+    config_hash = variable(str, value='', loggable=True)
+
+    #: Perflog context: JSON with parameters, provenance, samples; the last perflog column.
+    h5r_context = variable(str, value='{}', loggable=True)
+
+    #: Nodes the test runs on; values from the partitions' ``extras['num_nodes']``.
+    num_nodes = parameter(partition_values('num_nodes', [1]), loggable=True)
+
+    #: I/O ranks per node; values from the partitions' ``extras['tasks_per_node']``.
+    tasks_per_node = parameter(partition_values('tasks_per_node', [2]), loggable=True)
+
+    valid_systems = ['*']
+    valid_prog_environs = ['*']
+    tags = {'io'}
+
+    @run_after('init')
+    def restrict_to_partitions(self):
+        """Run each node/rank count only where a partition's extras list it."""
+        try:
+            partitions = rt.runtime().system.partitions
+        except Exception:
+            return
+
+        def listed(part, key, value, default):
+            allowed = part.extras.get(key, default)
+            return value in (allowed if isinstance(allowed, list) else [allowed])
+
+        self.valid_systems = [p.fullname for p in partitions
+                              if listed(p, 'num_nodes', self.num_nodes, [1])
+                              and listed(p, 'tasks_per_node', self.tasks_per_node, [2])]
+        if not self.valid_systems:
+            # no partition runs this count: keep the test out of every partition
+            self.valid_systems = []
+
+    # -- set-up ---------------------------------------------------------------
+
+    def hdf5_build_id(self) -> str:
+        """HDF5 build this test runs; checks of HDF5 tools carry ``hdf5_build``."""
+        return getattr(self, 'hdf5_build', 'none')
+
+    @run_after('setup')
+    def resolve_tool(self):
+        """The binary from the resolver; a check built by a fixture overrides this."""
+        build = self.hdf5_build_id()
+        try:
+            self.resolved_tool = tools.find(
+                self.tool, tools.PATH_BUILD if build == 'none' else build)
+        except tools.ToolNotFound as err:
+            self.skip(str(err))
+        self.executable = self.resolved_tool.path
+
+    @run_after('setup')
+    def set_job_layout(self):
+        self.num_tasks = self.num_nodes * self.tasks_per_node
+        self.num_tasks_per_node = self.tasks_per_node
+        self.run_id = uuid.uuid4().hex[:12]
+        extras = self.current_partition.extras
+        scratch = expand_scratch(extras.get('scratch', '{stagedir}/scratch'), self.stagedir)
+        self.data_dir = os.path.join(scratch, f'{self.short_name}-{self.run_id}')
+
+    @run_after('setup')
+    def set_mpiio(self):
+        """Set the MPI-IO layer explicitly and pass the site's hints through."""
+        extras = self.current_partition.extras
+        self.mpiio_layer = extras.get('mpiio_layer', 'ompio')
+        self.mpiio_hints = dict(extras.get('mpiio_hints', {}))
+        self.env_vars['OMPI_MCA_io'] = self.mpiio_layer
+        if self.mpiio_hints:
+            hints = os.path.join(self.stagedir, HINTS_FILE)
+            with open(hints, 'w') as fp:
+                fp.writelines(f'{k} {v}\n' for k, v in sorted(self.mpiio_hints.items()))
+            self.env_vars['ROMIO_HINTS'] = hints
+
+    @run_before('run')
+    def add_hygiene_and_probe(self):
+        extras = self.current_partition.extras
+        data = shlex.quote(self.data_dir)
+        prerun = [
+            f'mkdir -p {data}',
+            # the data go whatever happens: also on failure, timeout or cancellation
+            f'trap "rm -rf {data}; sync" EXIT',
+        ]
+        if extras.get('lfs_setstripe'):
+            prerun.append(f'lfs setstripe -c {int(extras.get("stripe_count", 1))} {data}')
+        prerun.append(f'{shlex.quote(sys.executable)} -m h5regress.probe {PROBE_FILE} '
+                      f'--data-dir {data} --binary {shlex.quote(self.executable)}')
+        self.prerun_cmds = prerun + self.prerun_cmds
+        self.postrun_cmds = ['h5r_rc=$?'] + self.postrun_cmds + [
+            f'find {data} -type f -printf "%s %P\\n" > {FILES_LIST}',
+            f'echo "{EXIT_MARK} $h5r_rc"',
+        ]
+
+    def launch_command(self, opts: list[str]) -> str:
+        """A further execution of the tool, through the same launcher, for postrun."""
+        # the launcher sizes itself from the job, which ReFrame fills only at run time
+        self.job.num_tasks = self.num_tasks
+        self.job.num_tasks_per_node = self.num_tasks_per_node
+        launcher = ' '.join(self.job.launcher.run_command(self.job).split())
+        return ' '.join([launcher, shlex.quote(self.executable)] + list(opts))
+
+    def drop_caches_command(self) -> str:
+        """Drop the page cache when permitted, and say in stdout whether it was."""
+        return (f'sync; if echo 3 > /proc/sys/vm/drop_caches 2>/dev/null; '
+                f'then echo "{CACHE_MARK} dropped"; else echo "{CACHE_MARK} kept"; fi')
+
+    # -- results --------------------------------------------------------------
+
+    def read_outputs(self) -> dict[str, str]:
+        """``output_files`` that exist, by name; ``stdout`` is the job's standard output."""
+        files = {}
+        for name in self.output_files:
+            path = os.path.join(self.stagedir, self.stdout.evaluate() if name == 'stdout'
+                                else name)
+            if os.path.exists(path):
+                with open(path, errors='replace') as fp:
+                    files[name] = fp.read()
+        return files
+
+    def parse_output(self, files: dict[str, str]) -> ParsedRun:
+        """The run as the tool's parser reads it; checks with several outputs override."""
+        runs = parser_for(self.parser or self.tool).parse(files)
+        if len(runs) != 1:
+            raise ParseError(f'{self.tool}: expected one run in {sorted(files)}, '
+                             f'found {len(runs)}')
+        return runs[0]
+
+    def parse_phases(self, names: list[str], files: dict[str, str],
+                     cache_matters: bool) -> ParsedRun:
+        """One run from several executions (a write phase, a read phase, ...).
+
+        ``cache_matters``: the read phase could be served by this node's page cache
+        (one node); unless the job says it dropped the cache, the read figures are
+        labelled as cached.
+        """
+        parser = parser_for(self.parser or self.tool)
+        runs = [run for name in names for run in parser.parse({name: files.get(name, '')})]
+        merged = ParsedRun(tool=self.tool, params=runs[0].params,
+                           provenance=dict(runs[0].provenance),
+                           measurements=[m for run in runs for m in run.measurements],
+                           warnings=[w for run in runs for w in run.warnings])
+        cache = next((line.split(':', 1)[1].strip()
+                      for line in files.get('stdout', '').splitlines()
+                      if line.startswith(CACHE_MARK)), None)
+        if cache_matters:
+            merged.provenance['read_page_cache'] = cache or 'kept'
+            if cache != 'dropped':
+                merged.warnings.append('read figures are cached: the page cache was not '
+                                       'dropped between the write and read phases')
+        return merged
+
+    def parsed_run(self) -> ParsedRun:
+        """The tool's results, parsed once."""
+        if getattr(self, '_parsed_run', None) is None:
+            self._parsed_run = self.parse_output(self.read_outputs())
+        return self._parsed_run
+
+    @deferrable
+    def assert_parsed(self):
+        try:
+            self.parsed_run()
+        except ParseError as err:
+            raise SanityError(str(err)) from None
+        return True
+
+    @sanity_function
+    def validate(self):
+        return sn.all([
+            sn.assert_found(rf'^{EXIT_MARK} 0$', self.stdout,
+                            msg=f'{self.tool} exited non-zero (see {EXIT_MARK} in stdout)'),
+            self.assert_parsed(),
+        ])
+
+    @deferrable
+    def measured(self, operation: str, metric: str):
+        return self.parsed_run().measurement(operation, metric).value
+
+    def perf(self, operation: str, metric: str, unit: str):
+        """A performance function for one measurement of the parsed run."""
+        return sn.make_performance_function(self.measured(operation, metric), unit)
+
+    def written_files(self) -> dict[str, int]:
+        """Files the run left in its data directory (relative path -> bytes)."""
+        path = os.path.join(self.stagedir, FILES_LIST)
+        written = {}
+        if os.path.exists(path):
+            with open(path) as fp:
+                for line in fp:
+                    size, _, name = line.rstrip('\n').partition(' ')
+                    if name:
+                        written[name] = int(size)
+        return written
+
+    def probe(self) -> dict:
+        path = os.path.join(self.stagedir, PROBE_FILE)
+        try:
+            with open(path) as fp:
+                return json.load(fp)
+        except (OSError, ValueError) as err:
+            return {'probe_error': f'{path}: {err}'}
+
+    def memory_warning(self, probe: dict) -> list[str]:
+        node_mem = self.current_partition.extras.get('node_memory_bytes') or \
+            probe.get('node_memory_bytes')
+        if not self.data_bytes or not node_mem:
+            return []
+        total_mem = node_mem * self.num_nodes
+        if self.data_bytes < total_mem:
+            return [f'data written ({self.data_bytes} B) is below the memory of the '
+                    f'nodes used ({total_mem} B): the figures may be mostly page cache']
+        return []
+
+    @run_before('performance')
+    def set_record_context(self):
+        """Everything a perflog line needs to become a record (see h5regress.perflog)."""
+        run = self.parsed_run()
+        probe = self.probe()
+        tool = self.resolved_tool
+        comparable = comparable_config(
+            tool=self.tool, params=self.test_params, options=self.tool_options,
+            num_nodes=self.num_nodes, num_ranks=self.num_tasks,
+            fs_type=probe.get('fs_type'), mpiio_layer=self.mpiio_layer,
+            mpiio_hints=self.mpiio_hints, system=self.current_partition.fullname)
+        self.config_hash = config_hash(comparable)
+        perfvars = {}
+        for name, fn in self.perf_variables.items():
+            # perf functions made by perf() carry the measurement they read
+            op, metric = self.perfvar_measurements[name]
+            m = run.measurement(op, metric)
+            perfvars[name] = {'operation': op, 'metric': metric,
+                              'higher_is_better': m.higher_is_better,
+                              'samples': m.samples}
+        provenance = {
+            **run.provenance,
+            **probe,
+            'tool_path': tool.path,
+            'tool_source': tool.source,
+            'hdf5_commit': tool.hdf5_commit,
+            'hdf5_spec_hash': tool.spec_hash,
+            'mpiio_layer': self.mpiio_layer,
+            'mpiio_hints': self.mpiio_hints,
+            'command_line': ' '.join([self.executable] + list(self.executable_opts)),
+            'job_script': self.job.script_filename,
+            'spack_lock': os.environ.get('H5REGRESS_SPACK_LOCK', ''),
+            'warnings': run.warnings + self.memory_warning(probe),
+        }
+        if tool.source == 'PATH':
+            provenance['warnings'].append(f'{self.tool} from PATH, not from the Spack '
+                                          'environment manifest')
+        self.h5r_context = json.dumps({
+            'tool': self.tool,
+            'params': {**run.params, **self.test_params, 'num_nodes': self.num_nodes,
+                       'num_ranks': self.num_tasks},
+            'provenance': provenance,
+            'perfvars': perfvars,
+            'pair_id': os.environ.get('H5REGRESS_PAIR_ID') or None,
+        }, sort_keys=True, default=str)
+
+    def set_perf_variables(self, table: dict[str, tuple[str, str, str]]):
+        """``{perf var name: (operation, metric, unit)}`` -> performance variables."""
+        self.perfvar_measurements = {name: (op, metric)
+                                     for name, (op, metric, _) in table.items()}
+        self.perf_variables = {name: self.perf(op, metric, unit)
+                               for name, (op, metric, unit) in table.items()}
+
+
+class HDF5Benchmark(IOBenchmark):
+    """A tool linked with HDF5: one test per HDF5 build of the Spack manifest."""
+
+    #: HDF5 build the tool comes from: the manifest's build ids, or ``path``
+    #: (tools on PATH) when there is no manifest.
+    hdf5_build = parameter(tools.builds(), loggable=True)

@@ -1,0 +1,125 @@
+"""``h5regress``: the suite's command line.
+
+    h5regress parse TOOL PATH...     outputs made outside ReFrame -> records (JSON lines)
+    h5regress perflog PATH...        ReFrame perflogs -> records (JSON lines)
+    h5regress gate ...               the nightly statistical verdict
+    h5regress report ...             Markdown/HTML/JUnit report of a night
+    h5regress refs ...               reference envelopes from history
+    h5regress manifest ...           the Spack environment's tool manifest
+
+Exit codes of ``parse``: 0 all runs parsed; 1 some output shows a failed or
+incomplete run (named on stderr; the good ones are still printed); 2 usage or
+unreadable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from h5regress.parsers import ParseError, RunFailed, parser_for, tools
+
+#: largest file ``parse`` reads from a directory: benchmark data files are not outputs
+MAX_OUTPUT_BYTES = 64 * 1024 * 1024
+
+
+def read_outputs(path: str, wanted) -> dict[str, str]:
+    """A file, or the files of a directory the parser wants, as ``{relpath: text}``."""
+    if os.path.isfile(path):
+        with open(path, errors='replace') as fp:
+            return {os.path.basename(path): fp.read()}
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f'{path}: no such file or directory')
+    files = {}
+    for root, _, names in os.walk(path):
+        for name in sorted(names):
+            full = os.path.join(root, name)
+            rel = os.path.relpath(full, path)
+            if wanted(rel) and os.path.getsize(full) <= MAX_OUTPUT_BYTES:
+                with open(full, errors='replace') as fp:
+                    files[rel] = fp.read()
+    return files
+
+
+def cmd_parse(args) -> int:
+    try:
+        parser = parser_for(args.tool)
+    except (ParseError, ImportError) as err:
+        print(f'h5regress parse: {err}', file=sys.stderr)
+        return 2
+    status = 0
+    for path in args.paths:
+        try:
+            files = read_outputs(path, parser.wanted)
+        except OSError as err:
+            print(f'h5regress parse: {err}', file=sys.stderr)
+            status = 2
+            continue
+        if not files:
+            print(f'h5regress parse: {path}: no {args.tool} output found', file=sys.stderr)
+            status = max(status, 2)
+            continue
+        try:
+            runs = parser.parse(files)
+        except RunFailed as err:
+            print(f'h5regress parse: {path}: failed run: {err}', file=sys.stderr)
+            status = max(status, 1)
+            continue
+        except ParseError as err:
+            print(f'h5regress parse: {path}: {err}', file=sys.stderr)
+            status = 2
+            continue
+        for run in runs:
+            for record in run.to_records(hdf5_build=args.hdf5_build,
+                                         test=os.path.abspath(path)):
+                print(record.to_json())
+    return status
+
+
+def cmd_perflog(args) -> int:
+    from h5regress import perflog
+    records, problems = perflog.read(args.paths)
+    for record in records:
+        print(record.to_json())
+    for problem in problems:
+        print(f'h5regress perflog: skipped: {problem}', file=sys.stderr)
+    return 0
+
+
+#: subcommands whose implementation lives in its own module: name -> (module, function)
+DELEGATED = {
+    'gate': ('h5regress.gate', 'main_gate'),
+    'report': ('h5regress.report', 'main_report'),
+    'refs': ('h5regress.refs', 'main_refs'),
+    'manifest': ('h5regress.manifest', 'main'),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in DELEGATED:
+        module, func = DELEGATED[argv[0]]
+        return getattr(importlib.import_module(module), func)(argv[1:])
+
+    ap = argparse.ArgumentParser(prog='h5regress', description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest='command', required=True)
+    p = sub.add_parser('parse', help='outputs made outside ReFrame -> records')
+    p.add_argument('tool', help=f'one of: {", ".join(tools())}')
+    p.add_argument('paths', nargs='+', metavar='PATH', help='output file or run directory')
+    p.add_argument('--hdf5-build', default='unknown',
+                   help='HDF5 build id to put in the records (default: unknown)')
+    p.set_defaults(func=cmd_parse)
+    p = sub.add_parser('perflog', help='ReFrame perflogs -> records')
+    p.add_argument('paths', nargs='+', metavar='PATH', help='perflog file or directory')
+    p.set_defaults(func=cmd_perflog)
+    for name in DELEGATED:
+        sub.add_parser(name, help=f'see h5regress {name} --help')
+    args = ap.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

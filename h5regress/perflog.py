@@ -1,0 +1,122 @@
+"""ReFrame perflogs (as ``reframe/config/settings.py`` formats them) -> records.
+
+A perflog file starts with a header line naming its ``|``-separated columns;
+each further line is one performance variable of one run. The last column,
+``h5r_context``, is JSON and may contain ``|``, so a line is split at most
+``len(header) - 1`` times.
+
+A line whose run failed sanity never exists (ReFrame logs no performance
+values then). A line whose run only fell outside its reference envelope
+(``result == fail`` in the ``performance`` phase) is a sample: it becomes a
+record with ``result: perf_fail``. Malformed lines are skipped and reported
+with their file and line number; they never stop the reading.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+
+from h5regress.record import Record, RecordError
+
+#: columns every h5regress perflog carries (header names as ReFrame writes them)
+COLUMNS = ('job_completion_time', 'name', 'system:partition', 'environ', 'perf_var',
+           'perf_value', 'perf_unit', 'perf_ref', 'perf_lower_thres', 'perf_upper_thres',
+           'perf_result', 'result', 'fail_phase', 'hdf5_build', 'config_hash', 'run_id',
+           'h5r_context')
+
+
+def parse_line(line: str, ncols: int, source: str) -> Record | None:
+    """The record of one perflog line; None for a run that failed before performance."""
+    fields = line.rstrip('\n').split('|', ncols - 1)
+    if len(fields) != ncols:
+        raise RecordError(f'{source}: {len(fields)} columns, the header has {ncols}')
+    row = dict(zip(COLUMNS, fields))
+    if row['result'] == 'fail' and row['fail_phase'] != 'performance':
+        return None
+    try:
+        context = json.loads(row['h5r_context'])
+    except json.JSONDecodeError as err:
+        raise RecordError(f'{source}: column h5r_context is not JSON: {err}') from None
+    var = row['perf_var']
+    try:
+        info = context['perfvars'][var]
+    except (KeyError, TypeError):
+        raise RecordError(f'{source}: h5r_context has no perfvars entry for {var!r}') \
+            from None
+    provenance = dict(context.get('provenance', {}))
+    provenance['reference'] = {
+        'value': row['perf_ref'], 'lower': row['perf_lower_thres'],
+        'upper': row['perf_upper_thres'], 'result': row['perf_result'],
+    }
+    hdf5_build = row['hdf5_build'] if row['hdf5_build'] not in ('', 'None') else 'none'
+    return Record.from_dict({
+        'tool': context.get('tool', ''),
+        'operation': info.get('operation'),
+        'metric': info.get('metric'),
+        'value': row['perf_value'],
+        'unit': row['perf_unit'],
+        'higher_is_better': info.get('higher_is_better'),
+        'params': context.get('params', {}),
+        'provenance': provenance,
+        'hdf5_build': hdf5_build,
+        'config_hash': row['config_hash'],
+        'run_id': row['run_id'],
+        'timestamp': row['job_completion_time'],
+        'test': row['name'],
+        'system': row['system:partition'],
+        'pair_id': context.get('pair_id'),
+        'samples': info.get('samples') or [],
+        'result': 'pass' if row['result'] == 'pass' else 'perf_fail',
+    }, source)
+
+
+def parse_text(text: str, source: str) -> tuple[list[Record], list[str]]:
+    """Records of one perflog file's text, and the problems of the lines skipped."""
+    lines = text.splitlines()
+    if not lines:
+        return [], []
+    header = lines[0].split('|')
+    if header[-1] != 'h5r_context':
+        return [], [f'{source}: not an h5regress perflog (last header column is '
+                    f'{header[-1]!r}, expected h5r_context)']
+    records, problems = [], []
+    for lineno, line in enumerate(lines[1:], 2):
+        if not line.strip():
+            continue
+        try:
+            record = parse_line(line, len(header), f'{source}:{lineno}')
+        except RecordError as err:
+            problems.append(str(err))
+            continue
+        if record is not None:
+            records.append(record)
+    return records, problems
+
+
+def perflog_files(paths: Iterable[str]) -> list[str]:
+    found = []
+    for path in paths:
+        if os.path.isdir(path):
+            for root, _, names in os.walk(path):
+                found += [os.path.join(root, n) for n in sorted(names) if n.endswith('.log')]
+        else:
+            found.append(path)
+    return sorted(found)
+
+
+def read(paths: Iterable[str]) -> tuple[list[Record], list[str]]:
+    """Records of every perflog under ``paths`` (files or directories)."""
+    records, problems = [], []
+    for path in perflog_files(paths):
+        try:
+            with open(path, errors='replace') as fp:
+                text = fp.read()
+        except OSError as err:
+            problems.append(f'{path}: {err}')
+            continue
+        got, bad = parse_text(text, path)
+        records += got
+        problems += bad
+    return records, problems

@@ -1,0 +1,126 @@
+"""Provenance probe, run inside the job (on the compute node) before the benchmark.
+
+``python -m h5regress.probe OUT.json --data-dir DIR --binary EXE`` writes what no
+benchmark reports by itself: the node list, the file system type of the data
+directory, the MPI library, the HDF5 library the binary is linked with (as that
+library reports its own version), the node memory and the kernel. Each probe
+that fails records why instead of failing the job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import platform
+import re
+import socket
+import subprocess
+import sys
+
+
+def fs_type(path: str) -> str:
+    """File system type of the mount holding ``path`` (longest /proc/mounts prefix)."""
+    path = os.path.realpath(path)
+    best, best_type = '', 'unknown'
+    try:
+        with open('/proc/mounts') as fp:
+            for line in fp:
+                fields = line.split()
+                if len(fields) < 3:
+                    continue
+                mount = fields[1].replace('\\040', ' ')
+                prefix = mount.rstrip('/') + '/'
+                if (path == mount or path.startswith(prefix)) and len(mount) > len(best):
+                    best, best_type = mount, fields[2]
+    except OSError as err:
+        return f'unknown ({err})'
+    return best_type
+
+
+def node_memory_bytes() -> int | None:
+    try:
+        with open('/proc/meminfo') as fp:
+            for line in fp:
+                if line.startswith('MemTotal:'):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _run(cmd: list[str]) -> str:
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f'unknown ({cmd[0]}: {err})'
+    return (out.stdout or out.stderr).strip()
+
+
+def mpi_library() -> str:
+    out = _run(['ompi_info', '--parsable', '--version', 'ompi', 'full'])
+    m = re.search(r'ompi:version:full:(\S+)', out)
+    if m:
+        return f'Open MPI {m.group(1)}'
+    first = _run(['mpirun', '--version']).splitlines()
+    return first[0] if first else 'unknown'
+
+
+def linked_hdf5(binary: str) -> tuple[str, str]:
+    """(path, version) of the libhdf5 that ``binary`` loads, asking the library itself."""
+    out = _run(['ldd', binary])
+    m = re.search(r'(libhdf5[^\s]*\.so[^\s]*)\s*=>\s*(\S+)', out)
+    if not m:
+        return '', 'not linked'
+    lib = m.group(2)
+    try:
+        h5 = ctypes.CDLL(lib)
+        major, minor, release = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
+        if h5.H5get_libversion(ctypes.byref(major), ctypes.byref(minor),
+                               ctypes.byref(release)) < 0:
+            return lib, 'unknown (H5get_libversion failed)'
+        return lib, f'{major.value}.{minor.value}.{release.value}'
+    except OSError as err:
+        return lib, f'unknown ({err})'
+
+
+def nodelist() -> str:
+    return (os.environ.get('SLURM_JOB_NODELIST') or os.environ.get('SLURM_NODELIST')
+            or socket.gethostname())
+
+
+def probe(data_dir: str, binary: str | None) -> dict:
+    result = {
+        'nodelist': nodelist(),
+        'fs_type': fs_type(data_dir),
+        'data_dir': data_dir,
+        'node_memory_bytes': node_memory_bytes(),
+        'mpi_library': mpi_library(),
+        'kernel': platform.release(),
+        'ompi_mca_io': os.environ.get('OMPI_MCA_io', ''),
+        'romio_hints': os.environ.get('ROMIO_HINTS', ''),
+    }
+    if binary:
+        lib, version = linked_hdf5(binary)
+        result['hdf5_library'] = lib
+        result['hdf5_library_version'] = version
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog='python -m h5regress.probe', description=__doc__)
+    ap.add_argument('out')
+    ap.add_argument('--data-dir', required=True)
+    ap.add_argument('--binary')
+    args = ap.parse_args(argv)
+    data = probe(args.data_dir, args.binary)
+    tmp = f'{args.out}.tmp'
+    with open(tmp, 'w') as fp:
+        json.dump(data, fp, indent=1, sort_keys=True)
+    os.replace(tmp, args.out)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

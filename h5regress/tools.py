@@ -1,0 +1,77 @@
+"""The one tool resolver: where a benchmark binary is, and which HDF5 build it uses.
+
+Contract (owned by the foundation issue): checks never search for binaries
+themselves. They ask :func:`find` for a tool of an HDF5 build. The Spack
+environment's manifest (``spack-env/manifest.json``, or ``$H5REGRESS_MANIFEST``;
+see :mod:`h5regress.manifest`) answers when there is one; otherwise the tool
+is looked up on ``PATH`` and the record says so (``tool_source: PATH``,
+build ``path``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+
+#: build id used when tools come from PATH rather than from a Spack build
+PATH_BUILD = 'path'
+
+#: how to get each tool, for the message of a check skipped for lack of it
+HOW_TO_GET = ('install it with the Spack environment (spack-env/README.md: '
+              '`spack-env/install`) or put it on PATH')
+
+
+class ToolNotFound(LookupError):
+    """The tool is in neither the manifest nor PATH; the message says how to get it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Tool:
+    name: str
+    path: str
+    #: HDF5 build id (manifest build id, or ``path``)
+    build: str
+    #: ``spack-manifest`` or ``PATH``
+    source: str
+    #: HDF5 commit/version/spec hash from the manifest ('' from PATH)
+    hdf5_commit: str = ''
+    hdf5_version: str = ''
+    spec_hash: str = ''
+
+
+def _manifest_builds():
+    from h5regress import manifest
+    path = manifest.default_path()
+    if not path.exists():
+        return None
+    return manifest.load(path)
+
+
+def builds() -> list[str]:
+    """HDF5 build ids the checks are parameterised over: the manifest's, or ``path``."""
+    found = _manifest_builds()
+    return sorted(found) if found else [PATH_BUILD]
+
+
+def find(name: str, build: str = PATH_BUILD) -> Tool:
+    """The tool ``name`` of HDF5 build ``build``.
+
+    Raises :class:`ToolNotFound` naming the tool, the build and how to get it.
+    """
+    if build != PATH_BUILD:
+        found = _manifest_builds() or {}
+        if build not in found:
+            raise ToolNotFound(f'HDF5 build {build!r} is not in the Spack manifest '
+                               f'({", ".join(sorted(found)) or "no manifest"})')
+        b = found[build]
+        if name not in b.tools:
+            raise ToolNotFound(f'{name} is not installed for HDF5 build {build!r}: '
+                               f'{HOW_TO_GET}')
+        return Tool(name, b.tools[name], build, 'spack-manifest', b.hdf5_commit,
+                    b.hdf5_version, b.spec_hash)
+
+    path = shutil.which(name, path=os.environ.get('PATH'))
+    if path is None:
+        raise ToolNotFound(f'{name} not found on PATH: {HOW_TO_GET}')
+    return Tool(name, path, PATH_BUILD, 'PATH')

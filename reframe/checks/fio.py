@@ -1,0 +1,106 @@
+"""The storage ceiling: sequential write and read with fio, no HDF5, no MPI.
+
+HDF5 as a fraction of this ceiling and of IOR MPI-IO tells a user whether HDF5
+or the platform is the bottleneck. One job per I/O rank of a node
+(``tasks_per_node``), each on its own file, reported as a group.
+
+``mode`` ``direct`` uses O_DIRECT; ``buffered`` writes through the page cache
+and fsyncs at the end. The read phase is a second fio execution after the page
+cache was dropped (when permitted; otherwise the read is labelled as cached).
+fio preallocates files by default (``fallocate``), which changes the answer:
+the allocation mode is set explicitly and recorded.
+"""
+
+import os
+
+import reframe as rfm
+from reframe.core.backends import getlauncher
+from reframe.core.builtins import parameter, run_after, variable
+
+from h5regress import presets
+from h5regress.checkbase import IOBenchmark
+
+WRITE_OUT = 'fio-write.json'
+READ_OUT = 'fio-read.json'
+
+
+@rfm.simple_test
+class fio_check(IOBenchmark):
+    #: ``direct`` (O_DIRECT) or ``buffered`` (page cache, fsync at the end of writing).
+    mode = parameter(['direct', 'buffered'], loggable=True)
+
+    #: fio is one node's ceiling: it runs on one node only.
+    num_nodes = parameter([1], inherit_params=False, loggable=True)
+
+    #: File size per job, e.g. ``1G``.
+    #:
+    #: :type: str
+    #: :default: ``''``: the partition's ``extras.fio_size`` (``1G`` if unset)
+    size = variable(str, value='')
+
+    #: Block size of each request.
+    #:
+    #: :type: str
+    #: :default: ``'1M'``
+    block_size = variable(str, value='1M')
+
+    #: fio I/O engine.
+    #:
+    #: :type: str
+    #: :default: ``'psync'``
+    ioengine = variable(str, value='psync')
+
+    #: fio allocation mode of the files (``native``, ``posix``, ``keep``, ``none``).
+    #:
+    #: :type: str
+    #: :default: ``'native'`` (fio's own default, set explicitly so it is recorded)
+    fallocate = variable(str, value='native')
+
+    tool = 'fio'
+    #: envelopes are data: reframe/config/references/ (path relative to this file)
+    reference = {'$ref': '../config/references/fio.yaml'}
+
+    #: reference index: per partition and per mode
+    case = variable(str, value='', loggable=True)
+
+    @run_after('setup')
+    def set_fio_options(self):
+        self.case = self.mode
+        size = self.size or self.current_partition.extras.get('fio_size', '1G')
+        size_bytes = presets.parse_size(size, 'fio_check.size')
+        self.tool_options = [
+            '--rw={rw}', f'--bs={self.block_size}', f'--size={size_bytes}',
+            f'--numjobs={self.tasks_per_node}', f'--ioengine={self.ioengine}',
+            f'--direct={int(self.mode == "direct")}', f'--fallocate={self.fallocate}',
+            '--group_reporting', '--output-format=json',
+        ]
+        if self.mode == 'buffered':
+            self.tool_options.append('--end_fsync=1')
+        self.data_bytes = size_bytes * self.tasks_per_node
+        self.test_params = {
+            'mode': self.mode, 'size': size_bytes, 'block_size': self.block_size,
+            'numjobs': self.tasks_per_node, 'ioengine': self.ioengine,
+            'direct': self.mode == 'direct', 'end_fsync': self.mode == 'buffered',
+            'fallocate': self.fallocate,
+        }
+        self.set_perf_variables({f'{op}_bw': (op, 'bw', 'MiB/s') for op in ('write', 'read')})
+        # fio is not an MPI program: run it directly on the node
+        self.job.launcher = getlauncher('local')()
+
+    def _fio_opts(self, rw: str, output: str) -> list[str]:
+        opts = [o.format(rw=rw) for o in self.tool_options]
+        return opts + [f'--name=seq{rw}', f'--directory={self.data_dir}',
+                       f'--output={output}']
+
+    @run_after('setup')
+    def set_phases(self):
+        self.executable_opts = self._fio_opts('write', WRITE_OUT)
+        self.postrun_cmds = [
+            self.drop_caches_command(),
+            self.launch_command(self._fio_opts('read', READ_OUT)) + ' || h5r_rc=$?',
+        ]
+        self.output_files = [WRITE_OUT, READ_OUT, 'stdout']
+
+    def parse_output(self, files):
+        return self.parse_phases([WRITE_OUT, READ_OUT], files,
+                                 cache_matters=self.mode == 'buffered')

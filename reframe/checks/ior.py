@@ -1,0 +1,192 @@
+"""IOR through POSIX, MPI-IO and HDF5, as the field runs it.
+
+One row of ``benchmark`` is (api, preset, file layout): the preset
+(``reframe/config/presets.yaml``) gives block and transfer sizes and whether
+transfers are collective (``-c``); the layout is a single shared file (``ssf``)
+or a file per process (``fpp``, ``-F``). Every size can be overridden with
+``-S``, e.g. ``-S ior_check.block_size=64m``.
+
+Cache hygiene by default: fsync after write (``-e``), reordered reads (``-C``,
+reads another node's data). On one node ``-C`` changes nothing, so the write and
+read phases run as two executions with the page cache dropped between them when
+the partition permits (``extras.drop_caches`` and root); otherwise the read
+figures are labelled as cached. Results come from IOR's JSON summary files.
+"""
+
+import os
+
+import reframe as rfm
+from reframe.core.builtins import parameter, run_after, variable
+
+from h5regress import presets
+from h5regress.checkbase import HDF5Benchmark
+
+WRITE_SUMMARY = 'ior-write.json'
+READ_SUMMARY = 'ior-read.json'
+
+
+@rfm.simple_test
+class ior_check(HDF5Benchmark):
+    #: (api, preset, layout): what the field compares. POSIX has no collective mode.
+    benchmark = parameter([
+        ('POSIX', 'independent', 'ssf'),
+        ('POSIX', 'independent', 'fpp'),
+        ('MPIIO', 'collective', 'ssf'),
+        ('MPIIO', 'independent', 'ssf'),
+        ('MPIIO', 'independent', 'fpp'),
+        ('HDF5', 'collective', 'ssf'),
+        ('HDF5', 'independent', 'ssf'),
+        ('HDF5', 'independent', 'fpp'),
+    ], fmt=lambda row: '-'.join(row), loggable=True)
+
+    #: Block size per rank and segment (IOR ``-b``), e.g. ``64m``.
+    #:
+    #: :type: str
+    #: :default: ``''``: the preset's, scaled by the partition's ``size_factor``
+    block_size = variable(str, value='')
+
+    #: Transfer size (IOR ``-t``).
+    #:
+    #: :type: str
+    #: :default: ``''``: the preset's, scaled by the partition's ``size_factor``
+    transfer_size = variable(str, value='')
+
+    #: Segments (IOR ``-s``).
+    #:
+    #: :type: int
+    #: :default: ``0``: the preset's (``collective``: the partition's stripe count)
+    segments = variable(int, value=0)
+
+    #: Repetitions inside one execution (IOR ``-i``); context, not independent samples.
+    #:
+    #: :type: int
+    #: :default: ``3``
+    repetitions = variable(int, value=3)
+
+    #: Stonewall deadline in seconds (IOR ``-D``); 0 = off.
+    #:
+    #: :type: int
+    #: :default: ``0``
+    stonewall = variable(int, value=0)
+
+    #: fsync after the write phase (IOR ``-e``): without it the figure is page cache.
+    #:
+    #: :type: bool
+    #: :default: ``True``
+    fsync = variable(bool, value=True)
+
+    #: HDF5 collective metadata operations (``--hdf5.collectiveMetadata``).
+    #:
+    #: :type: bool
+    #: :default: ``False``
+    hdf5_collective_metadata = variable(bool, value=False)
+
+    #: HDF5 object alignment in bytes (``--hdf5.setAlignment``); ``''`` = HDF5 default.
+    #:
+    #: :type: str
+    #: :default: ``''``
+    hdf5_alignment = variable(str, value='')
+
+    #: HDF5 chunk size in elements (``--hdf5.chunkSize``); 0 = contiguous dataset.
+    #:
+    #: :type: int
+    #: :default: ``0``
+    hdf5_chunk_size = variable(int, value=0)
+
+    #: Do not pre-fill HDF5 datasets (``--hdf5.noFill``).
+    #:
+    #: :type: bool
+    #: :default: ``False``
+    hdf5_nofill = variable(bool, value=False)
+
+    tool = 'ior'
+    #: envelopes are data: reframe/config/references/ (path relative to this file)
+    reference = {'$ref': '../config/references/ior.yaml'}
+
+    #: reference index: per partition and per benchmark row (regex keys allowed)
+    case = variable(str, value='', loggable=True)
+
+    @run_after('setup')
+    def set_benchmark_options(self):
+        api, preset_name, layout = self.benchmark
+        self.case = '-'.join(self.benchmark)
+        extras = self.current_partition.extras
+        preset = presets.load('ior')[preset_name]
+        segments = self.segments or (extras.get('stripe_count', 1)
+                                     if preset['segments'] == 'stripe_count'
+                                     else int(preset['segments']))
+        block, transfer = presets.scaled_sizes(
+            presets.parse_size(preset['block_size'], f'ior preset {preset_name}'),
+            presets.parse_size(preset['transfer_size'], f'ior preset {preset_name}'),
+            float(extras.get('size_factor', 1.0)))
+        if self.block_size:
+            block = presets.parse_size(self.block_size, 'ior_check.block_size')
+        if self.transfer_size:
+            transfer = presets.parse_size(self.transfer_size, 'ior_check.transfer_size')
+
+        opts = ['-a', api, '-b', str(block), '-t', str(transfer), '-s', str(segments),
+                '-i', str(self.repetitions), '-C']
+        if preset['collective']:
+            opts.append('-c')
+        if layout == 'fpp':
+            opts.append('-F')
+        if self.fsync:
+            opts.append('-e')
+        if self.stonewall:
+            opts += ['-D', str(self.stonewall)]
+        if api == 'HDF5':
+            if self.hdf5_collective_metadata:
+                opts.append('--hdf5.collectiveMetadata')
+            if self.hdf5_alignment:
+                opts.append(f'--hdf5.setAlignment={self.hdf5_alignment}')
+            if self.hdf5_chunk_size:
+                opts.append(f'--hdf5.chunkSize={self.hdf5_chunk_size}')
+            if self.hdf5_nofill:
+                opts.append('--hdf5.noFill')
+        self.tool_options = opts
+        self.data_bytes = block * segments * self.num_nodes * self.tasks_per_node
+        self.test_params = {
+            'api': api, 'preset': preset_name, 'layout': layout,
+            'collective': bool(preset['collective']), 'block_size': block,
+            'transfer_size': transfer, 'segments': segments,
+            'repetitions': self.repetitions, 'stonewall': self.stonewall,
+            'fsync': self.fsync, 'reorder_tasks': True,
+            'hdf5_collective_metadata': self.hdf5_collective_metadata,
+            'hdf5_alignment': self.hdf5_alignment, 'hdf5_chunk_size': self.hdf5_chunk_size,
+            'hdf5_nofill': self.hdf5_nofill,
+        }
+        self.set_perf_variables({
+            f'{op}_{metric}': (op, metric, 'MiB/s')
+            for op in ('write', 'read')
+            for metric in ('bw_mean', 'bw_max', 'bw_min', 'bw_std')
+        })
+
+    @run_after('setup')
+    def set_phases(self):
+        target = ['-o', os.path.join(self.data_dir, 'ior.dat')]
+
+        def summary(name):
+            return ['-O', 'summaryFormat=JSON', '-O', f'summaryFile={name}']
+
+        if self.num_nodes == 1 and self.current_partition.extras.get('drop_caches', False):
+            # one node: write, drop the page cache, then read in a second execution.
+            # -e is a write option (IOR's HDF5 backend fails to open read-only with
+            # it); -k in both, or IOR deletes the file after the first repetition
+            read_opts = [o for o in self.tool_options if o != '-e'] + ['-k']
+            self.executable_opts = (self.tool_options + ['-w', '-k'] + target +
+                                    summary(WRITE_SUMMARY))
+            self.postrun_cmds = [
+                self.drop_caches_command(),
+                self.launch_command(read_opts + ['-r'] + target + summary(READ_SUMMARY)) +
+                ' || h5r_rc=$?',
+            ]
+            self.output_files = [WRITE_SUMMARY, READ_SUMMARY, 'stdout']
+        else:
+            self.executable_opts = (self.tool_options + ['-w', '-r'] + target +
+                                    summary(WRITE_SUMMARY))
+            self.output_files = [WRITE_SUMMARY, 'stdout']
+
+    def parse_output(self, files):
+        phases = [WRITE_SUMMARY, READ_SUMMARY] if READ_SUMMARY in self.output_files \
+            else [WRITE_SUMMARY]
+        return self.parse_phases(phases, files, cache_matters=self.num_nodes == 1)

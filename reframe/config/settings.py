@@ -1,0 +1,174 @@
+"""h5regress ReFrame configuration: the entry config.
+
+Systems here:
+
+- ``local``: this machine (local scheduler, ``mpirun``); the embedded default.
+- ``example-lustre``: an example cluster with SLURM partitions, showing what a
+  site sets. Copy it into your own file and chain it: ``reframe -C
+  reframe/config/settings.py:mysite.py ...`` (later files override earlier ones).
+
+Site specifics live in each partition's ``extras`` (read by the checks, never
+hard-coded in them):
+
+``scratch``         directory for benchmark data; ``{stagedir}`` expands to the test's
+                    stage directory. Data are removed after every run.
+``num_nodes``       node counts the checks run at (list; fixed numbers, so ``--dry-run``
+                    works without a scheduler).
+``tasks_per_node``  I/O ranks per node.
+``size_factor``     scales the IOR presets (1.0 = the published sizes; small on a laptop).
+``stripe_count``    file-system stripe count; IOR's "collective" preset writes that many
+                    segments. ``lfs_setstripe`` (true/false) runs ``lfs setstripe -c`` on
+                    the data directory before the run.
+``mpiio_layer``     Open MPI io component, set explicitly (``ompio`` or ``romio321``):
+                    no tool reports which one ran.
+``mpiio_hints``     MPI-IO hints (``cb_nodes``, ``cb_buffer_size``, ``romio_cb_write``,
+                    ``striping_factor``, ``striping_unit``...), written to a hints file
+                    passed through ``ROMIO_HINTS``.
+``drop_caches``     drop the page cache between write and read phases on one node when
+                    permitted (root); otherwise read figures are labelled as cached.
+``node_memory_bytes`` memory of a node, for the "data below node memory" warning; when
+                    absent the job reads /proc/meminfo.
+"""
+
+import os
+
+#: Repository root: config, checks, references and perflogs are found from it.
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+#: Where perflogs and the results database go; a site points this at a persistent path.
+PERFLOG_DIR = os.environ.get('H5REGRESS_PERFLOG_DIR', os.path.join(REPO, 'perflogs'))
+
+#: Open MPI as root needs these; harmless otherwise.
+OMPI_AS_ROOT = [
+    ['OMPI_ALLOW_RUN_AS_ROOT', '1'],
+    ['OMPI_ALLOW_RUN_AS_ROOT_CONFIRM', '1'],
+]
+
+site_configuration = {
+    'systems': [
+        {
+            'name': 'local',
+            'descr': 'This machine: local scheduler, mpirun',
+            'hostnames': ['.*'],
+            'modules_system': 'nomod',
+            'partitions': [
+                {
+                    'name': 'default',
+                    'descr': 'All cores of this machine; I/O checks run one at a time',
+                    'scheduler': 'local',
+                    'launcher': 'mpirun',
+                    'environs': ['gnu-openmpi'],
+                    # I/O checks must not share a node: ReFrame's default would run 8 at once
+                    'max_jobs': 1,
+                    'env_vars': OMPI_AS_ROOT + [
+                        # ranks may exceed cores on a workstation
+                        ['OMPI_MCA_rmaps_base_oversubscribe', '1'],
+                    ],
+                    'extras': {
+                        'scratch': '{stagedir}/scratch',
+                        'num_nodes': [1],
+                        'tasks_per_node': 2,
+                        'size_factor': 1 / 64,
+                        'stripe_count': 1,
+                        'lfs_setstripe': False,
+                        'mpiio_layer': 'ompio',
+                        'mpiio_hints': {},
+                        'drop_caches': True,
+                        'fio_size': '256M',
+                    },
+                },
+            ],
+        },
+        {
+            'name': 'example-lustre',
+            'descr': 'Example cluster: SLURM, srun, Lustre scratch (copy and adapt)',
+            'hostnames': ['^login\\d+\\.example\\.org$'],
+            'modules_system': 'nomod',
+            'partitions': [
+                {
+                    'name': 'compute',
+                    'descr': 'Compute nodes, exclusive allocations',
+                    'scheduler': 'slurm',
+                    'launcher': 'srun',
+                    'access': ['--partition=compute', '--account=io-bench', '--exclusive'],
+                    'environs': ['gnu-openmpi'],
+                    'max_jobs': 4,
+                    'time_limit': '30m',
+                    'env_vars': [['SLURM_MPI_TYPE', 'pmix']],
+                    'extras': {
+                        'scratch': '/lustre/scratch/$USER/h5regress',
+                        'num_nodes': [1, 4],
+                        'tasks_per_node': 32,
+                        'size_factor': 1.0,
+                        'stripe_count': 8,
+                        'lfs_setstripe': True,
+                        'mpiio_layer': 'romio321',
+                        'mpiio_hints': {
+                            'romio_cb_write': 'enable',
+                            'cb_nodes': '4',
+                            'cb_buffer_size': '16777216',
+                            'striping_factor': '8',
+                            'striping_unit': '1048576',
+                        },
+                        'drop_caches': False,
+                        'fio_size': '16G',
+                        'node_memory_bytes': 256 * 1024 ** 3,
+                    },
+                },
+            ],
+        },
+    ],
+    'environments': [
+        {
+            # GCC with Open MPI and parallel HDF5
+            'name': 'gnu-openmpi',
+            'features': ['mpi', 'hdf5'],
+            'cc': 'mpicc',
+            'cxx': 'mpicxx',
+            'ftn': 'mpif90',
+        },
+    ],
+    'general': [
+        {
+            'check_search_path': [os.path.join(REPO, 'reframe', 'checks')],
+            # a run keeps its full report and test-case JSON next to the perflogs
+            'report_file': os.path.join(PERFLOG_DIR, 'reports', 'run-report-{sessionid}.json'),
+        },
+    ],
+    # ReFrame's results database: `reframe --performance-compare` and
+    # `reframe --list-stored-sessions` read it.
+    'storage': [
+        {
+            'enable': True,
+            'sqlite_db_file': os.path.join(PERFLOG_DIR, 'results.db'),
+        },
+    ],
+    'logging': [
+        {
+            # one perflog line per performance variable
+            'perflog_multiline': True,
+            'handlers_perflog': [
+                {
+                    'type': 'filelog',
+                    'basedir': PERFLOG_DIR,
+                    'prefix': '%(check_system)s/%(check_partition)s',
+                    'level': 'info',
+                    # Readable columns first; the last column is the h5regress context
+                    # (JSON: parameters, provenance, config hash, run id, samples) and may
+                    # hold any character, so readers split at most len(header)-1 times.
+                    'format': (
+                        '%(check_job_completion_time)s|%(check_name)s|'
+                        '%(check_system)s:%(check_partition)s|%(check_environ)s|'
+                        '%(check_perf_var)s|%(check_perf_value)s|%(check_perf_unit)s|'
+                        '%(check_perf_ref)s|%(check_perf_lower_thres)s|'
+                        '%(check_perf_upper_thres)s|%(check_perf_result)s|'
+                        '%(check_result)s|%(check_fail_phase)s|%(check_hdf5_build)s|'
+                        '%(check_config_hash)s|%(check_run_id)s|%(check_h5r_context)s'
+                    ),
+                    'datefmt': '%FT%T%:z',
+                    'append': True,
+                },
+            ],
+        },
+    ],
+}
