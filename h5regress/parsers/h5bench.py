@@ -1,0 +1,831 @@
+"""h5bench (hpc-io/h5bench 1.6): runner directories and direct runs -> :class:`ParsedRun` objects.
+
+Inputs
+------
+A *direct run* directory holds what ReFrame (or a user) kept of one
+``h5bench_write``/``h5bench_read``/``h5bench_exerciser``/``h5bench_hdf5_iotest``
+execution: stdout (``stdout``, ``stdout.txt`` or ``*.out``), stderr
+(``stderr``, ``stderr.txt``, ``*.err``), the key=value configuration
+(``*.cfg``; ``*.ini`` for the metadata benchmark) and the CSV it wrote
+(``CSV_FILE``; ``hdf5_iotest.csv``).
+
+A *runner* directory is what the Python runner ``h5bench setup.json`` leaves:
+its log ``<setup>-h5bench.log`` (or ``h5bench-runner.log``) and one
+``storage/<id>/`` directory per benchmark with ``stdout``, ``stderr``,
+``h5bench.cfg`` and ``output.csv``. The log names each benchmark's kind and
+directory (``h5bench [write] - DIR: .../storage/ab26cf65/``), its command, and
+``SUCCESS`` or ``ERROR``/``CRITICAL`` lines. Each directory gives one run.
+
+Output formats
+--------------
+``h5bench_write``/``h5bench_read`` print, on rank 0::
+
+    =================== Performance Results ==================
+    Total number of ranks: 2
+    Total emulated compute time: 0.400 s
+    Total write size: 640.000 MB
+    Raw write time: 1.628 s
+    Metadata time: 0.002 s
+    H5Fcreate() time: 0.026 s            (write only, also H5Fflush(), H5Fclose())
+    Observed completion time: 2.348 s    ("Observed read completion time" for read)
+    SYNC Raw write rate: 393.198 MB/s
+    SYNC Observed write rate: 328.554 MB/s
+
+and the CSV holds ``metric, value, unit`` rows (operation, ranks, collective
+data, collective meta, subfiling, total compute time, total size, raw time,
+raw rate, metadata time, observed rate, observed time), possibly after an
+environment block (``ENV_METADATA_FILE``). Sizes and rates come from
+``format_human_readable`` (commons/h5bench_util.c): the prefix is `` ``, ``K``,
+``M``, ``G`` or ``T`` and steps by **1024**, so h5bench's "MB" is MiB.
+Times are printed with 3 decimals (a raw time of ``0.000 s`` is possible).
+Observed rate = size / (observed time - emulated compute time).
+
+``h5bench_exerciser`` prints per buffer size (``Bufsize``: bytes per rank of
+the double dataset) rows ``Min Med Max Avg Std`` over its iterations, with
+columns H5DWrite (s), RawWrBDWTH (MiB/s: bytes / 2^20 / time x nprocs, the
+slowest rank), H5Dread, RawRdBDWTH, then Dataset, Group, Attribute, H5Fopen,
+H5Fclose, H5Fflush, OtherClose times (s, the slowest rank), and ends with
+``All done -- Finishing normally.``
+
+The metadata benchmark (``h5bench_hdf5_iotest``) writes one CSV row with
+named columns such as ``wall [s]``, ``fsize [B]``, ``write-rate-max [MiB/s]``.
+
+Records
+-------
+write/read (operation ``write`` or ``read``): ``raw_rate``, ``observed_rate``
+(MiB/s), ``raw_time``, ``observed_time``, ``metadata_time`` (s), ``size`` (B,
+total over ranks) and, for write, ``h5fcreate_time``, ``h5fflush_time``,
+``h5fclose_time`` (s).
+
+exerciser: per buffer size ``<N>`` (bytes per rank) the *median* over its
+iterations: ``write``/``read`` ``raw_rate_<N>B`` (MiB/s) and ``time_<N>B`` (s), and
+``time_<N>B`` of ``dataset_create``, ``group_create``, ``attribute_write``,
+``file_open``, ``file_close``, ``file_flush``, ``other_close``.
+
+metadata: each CSV column: ``total``/``time`` (wall), ``write``/``size``
+(file size), ``write``/``phase_time_min|max``, ``create``/``time_min|max``,
+``write``/``time_min|max``, ``write``/``rate_min|max`` (MiB/s), and the same for
+``read``. Values have only 2 decimals.
+
+``params``: the configuration keys lower-cased (``mem_pattern``,
+``file_pattern``, ``num_dims``, ``dim_1``.., ``timesteps``,
+``emulated_compute_time_per_timestep`` as written plus
+``emulated_compute_time_per_timestep_s``, ``collective_data``,
+``collective_metadata``, ``compress``, ``chunk_dim_1``.., ``read_option``,
+``subfiling``, ...; YES/NO become booleans, paths such as ``CSV_FILE`` are
+left out) plus ``benchmark`` (write, read, exerciser, metadata, ...),
+``num_ranks`` and ``mode`` (SYNC or ASYNC, as the run reports it).
+
+Failure rules (h5bench_write exits 0 after failing to create its file)
+-----------------------------------------------------------------------
+:class:`RunFailed` when
+
+- stderr holds an HDF5 error stack (``Error detected in HDF5``), an MPI abort
+  or abnormal exit, or a signal;
+- stdout has a failure line (``Configuration file read failed``, ``...
+  failed``, ``Failed ...``, ``Benchmark Failed``, ``Unknown Parameter``,
+  ``ERROR ...``, ``Error with opening file``);
+- the results are missing (no ``Performance Results`` and no CSV rows; no
+  ``All done`` line of the exerciser; an empty metadata CSV);
+- stdout and CSV disagree (files of different runs);
+- **plausibility**: a rate per rank above ``max_rate_per_rank`` (default
+  :data:`MAX_RATE_PER_RANK`, 64 GiB/s). No process moves data through HDF5
+  faster than one core copies memory (~10-30 GiB/s today); h5bench_write that
+  could not create its file reports 1.3 TiB/s per rank (raw time ``0.000 s``).
+  In ASYNC mode the raw rate only measures issuing the asynchronous writes, so
+  there only the observed rate is bounded;
+- the runner log has ``ERROR``/``CRITICAL`` lines for the benchmark, names a
+  benchmark directory that is missing, or never reaches ``Finishing h5bench
+  Suite``.
+
+:class:`UnsupportedFeature` (a :class:`RunFailed`) when the HDF5 build lacks
+what the configuration asks for: ``HDF5 version does not support SUBFILING``
+(h5bench refuses the configuration and exits 1: it does *not* fall back), or
+the runner's ``Requested ASYNC mode but ran in SYNC mode``. A check may turn
+it into a skip.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import posixpath
+import re
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from h5regress.parsers.base import MIB, Measurement, ParsedRun, ParseError, RunFailed
+
+TOOL = 'h5bench'
+
+#: Plausibility ceiling for any rate, per rank (MiB/s): 64 GiB/s.
+MAX_RATE_PER_RANK = 64 * 1024.0
+
+#: h5bench's size prefixes (format_human_readable): powers of 1024.
+_PREFIX = {'': 1.0, 'K': 1024.0, 'M': 1024.0 ** 2, 'G': 1024.0 ** 3, 'T': 1024.0 ** 4}
+#: EMULATED_COMPUTE_TIME_PER_TIMESTEP units as h5bench's parse_time reads them.
+_TIME_UNIT_S = {'s': 1.0, 'ms': 1e-3, 'us': 1e-6, 'min': 60.0}
+#: Configuration keys that are paths, not parameters.
+_PATH_KEYS = {'csv_file', 'env_metadata_file', 'csv-file', 'hdf5-file'}
+#: Benchmarks of the pattern family (write/read style output).
+_PATTERN_KINDS = {'write', 'read', 'append', 'overwrite', 'write-unlimited',
+                  'write_var_normal_dist'}
+_KNOWN_KINDS = _PATTERN_KINDS | {'exerciser', 'metadata'}
+
+_EXERCISER_COLS = ('write_time', 'write_rate', 'read_time', 'read_rate', 'dataset_create',
+                   'group_create', 'attribute_write', 'file_open', 'file_close', 'file_flush',
+                   'other_close')
+_RUNNER_LINE_RE = re.compile(r'^\S+ \S+ h5bench - (?P<level>[A-Z]+) - (?P<msg>.*)$')
+
+
+class UnsupportedFeature(RunFailed):
+    """The run did nothing because the HDF5 build lacks a requested feature."""
+
+
+# --------------------------------------------------------------------------- helpers
+
+def _base(relpath: str) -> str:
+    return posixpath.basename(relpath.replace('\\', '/'))
+
+
+def _is_stdout(name: str) -> bool:
+    return name in ('stdout', 'stdout.txt') or name.endswith('.out')
+
+
+def _is_stderr(name: str) -> bool:
+    return name in ('stderr', 'stderr.txt') or name.endswith('.err')
+
+
+def _is_runner_log(name: str) -> bool:
+    return name == 'h5bench-runner.log' or name.endswith('-h5bench.log') or name == 'h5bench.log'
+
+
+def wanted(relpath: str) -> bool:
+    """stdout/stderr, ``*.cfg``, ``*.ini``, ``*.csv`` and the runner's log."""
+    name = _base(relpath)
+    return (_is_stdout(name) or _is_stderr(name) or _is_runner_log(name)
+            or name.endswith(('.cfg', '.ini', '.csv')))
+
+
+def to_bytes(value: float | str, unit: str, source: str = 'h5bench') -> float:
+    """h5bench size (``640.000``, ``MB``) -> bytes; its prefixes are powers of 1024."""
+    unit = unit.strip()
+    m = re.fullmatch(r'([KMGT]?)B', unit)
+    if not m:
+        raise ParseError(f'{source}: unknown h5bench size unit {unit!r}')
+    return float(value) * _PREFIX[m.group(1)]
+
+
+def to_mib_s(value: float | str, unit: str, source: str = 'h5bench') -> float:
+    """h5bench rate (``393.198``, ``MB/s``) -> MiB/s (its "MB" is MiB)."""
+    unit = unit.strip()
+    if not unit.endswith('/s'):
+        raise ParseError(f'{source}: unknown h5bench rate unit {unit!r}')
+    return to_bytes(value, unit[:-2], source) / MIB
+
+
+def compute_time_s(text: str) -> float | None:
+    """``EMULATED_COMPUTE_TIME_PER_TIMESTEP`` -> seconds, read like h5bench's parse_time.
+
+    ``100 ms`` -> 0.1; no unit means seconds; a unit starting with ``u`` is
+    microseconds, ``ms``/``MS`` milliseconds, any other ``m``/``M`` minutes.
+    """
+    parts = text.split()
+    if not parts:
+        return None
+    try:
+        num = int(float(parts[0]))
+    except ValueError:
+        return None
+    unit = parts[1] if len(parts) > 1 else 's'
+    if unit in ('ms', 'MS'):
+        return num * 1e-3
+    first = unit[0].lower()
+    scale = {'s': 1.0, 'm': 60.0, 'u': 1e-6}.get(first)
+    return None if scale is None else num * scale
+
+
+def _value(text: str) -> Any:
+    text = text.strip()
+    if text.upper() in ('YES', 'NO'):
+        return text.upper() == 'YES'
+    if text.lower() in ('true', 'false'):
+        return text.lower() == 'true'
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_cfg(text: str) -> dict[str, Any]:
+    """h5bench's key=value configuration -> params (lower-case keys, paths left out)."""
+    params: dict[str, Any] = {}
+    for line in text.splitlines():
+        line = line.split('#', 1)[0].strip()
+        if '=' not in line:
+            continue
+        key, val = (s.strip() for s in line.split('=', 1))
+        key = key.lower()
+        if key in _PATH_KEYS:
+            continue
+        if key == 'emulated_compute_time_per_timestep':
+            params[key] = val
+            params[key + '_s'] = compute_time_s(val)
+        else:
+            params[key] = _value(val)
+    return params
+
+
+def parse_ini(text: str) -> dict[str, Any]:
+    """The metadata benchmark's ``hdf5_iotest.ini`` ([DEFAULT] key = value) -> params."""
+    params: dict[str, Any] = {}
+    for line in text.splitlines():
+        line = line.split('#', 1)[0].split(';', 1)[0].strip()
+        if '=' not in line or line.startswith('['):
+            continue
+        key, val = (s.strip() for s in line.split('=', 1))
+        if key.lower() not in _PATH_KEYS:
+            params[key.lower().replace('-', '_')] = _value(val)
+    return params
+
+
+def _ranks_of_command(command: str) -> int | None:
+    try:
+        tokens = shlex.split(command)
+    except ValueError:
+        return None
+    for i, tok in enumerate(tokens[:-1]):
+        if tok in ('-np', '-n', '--np', '-N') and tokens[i + 1].isdigit():
+            return int(tokens[i + 1])
+        m = re.fullmatch(r'--ntasks=(\d+)', tok)
+        if m:
+            return int(m.group(1))
+    return None
+
+
+# --------------------------------------------------------------------------- failures
+
+_STDERR_FAILS = (
+    (re.compile(r'Error detected in HDF5'), 'HDF5 error stack'),
+    (re.compile(r'MPI_ABORT was invoked|exiting improperly|exited on signal|'
+                r'Process received signal|Segmentation fault|Aborted \(core dumped\)'),
+     'MPI abort or crash'),
+)
+_STDOUT_FAIL_RE = re.compile(
+    r'^.*(?:\bfailed\b|^Failed|Benchmark Failed|Unknown Parameter|^ERROR|'
+    r'Error with opening file|Invalid (?:dimension|hyperslab|sleep|time)|must be >=|'
+    r'requires [A-Z_/]+ no less than|does not support).*$', re.M | re.I)
+
+
+def _stderr_problem(text: str, where: str) -> str | None:
+    for regex, what in _STDERR_FAILS:
+        if regex.search(text):
+            detail = re.search(r'#000: .*? in (\w+\(\)): (.*)', text)
+            first = f' ({detail.group(1)}: {detail.group(2).strip()})' if detail else ''
+            if what != 'HDF5 error stack':
+                line = next(ln for ln in text.splitlines() if regex.search(ln))
+                first = f' ({line.strip()[:160]})'
+            return f'{where}: {what}{first}'
+    return None
+
+
+def _stdout_problem(text: str, where: str) -> RunFailed | None:
+    if re.search(r'HDF5 version does not support (\w+)', text):
+        feature = re.search(r'HDF5 version does not support (\w+)', text).group(1)
+        return UnsupportedFeature(
+            f'{where}: h5bench refused the configuration: "HDF5 version does not support '
+            f'{feature}" (needs HDF5 >= 1.14 with the {feature.lower()} VFD); nothing was run')
+    lines = [m.group(0).strip() for m in _STDOUT_FAIL_RE.finditer(text)]
+    if lines:
+        seen = list(dict.fromkeys(lines))
+        return RunFailed(f'{where}: {"; ".join(seen[:3])}')
+    return None
+
+
+def _check_rate(name: str, mib_s: float, ranks: int | None, ceiling: float, where: str) -> None:
+    if ranks and mib_s / ranks > ceiling:
+        raise RunFailed(f'{where}: {name} {mib_s:.6g} MiB/s is {mib_s / ranks:.6g} MiB/s per rank, '
+                        f'above the plausibility ceiling of {ceiling:.6g} MiB/s per rank: '
+                        'the data cannot have been moved (failed I/O timed as instant)')
+
+
+# --------------------------------------------------------------------------- write/read
+
+_RESULT_RES = {
+    'ranks': re.compile(r'^Total number of ranks:\s*(\d+)', re.M),
+    'compute': re.compile(r'^Total emulated compute time:\s*([\d.]+) s', re.M),
+    'size': re.compile(r'^Total (\w+) size:\s*([\d.]+)\s*([KMGT ]?B)\s*$', re.M),
+    'raw_time': re.compile(r'^Raw \w+ time:\s*([\d.]+) s', re.M),
+    'metadata_time': re.compile(r'^Metadata time:\s*([\d.]+) s', re.M),
+    'h5fcreate_time': re.compile(r'^H5Fcreate\(\) time:\s*([\d.]+) s', re.M),
+    'h5fflush_time': re.compile(r'^H5Fflush\(\) time:\s*([\d.]+) s', re.M),
+    'h5fclose_time': re.compile(r'^H5Fclose\(\) time:\s*([\d.]+) s', re.M),
+    'observed_time': re.compile(r'^Observed (?:\w+ )?completion time:\s*([\d.]+) s', re.M),
+    'raw_rate': re.compile(r'^(SYNC|ASYNC) Raw \w+ rate:\s*([\d.]+)\s*([KMGT ]?B/s)', re.M),
+    'observed_rate': re.compile(r'^(SYNC|ASYNC) Observed \w+ rate:\s*([\d.]+)\s*([KMGT ]?B/s)',
+                                re.M),
+}
+
+
+def parse_stdout_results(text: str, where: str) -> dict[str, Any]:
+    """The ``Performance Results`` block of h5bench_write/read -> normalised values."""
+    if 'Performance Results' not in text:
+        return {}
+    block = text[text.index('Performance Results'):]
+    out: dict[str, Any] = {}
+    for key, regex in _RESULT_RES.items():
+        m = regex.search(block)
+        if not m:
+            continue
+        if key == 'ranks':
+            out['ranks'] = int(m.group(1))
+        elif key == 'size':
+            out['operation'] = m.group(1)
+            out['size'] = to_bytes(m.group(2), m.group(3), where)
+        elif key in ('raw_rate', 'observed_rate'):
+            out['mode'] = m.group(1)
+            out[key] = to_mib_s(m.group(2), m.group(3), where)
+        else:
+            out[key] = float(m.group(1))
+    return out
+
+
+_CSV_KEYS = {'ranks': 'ranks', 'total compute time': 'compute', 'raw time': 'raw_time',
+             'metadata time': 'metadata_time', 'observed time': 'observed_time'}
+
+
+def parse_csv_results(text: str, where: str) -> dict[str, Any]:
+    """h5bench_write/read's ``metric, value, unit`` CSV -> normalised values."""
+    out: dict[str, Any] = {}
+    started = False
+    for row in csv.reader(io.StringIO(text)):
+        row = [c.strip() for c in row]
+        if not started:
+            started = row[:1] == ['metric']
+            continue
+        if len(row) < 2:
+            continue
+        metric, value, unit = row[0], row[1], row[2] if len(row) > 2 else ''
+        try:
+            if metric == 'operation':
+                out['operation'] = value
+            elif metric in ('collective data', 'collective meta', 'subfiling'):
+                out[metric.replace(' ', '_')] = value.upper() == 'YES'
+            elif metric == 'total size':
+                out['size'] = to_bytes(value, unit or 'B', where)
+            elif metric in ('raw rate', 'observed rate'):
+                out[metric.replace(' ', '_')] = to_mib_s(value, unit, where)
+            elif metric in _CSV_KEYS:
+                key = _CSV_KEYS[metric]
+                out[key] = int(value) if key == 'ranks' else float(value)
+        except ValueError:
+            raise ParseError(f'{where}: row {metric!r}: value {value!r} is not a number') \
+                from None
+    return out
+
+
+def _agree(a: dict[str, Any], b: dict[str, Any], where: str) -> None:
+    """stdout and CSV of one run print the same numbers (3 decimals of their unit)."""
+    for key in ('raw_rate', 'observed_rate', 'size', 'raw_time', 'observed_time'):
+        if key in a and key in b:
+            x, y = a[key], b[key]
+            if abs(x - y) > 0.0011 * max(1.0, _unit_step(max(abs(x), abs(y)), key)):
+                raise ParseError(f'{where}: stdout and CSV disagree on {key} ({x:.6g} vs '
+                                 f'{y:.6g}): they are not from the same run')
+
+
+def _unit_step(value: float, key: str) -> float:
+    """Size of the printed unit of ``value`` (MiB/s or B scaled as h5bench prints it)."""
+    if key.endswith('time'):
+        return 1.0
+    v = value * (MIB if key.endswith('rate') else 1.0)
+    step = 1.0
+    while v >= 1024 and step < 1024.0 ** 4:
+        v /= 1024
+        step *= 1024
+    return step / (MIB if key.endswith('rate') else 1.0)
+
+
+def parse_pattern(group: Mapping[str, str], where: str, kind: str | None = None,
+                  max_rate_per_rank: float = MAX_RATE_PER_RANK,
+                  command: str | None = None) -> ParsedRun:
+    """One h5bench_write/read (or append/overwrite/...) run directory."""
+    stdout = _pick(group, _is_stdout)
+    stderr = _pick(group, _is_stderr)
+    problem = _stdout_problem(stdout[1], f'{where}{stdout[0]}') if stdout else None
+    if problem:                 # h5bench's own words first: stderr then often only
+        raise problem           # holds mpirun's abnormal-exit notice
+    if stderr:
+        err = _stderr_problem(stderr[1], f'{where}{stderr[0]}')
+        if err:
+            raise RunFailed(err)
+    cfg = _pick_cfg(group, stdout[1] if stdout else '')
+    params = parse_cfg(cfg[1]) if cfg else {}
+    csv_item = _pick_csv(group, cfg[1] if cfg else '')
+    res_out = parse_stdout_results(stdout[1], f'{where}{stdout[0]}') if stdout else {}
+    res_csv = parse_csv_results(csv_item[1], f'{where}{csv_item[0]}') if csv_item else {}
+    if not res_out and not res_csv:
+        names = ', '.join(n for n in (stdout and stdout[0], csv_item and csv_item[0]) if n)
+        raise RunFailed(f'{where}{names or "(no stdout or CSV)"}: no results: the benchmark '
+                        'did not finish')
+    if res_out and res_csv:
+        _agree(res_out, res_csv, where.rstrip('/') or '.')
+    res = {**res_csv, **res_out}
+    operation = res.get('operation') or kind or ('read' if 'read_option' in params else 'write')
+    ranks = res.get('ranks')
+    mode = res.get('mode') or _stdout_field(stdout[1] if stdout else '', 'Mode') or 'SYNC'
+    params.update({'benchmark': kind or operation, 'num_ranks': ranks, 'mode': mode})
+    for key in ('collective_data', 'subfiling'):
+        if key not in params and key in res_csv:
+            params[key] = res_csv[key]
+    if 'collective_metadata' not in params and 'collective_meta' in res_csv:
+        params['collective_metadata'] = res_csv['collective_meta']
+
+    missing = [k for k in ('raw_rate', 'observed_rate', 'size') if k not in res]
+    if missing:
+        raise RunFailed(f'{where}: results lack {", ".join(missing)}: incomplete output')
+    src = where.rstrip('/') or '.'
+    if mode != 'ASYNC':
+        _check_rate('raw rate', res['raw_rate'], ranks, max_rate_per_rank, src)
+    _check_rate('observed rate', res['observed_rate'], ranks, max_rate_per_rank, src)
+
+    warnings = []
+    if res.get('raw_time') == 0.0 and res['size'] > 0:
+        warnings.append(f'{src}: raw time printed as 0.000 s: the raw rate is imprecise')
+    unit = str(params.get('emulated_compute_time_per_timestep', '')).split()[1:]
+    if unit and unit[0][0] in 'mM' and unit[0] not in ('ms', 'MS'):
+        warnings.append(f'{src}: compute time in minutes: h5bench 1.6 counts a minute as '
+                        '60000 s when it subtracts compute time, so the observed rate is wrong')
+    ms = [Measurement(operation, 'raw_rate', res['raw_rate'], 'MiB/s', True),
+          Measurement(operation, 'observed_rate', res['observed_rate'], 'MiB/s', True)]
+    for key in ('raw_time', 'observed_time', 'metadata_time', 'h5fcreate_time',
+                'h5fflush_time', 'h5fclose_time'):
+        if key in res:
+            ms.append(Measurement(operation, key, res[key], 's', False))
+    ms.append(Measurement(operation, 'size', res['size'], 'B', True))
+    prov: dict[str, Any] = {}
+    if command:
+        prov['command'] = command
+    if 'compute' in res:
+        prov['total_compute_time_s'] = res['compute']
+    if stdout:
+        data = re.search(r'^(?:Output|Read) data file:\s*(\S+)', stdout[1], re.M)
+        if data:
+            prov['data_file'] = data.group(1)
+    return ParsedRun(tool=TOOL, params=params, provenance=prov, measurements=ms,
+                     warnings=warnings)
+
+
+def _stdout_field(text: str, name: str) -> str | None:
+    m = re.search(rf'^{re.escape(name)}:\s*(\S+)', text, re.M)
+    return m.group(1) if m else None
+
+
+def _pick(group: Mapping[str, str], pred) -> tuple[str, str] | None:
+    names = sorted(n for n in group if pred(n))
+    return (names[0], group[names[0]]) if names else None
+
+
+def _pick_cfg(group: Mapping[str, str], stdout: str) -> tuple[str, str] | None:
+    """The ``*.cfg`` stdout names (``Configuration file: ...``), else the only one."""
+    cfgs = sorted(n for n in group if n.endswith('.cfg'))
+    named = re.search(r'^Configuration file:\s*(\S+)', stdout, re.M)
+    if named and _base(named.group(1)) in cfgs:
+        name = _base(named.group(1))
+        return name, group[name]
+    if len(cfgs) > 1:
+        raise ParseError(f'several configuration files ({", ".join(cfgs)}) and stdout names '
+                         'none of them')
+    return (cfgs[0], group[cfgs[0]]) if cfgs else None
+
+
+def _pick_csv(group: Mapping[str, str], cfg: str) -> tuple[str, str] | None:
+    """The CSV the configuration's ``CSV_FILE`` names, else the only ``*.csv``."""
+    csvs = sorted(n for n in group if n.endswith('.csv'))
+    named = re.search(r'^\s*CSV_FILE\s*=\s*(\S+)', cfg, re.M)
+    if named and _base(named.group(1)) in csvs:
+        name = _base(named.group(1))
+        return name, group[name]
+    return (csvs[0], group[csvs[0]]) if len(csvs) == 1 else None
+
+
+# --------------------------------------------------------------------------- exerciser
+
+_EXER_ROW_RE = re.compile(r'^(Min|Med|Max|Avg|Std)\s+(\d+)((?:\s+[-\d.eE+]+){11})\s*$', re.M)
+_EXER_FLAGS_RE = re.compile(r'^useMetaDataCollectives:.*$', re.M)
+_EXER_FLAG_NAMES = {'useMetaDataCollectives': 'metadata_collectives',
+                    'addDerivedTypeDataset': 'derived_type_dataset',
+                    'addAttributes': 'attributes', 'useIndependentIO': 'independent_io',
+                    'numDims': 'num_dims', 'useChunked': 'chunked', 'rankShift': 'rank_shift'}
+
+
+def exerciser_args(command: str) -> dict[str, Any]:
+    """``--numdims 2 --minels 8 8 --indepio`` -> ``{"numdims": 2, "minels": [8, 8], ...}``."""
+    tokens = shlex.split(command)
+    start = next((i + 1 for i, t in enumerate(tokens) if _base(t) == 'h5bench_exerciser'), 0)
+    out: dict[str, Any] = {}
+    key = None
+    for tok in tokens[start:]:
+        if tok.startswith('--'):
+            key = tok[2:]
+            out[key] = True
+        elif key is not None:
+            val = _value(tok)
+            cur = out[key]
+            if cur is True:
+                out[key] = val
+            else:
+                out[key] = cur + [val] if isinstance(cur, list) else [cur, val]
+    return out
+
+
+def parse_exerciser(group: Mapping[str, str], where: str, command: str | None = None,
+                    max_rate_per_rank: float = MAX_RATE_PER_RANK) -> ParsedRun:
+    """One h5bench_exerciser run: median rates and times per buffer size."""
+    stdout = _pick(group, _is_stdout)
+    stderr = _pick(group, _is_stderr)
+    if stderr:
+        problem = _stderr_problem(stderr[1], f'{where}{stderr[0]}')
+        if problem:
+            raise RunFailed(problem)
+    if not stdout:
+        raise RunFailed(f'{where}: no stdout: the exerciser left no results')
+    src = f'{where}{stdout[0]}'
+    text = stdout[1]
+    errors = [ln.strip() for ln in text.splitlines()
+              if re.match(r'\s*(?:Rank \d+ - )?ERROR', ln)
+              or re.search(r'failed with rc|error -', ln)]
+    if errors:
+        raise RunFailed(f'{src}: {"; ".join(errors[:3])}')
+    if 'All done -- Finishing normally.' not in text:
+        raise RunFailed(f'{src}: no "All done -- Finishing normally." line: the run did not finish')
+    params: dict[str, Any] = {'benchmark': 'exerciser'}
+    if command:
+        params.update(exerciser_args(command))
+    flags = _EXER_FLAGS_RE.search(text)
+    if flags:
+        for name, val in re.findall(r'(\w+):\s*(-?\d+)', flags.group(0)):
+            params[_EXER_FLAG_NAMES.get(name, name)] = (
+                int(val) if name in ('numDims', 'rankShift') else val != '0')
+    ranks = _ranks_of_command(command) if command else None
+    params['num_ranks'] = ranks
+    rows = [(m.group(1), int(m.group(2)), [float(x) for x in m.group(3).split()])
+            for m in _EXER_ROW_RE.finditer(text)]
+    med = [(size, vals) for stat, size, vals in rows if stat == 'Med']
+    if not med:
+        raise RunFailed(f'{src}: no result rows')
+    ms = []
+    for size, vals in med:
+        col = dict(zip(_EXERCISER_COLS, vals))
+        for op in ('write', 'read'):
+            _check_rate(f'{op} rate at {size} B', col[f'{op}_rate'], ranks, max_rate_per_rank, src)
+            ms.append(Measurement(op, f'raw_rate_{size}B', col[f'{op}_rate'], 'MiB/s', True))
+            ms.append(Measurement(op, f'time_{size}B', col[f'{op}_time'], 's', False))
+        for op in _EXERCISER_COLS[4:]:
+            ms.append(Measurement(op, f'time_{size}B', col[op], 's', False))
+    prov = {'command': command} if command else {}
+    return ParsedRun(tool=TOOL, params=params, provenance=prov, measurements=ms)
+
+
+# --------------------------------------------------------------------------- metadata
+
+def _metadata_measurement(column: str, value: str, where: str) -> Measurement | None:
+    m = re.fullmatch(r'\s*([\w-]+)\s*\[([^\]]+)\]\s*', column)
+    if not m:
+        return None
+    name, unit = m.group(1), m.group(2)
+    try:
+        val = float(value)
+    except ValueError:
+        raise ParseError(f'{where}: column {column!r}: {value!r} is not a number') from None
+    if name == 'wall':
+        return Measurement('total', 'time', val, 's', False)
+    if name == 'fsize':
+        return Measurement('write', 'size', val, 'B', True)
+    parts = name.split('-')           # write-phase-min, creat-max, read-rate-min
+    op = {'creat': 'create'}.get(parts[0], parts[0])
+    stat = parts[-1]
+    what = '_'.join(parts[1:-1]) or 'time'
+    if what == 'rate':
+        if unit != 'MiB/s':
+            raise ParseError(f'{where}: column {column!r}: unexpected unit {unit!r}')
+        return Measurement(op, f'rate_{stat}', val, 'MiB/s', True)
+    metric = 'time' if what == 'time' else f'{what}_time'
+    return Measurement(op, f'{metric}_{stat}', val, 's', False)
+
+
+def parse_metadata(group: Mapping[str, str], where: str, command: str | None = None) -> ParsedRun:
+    """One h5bench_hdf5_iotest run: its CSV row, parameters from its ``.ini``."""
+    stderr = _pick(group, _is_stderr)
+    if stderr:
+        problem = _stderr_problem(stderr[1], f'{where}{stderr[0]}')
+        if problem:
+            raise RunFailed(problem)
+    csv_item = _pick(group, lambda n: n.endswith('.csv'))
+    if not csv_item:
+        raise RunFailed(f'{where}: no CSV: the metadata benchmark left no results')
+    rows = [r for r in csv.reader(io.StringIO(csv_item[1])) if r]
+    src = f'{where}{csv_item[0]}'
+    if len(rows) < 2:
+        raise RunFailed(f'{src}: no data row: the run did not finish')
+    header, row = rows[0], rows[1]
+    if len(row) != len(header):
+        raise RunFailed(f'{src}: data row has {len(row)} fields, header {len(header)}: truncated')
+    ini = _pick(group, lambda n: n.endswith('.ini'))
+    params: dict[str, Any] = {'benchmark': 'metadata'}
+    if ini:
+        params.update(parse_ini(ini[1]))
+    ms = []
+    for col, val in zip(header, row):
+        meas = _metadata_measurement(col, val, src)
+        if meas is not None:
+            ms.append(meas)
+        elif not ini:
+            params[col.strip().lower().replace('-', '_')] = _value(val)
+    if not ms:
+        raise ParseError(f'{src}: no measurement columns: not an hdf5_iotest CSV')
+    rows_, cols_ = params.get('process_rows'), params.get('process_columns')
+    params['num_ranks'] = (rows_ * cols_ if isinstance(rows_, int) and isinstance(cols_, int)
+                           else _ranks_of_command(command) if command else None)
+    prov = {'command': command} if command else {}
+    return ParsedRun(tool=TOOL, params=params, provenance=prov, measurements=ms)
+
+
+# --------------------------------------------------------------------------- runner & parse
+
+def _groups(files: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    groups: dict[str, dict[str, str]] = {}
+    for rel, text in files.items():
+        rel = rel.replace('\\', '/')
+        groups.setdefault(posixpath.dirname(rel), {})[_base(rel)] = text
+    return groups
+
+
+def detect_kind(group: Mapping[str, str]) -> str | None:
+    """write, read, exerciser or metadata, from what a directory holds."""
+    stdout = (_pick(group, _is_stdout) or ('', ''))[1]
+    if 'useIndependentIO' in stdout or 'RawWrBDWTH' in stdout:
+        return 'exerciser'
+    if any(n.endswith('.ini') for n in group) or 'Config loaded from' in stdout:
+        return 'metadata'
+    if re.search(r'^Read data file:', stdout, re.M) or 'Total read size' in stdout:
+        return 'read'
+    if re.search(r'^Output data file:|Start benchmark: h5bench_write', stdout, re.M):
+        return 'write'
+    for name, text in group.items():
+        if name.endswith('.csv'):
+            m = re.search(r'^operation,\s*(\w+)', text, re.M)
+            if m:
+                return m.group(1)
+        if name.endswith('.cfg'):
+            return 'read' if re.search(r'^\s*READ_OPTION\s*=', text, re.M) else 'write'
+    return None
+
+
+def parse_benchmark(group: Mapping[str, str], where: str = '', kind: str | None = None,
+                    command: str | None = None,
+                    max_rate_per_rank: float = MAX_RATE_PER_RANK) -> ParsedRun:
+    """One benchmark directory (``where`` prefixes messages, e.g. ``storage/ab26cf65/``)."""
+    kind = kind or detect_kind(group)
+    if kind is None:
+        raise ParseError(f'{where or "."}: no h5bench output (stdout, cfg or CSV) found')
+    if kind not in _KNOWN_KINDS:
+        raise ParseError(f'{where or "."}: h5bench benchmark {kind!r} is not supported by this '
+                         f'parser (known: {", ".join(sorted(_KNOWN_KINDS))})')
+    if kind == 'exerciser':
+        return parse_exerciser(group, where, command, max_rate_per_rank)
+    if kind == 'metadata':
+        return parse_metadata(group, where, command)
+    return parse_pattern(group, where, kind, max_rate_per_rank, command)
+
+
+def parse_runner_log(text: str, source: str) -> tuple[list[dict[str, Any]], list[str], bool]:
+    """(benchmarks in order, suite-level problems, whether the suite finished).
+
+    Each benchmark: ``kind``, ``id`` (its storage directory), ``command``,
+    ``errors`` (ERROR/CRITICAL lines), ``unsupported`` (mode fallbacks), ``success``.
+    """
+    benches: list[dict[str, Any]] = []
+    suite: list[str] = []
+    finished = False
+    cur: dict[str, Any] | None = None
+    for line in text.splitlines():
+        m = _RUNNER_LINE_RE.match(line)
+        if not m:
+            continue
+        level, msg = m.group('level'), m.group('msg')
+        start = re.match(r'h5bench \[(.+?)\] - Starting', msg)
+        if start:
+            cur = {'kind': start.group(1), 'id': None, 'command': None, 'errors': [],
+                   'unsupported': [], 'success': False}
+            benches.append(cur)
+            continue
+        d = re.match(r'h5bench \[.+?\] - DIR: (.*?)/?$', msg)
+        if d and cur is not None:
+            cur['id'] = posixpath.basename(d.group(1).rstrip('/'))
+            continue
+        if msg == 'Finishing h5bench Suite':
+            finished = True
+            continue
+        if cur is not None and level == 'INFO' and re.search(r'/h5bench_\w+', msg):
+            cur['command'] = msg
+            continue
+        if cur is not None and msg.startswith('SUCCESS'):
+            cur['success'] = True
+            continue
+        if 'Requested' in msg and 'but ran in' in msg:
+            (cur['unsupported'] if cur is not None else suite).append(msg)
+            continue
+        if level in ('ERROR', 'CRITICAL'):
+            (cur['errors'] if cur is not None else suite).append(f'{level}: {msg}')
+    return benches, suite, finished
+
+
+def outcomes(files: Mapping[str, str], max_rate_per_rank: float = MAX_RATE_PER_RANK
+             ) -> list[tuple[str, ParsedRun | RunFailed]]:
+    """Each benchmark's result or failure: (directory, ParsedRun or RunFailed).
+
+    For callers that keep the successful benchmarks of a runner directory
+    where another failed; :func:`parse` raises on any failure.
+    """
+    groups = _groups(files)
+    logs = [(d, n) for d, g in groups.items() for n in g if _is_runner_log(n)]
+    if len(logs) > 1:
+        raise ParseError(f'several h5bench runner logs: {", ".join(d + "/" + n for d, n in logs)}')
+    if not logs:
+        results = []
+        for directory, group in sorted(groups.items()):
+            if detect_kind(group) is None:
+                continue
+            where = f'{directory}/' if directory else ''
+            results.append((directory or '.', _attempt(group, where, None, None,
+                                                        max_rate_per_rank)))
+        if not results:
+            raise ParseError(f'no h5bench output among {", ".join(sorted(files)) or "no files"}')
+        return results
+
+    root, logname = logs[0]
+    src = f'{root}/{logname}' if root else logname
+    benches, suite, finished = parse_runner_log(groups[root][logname], src)
+    if not benches and not suite:
+        raise ParseError(f'{src}: no h5bench runner lines: not an h5bench runner log')
+    by_id = {posixpath.basename(d): (d, g) for d, g in groups.items() if d != root}
+    results: list[tuple[str, ParsedRun | RunFailed]] = []
+    for problem in suite:
+        results.append((src, RunFailed(f'{src}: {problem}')))
+    for b in benches:
+        label = f'{b["kind"]} {b["id"] or "?"}'
+        if b['errors']:
+            message = f'{src}: h5bench [{b["kind"]}] ({b["id"]}): ' + '; '.join(b['errors'][:2])
+            detail = None
+            if b['id'] in by_id:
+                directory, group = by_id[b['id']]
+                detail = _attempt(group, f'{directory}/', b['kind'], b['command'],
+                                  max_rate_per_rank)
+            if isinstance(detail, RunFailed):
+                message += f'; {detail}'
+            kind = UnsupportedFeature if isinstance(detail, UnsupportedFeature) else RunFailed
+            results.append((label, kind(message)))
+            continue
+        if b['unsupported']:
+            results.append((label, UnsupportedFeature(f'{src}: h5bench [{b["kind"]}] '
+                                                      f'({b["id"]}): {b["unsupported"][0]}')))
+            continue
+        if b['id'] not in by_id:
+            results.append((label, RunFailed(f'{src}: h5bench [{b["kind"]}]: its directory '
+                                             f'{b["id"]} is missing')))
+            continue
+        directory, group = by_id[b['id']]
+        results.append((directory, _attempt(group, f'{directory}/', b['kind'], b['command'],
+                                            max_rate_per_rank)))
+    if not finished:
+        results.append((src, RunFailed(f'{src}: no "Finishing h5bench Suite" line: the runner '
+                                       'stopped before the end')))
+    return results
+
+
+def _attempt(group, where, kind, command, ceiling) -> ParsedRun | RunFailed:
+    try:
+        return parse_benchmark(group, where, kind, command, ceiling)
+    except RunFailed as err:
+        return err
+
+
+def parse(files: Mapping[str, str],
+          max_rate_per_rank: float = MAX_RATE_PER_RANK) -> list[ParsedRun]:
+    """All benchmarks of a runner or direct-run directory; :class:`RunFailed` if any failed.
+
+    The message names every failed benchmark; when all failures are
+    :class:`UnsupportedFeature`, that is what is raised.
+    """
+    results = outcomes(files, max_rate_per_rank)
+    failures = [r for _, r in results if isinstance(r, RunFailed)]
+    if failures:
+        message = '; '.join(str(f) for f in failures)
+        if all(isinstance(f, UnsupportedFeature) for f in failures):
+            raise UnsupportedFeature(message)
+        raise RunFailed(message)
+    return [r for _, r in results]
