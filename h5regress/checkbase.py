@@ -38,7 +38,7 @@ import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import (deferrable, parameter, run_after, run_before,
                                    sanity_function, variable)
-from reframe.core.exceptions import SanityError
+from reframe.core.exceptions import ReframeFatalError, SanityError
 
 from h5regress import tools
 from h5regress.parsers import ParsedRun, ParseError, parser_for
@@ -60,7 +60,7 @@ def partition_values(key: str, default: list) -> list:
     """
     try:
         partitions = rt.runtime().system.partitions
-    except Exception:   # loaded outside a ReFrame run (e.g. by pytest)
+    except ReframeFatalError:   # imported outside a ReFrame run (e.g. by pytest)
         return default
     values = set()
     for part in partitions:
@@ -71,6 +71,11 @@ def partition_values(key: str, default: list) -> list:
 
 def expand_scratch(template: str, stagedir: str) -> str:
     return template.replace('{stagedir}', stagedir)
+
+
+def shell_word(path: str) -> str:
+    """``path`` double-quoted for the job script: spaces are safe, ``$USER`` expands."""
+    return '"' + ''.join('\\' + c if c in '"\\`' else c for c in path) + '"'
 
 
 class IOBenchmark(rfm.RunOnlyRegressionTest):
@@ -138,7 +143,7 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
         """Run each node/rank count only where a partition's extras list it."""
         try:
             partitions = rt.runtime().system.partitions
-        except Exception:
+        except ReframeFatalError:
             return
 
         def listed(part, key, value, default):
@@ -194,11 +199,11 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
     @run_before('run')
     def add_hygiene_and_probe(self):
         extras = self.current_partition.extras
-        data = shlex.quote(self.data_dir)
+        data = shell_word(self.data_dir)
         prerun = [
             f'mkdir -p {data}',
             # the data go whatever happens: also on failure, timeout or cancellation
-            f'trap "rm -rf {data}; sync" EXIT',
+            f"trap 'rm -rf {data}; sync' EXIT",
         ]
         if extras.get('lfs_setstripe'):
             prerun.append(f'lfs setstripe -c {int(extras.get("stripe_count", 1))} {data}')
@@ -332,6 +337,8 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
     @run_before('performance')
     def set_record_context(self):
         """Everything a perflog line needs to become a record (see h5regress.perflog)."""
+        if self.is_dry_run():
+            return
         run = self.parsed_run()
         probe = self.probe()
         tool = self.resolved_tool

@@ -50,7 +50,7 @@ def parse_line(line: str, ncols: int, source: str) -> Record | None:
         'value': row['perf_ref'], 'lower': row['perf_lower_thres'],
         'upper': row['perf_upper_thres'], 'result': row['perf_result'],
     }
-    hdf5_build = row['hdf5_build'] if row['hdf5_build'] not in ('', 'None') else 'none'
+    hdf5_build = row['hdf5_build'] if row['hdf5_build'] not in ('', 'None', 'null') else 'none'
     return Record.from_dict({
         'tool': context.get('tool', ''),
         'operation': info.get('operation'),

@@ -1,0 +1,638 @@
+"""IOR parser against real outputs.
+
+- ``../shared/fixtures/ior/*`` (IOR 4.1.0+dev, beside the clone; skipped with the
+  reason when absent): every success parses to the numbers of its files, every
+  ``fail-*`` case is a :class:`RunFailed`, whichever of its files the caller passes.
+- IOR 3.3.0 and 3.0.1 outputs (text and JSON, older formats), embedded at the end
+  of this file: verbatim outputs of IOR built by hand from hpc/ior's tags.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from h5regress.parsers import ParseError, RunFailed, parser_for
+from h5regress.parsers import ior
+
+FIXTURES = Path(__file__).resolve().parents[1].parent / 'shared' / 'fixtures'
+IOR_DIR = FIXTURES / 'ior'
+NO_FIXTURES = f'shared IOR fixtures not found at {IOR_DIR}'
+
+
+def case_dirs(failures: bool) -> list:
+    if not IOR_DIR.is_dir():
+        return [pytest.param(None, marks=pytest.mark.skip(reason=NO_FIXTURES))]
+    return [pytest.param(d, id=d.name) for d in sorted(IOR_DIR.iterdir())
+            if d.is_dir() and d.name.startswith('fail-') == failures]
+
+
+def case_files(case: Path) -> dict[str, str]:
+    """The files of a fixture case that the parser wants (not README.md)."""
+    return {p.name: p.read_text() for p in sorted(case.iterdir()) if ior.wanted(p.name)}
+
+
+def fixture(name: str) -> dict[str, str]:
+    case = IOR_DIR / name
+    if not case.is_dir():
+        pytest.skip(NO_FIXTURES)
+    return case_files(case)
+
+
+def values(run, op: str) -> dict[str, float]:
+    return {m.metric: m.value for m in run.measurements if m.operation == op}
+
+
+# ------------------------------------------------------------------------------------
+# shared fixtures: every case
+
+@pytest.mark.parametrize('case', case_dirs(failures=False))
+def test_every_success_matches_its_files(case):
+    files = case_files(case)
+    runs = ior.parse(files)
+    assert len(runs) == 1
+    run = runs[0]
+    command = (case / 'README.md').read_text()
+    api = command.split(' -a ')[1].split()[0]
+    assert run.params['api'] == api
+    assert run.params['num_ranks'] == run.params['numTasks'] == 2
+    assert run.params['filePerProc'] == int(' -F ' in command)
+    assert run.params['collective'] == int(' -c ' in command)
+    for op in ('write', 'read'):
+        got = values(run, op)
+        assert set(got) >= {'bw_mean', 'bw_max', 'bw_min', 'bw_std', 'ops_mean',
+                            'time_mean'}
+        assert got['bw_min'] <= got['bw_mean'] <= got['bw_max']
+        bw_mean = run.measurement(op, 'bw_mean')
+        assert bw_mean.unit == 'MiB/s' and bw_mean.higher_is_better
+        assert len(bw_mean.samples) == run.params['repetitions'] == 3
+    summary = files.get('summary.json') or files['stdout.txt']
+    if summary.lstrip().startswith('{'):
+        doc = json.loads(summary)
+        for entry in doc['summary']:
+            op = entry['operation']
+            assert values(run, op)['bw_mean'] == entry['bwMeanMIB']
+            assert values(run, op)['bw_std'] == entry['bwStdMIB']
+            assert values(run, op)['time_mean'] == entry['MeanTime']
+            assert run.measurement(op, 'bw_mean').samples == [
+                r['bwMiB'] for r in doc['tests'][0]['Results'] if r['access'] == op]
+        assert run.provenance['command_line'] == doc['Command line']
+
+
+@pytest.mark.parametrize('case', case_dirs(failures=True))
+def test_every_failure_is_run_failed(case):
+    with pytest.raises(RunFailed):
+        ior.parse(case_files(case))
+
+
+@pytest.mark.parametrize('case', case_dirs(failures=True))
+def test_every_failure_is_run_failed_from_any_single_file(case):
+    for name, text in case_files(case).items():
+        with pytest.raises(RunFailed) as err:
+            ior.parse({name: text})
+        assert name in str(err.value)
+
+
+# ------------------------------------------------------------------------------------
+# shared fixtures: exact values
+
+def test_hdf5_collective_metadata_nofill_json():
+    run, = ior.parse(fixture('hdf5-coll-ssf-b128m-collmeta-nofill'))
+    write = run.measurement('write', 'bw_mean')
+    assert write.value == 1565.2219
+    assert write.samples == [1615.9275, 1706.1558, 1373.5825]
+    assert values(run, 'write') == {
+        'bw_mean': 1565.2219, 'bw_max': 1706.1558, 'bw_min': 1373.5825,
+        'bw_std': 140.4268, 'ops_mean': 1565.2219, 'time_mean': 0.1649}
+    assert run.measurement('write', 'time_mean').samples == [0.1584, 0.1500, 0.1864]
+    assert values(run, 'read')['bw_max'] == 6275.1186
+    # IOR 4 keeps HDF5 knobs out of "Parameters": they come from the command line
+    assert run.params['hdf5.collectiveMetadata'] == 1
+    assert run.params['hdf5.noFill'] == 1
+    assert run.params['hdf5.setAlignment'] == 1      # IOR's default, stated
+    assert 'hdf5.showHints' not in run.params
+    assert run.params['blockSize'] == 134217728 and run.params['transferSize'] == 1048576
+    assert run.params['reorderTasks'] == 1 and run.params['fsync'] == 0
+    assert run.provenance['hdf5_version'] == '1.10.8'
+    assert run.provenance['tool_version'] == '4.1.0+dev'
+    assert run.provenance['started'] == '2026-11-21T19:48:40'
+    assert run.provenance['finished'] == '2026-11-21T19:48:41'
+    assert 'testFileName' not in run.params and run.provenance['test_file'].endswith(
+        'hdf5-coll-ssf-b128m-collmeta-nofill/testfile')
+
+
+def test_fsync_parameter():
+    run, = ior.parse(fixture('posix-indep-ssf-b128m-fsync'))
+    assert run.params['fsync'] == 1
+    assert run.params['posix.odirect'] == 0
+
+
+def test_text_output_ior4():
+    run, = ior.parse(fixture('posix-indep-ssf-b64m-textoutput'))
+    assert values(run, 'write') == {
+        'bw_max': 3809.76, 'bw_min': 1368.84, 'bw_mean': 2955.79, 'bw_std': 1123.23,
+        'ops_mean': 2955.79, 'time_mean': 0.05394}
+    assert values(run, 'read')['bw_min'] == 11923.58
+    # per-iteration rows of "Results:" (printed with fewer digits)
+    assert run.measurement('write', 'bw_mean').samples == [1368.84, 3689, 3810]
+    assert run.measurement('read', 'time_mean').samples == [0.010735, 0.009824, 0.008658]
+    assert run.params['blockSize'] == 67108864 and run.params['segmentCount'] == 1
+    assert run.params['api'] == 'POSIX' and run.params['collective'] == 0
+    assert run.provenance['finished'] == '2026-11-21T19:48:18'
+
+
+def test_json_summary_on_stdout():
+    run, = ior.parse(fixture('mpiio-coll-ssf-b64m-json-stdout'))
+    assert values(run, 'read')['bw_mean'] == 9516.6116
+    assert values(run, 'write')['bw_min'] == 987.8829
+    assert run.provenance['source'] == 'stdout.txt'
+
+
+def test_same_parameters_in_other_directories_share_the_config_hash():
+    one, = ior.parse(fixture('hdf5-coll-ssf-b128m'))
+    other, = ior.parse(fixture('hdf5-coll-ssf-b128m-filelocking-false'))
+    indep, = ior.parse(fixture('hdf5-indep-ssf-b128m'))
+    hashes = [run.to_records()[0].config_hash for run in (one, other, indep)]
+    assert hashes[0] == hashes[1] != hashes[2]
+    record = one.to_records(run_id='r1')[0]
+    assert (record.tool, record.operation, record.metric, record.unit) == \
+        ('ior', 'write', 'bw_mean', 'MiB/s')
+    assert record.timestamp == '2026-11-21T19:48:08'     # IOR's "Finished"
+
+
+def test_truncated_summary_is_run_failed_wherever_cut():
+    text = fixture('mpiio-coll-ssf-b128m')['summary.json']
+    end = text.rstrip().rindex('}')
+    for cut in range(50, end, max(1, end // 25)):
+        with pytest.raises(RunFailed):
+            ior.parse({'summary.json': text[:cut]})
+
+
+def test_infinite_bandwidth_is_run_failed():
+    # IOR 4 prints an infinite value as the string "inf" (zero time measured);
+    # derived from a real summary by changing that one value
+    doc = json.loads(fixture('mpiio-coll-ssf-b128m')['summary.json'])
+    doc['summary'][0]['bwMaxMIB'] = 'inf'
+    with pytest.raises(RunFailed, match='inf'):
+        ior.parse({'summary.json': json.dumps(doc)})
+
+
+def test_fewer_results_than_repetitions_is_run_failed():
+    doc = json.loads(fixture('mpiio-coll-ssf-b128m')['summary.json'])
+    doc['tests'][0]['Results'] = doc['tests'][0]['Results'][:2]
+    with pytest.raises(RunFailed, match='repetitions'):
+        ior.parse({'summary.json': json.dumps(doc)})
+
+
+def test_json_preferred_over_text_of_the_same_run():
+    files = fixture('posix-indep-ssf-b64m-textoutput')
+    runs = ior.parse({'stdout.txt': files['stdout.txt'], 'copy.log': files['stdout.txt']})
+    assert len(runs) == 1
+
+
+# ------------------------------------------------------------------------------------
+# older IOR (embedded real outputs below)
+
+def test_ior33_text_summary():
+    run, = ior.parse({'stdout.txt': IOR33_TEXT})
+    assert run.provenance['tool_version'] == '3.3.0'
+    assert values(run, 'write') == {
+        'bw_max': 2181.58, 'bw_min': 828.85, 'bw_mean': 1505.21, 'bw_std': 676.36,
+        'ops_mean': 1505.21, 'time_mean': 0.02664}
+    assert values(run, 'read')['bw_mean'] == 7660.85
+    assert run.measurement('write', 'bw_mean').samples == [828.85, 2181.58]
+    assert run.params['api'] == 'MPIIO' and run.params['collective'] == 1
+    assert run.params['repetitions'] == 2 and run.params['numTasks'] == 2
+    assert run.provenance['api_version'] == '(3.1)'
+    assert 'mpiio.preallocate' not in run.params     # IOR 3 has no module defaults
+
+
+def test_ior33_json_nested_results():
+    run, = ior.parse({'summary.json': IOR33_JSON, 'stdout.txt': IOR33_JSON_STDOUT})
+    assert values(run, 'write')['bw_mean'] == 1357.2558
+    assert run.measurement('write', 'bw_mean').samples == [1427.6244, 1286.8872]
+    assert run.measurement('read', 'bw_mean').samples == [13697.6216, 15062.7079]
+    assert run.params['fsync'] == 1 and run.params['setAlignment'] == 1
+    assert run.provenance['tool_version'] == '3.3.0'
+
+
+def test_ior33_failure_text():
+    with pytest.raises(RunFailed, match='ior ERROR'):
+        ior.parse({'stdout.txt': IOR33_FAIL_TEXT})
+
+
+def test_ior301_text_summary_old_columns():
+    run, = ior.parse({'stdout.txt': IOR301_TEXT})
+    assert values(run, 'write') == {'bw_max': 825.53, 'bw_min': 731.49, 'bw_mean': 778.51,
+                                    'bw_std': 47.02, 'time_mean': 0.04125}
+    assert run.measurement('read', 'bw_mean').samples == [4930, 3089.87]
+    assert run.params['fsync'] == 1 and run.params['api'] == 'POSIX'
+    assert run.provenance['command_line'].endswith('-o /tmp/h5r-runs/ior301/testfile')
+
+
+def test_several_runs_in_one_log():
+    runs = ior.parse({'all.log': IOR301_TEXT + '\n' + IOR33_TEXT})
+    assert [run.provenance['tool_version'] for run in runs] == ['3.0.1', '3.3.0']
+
+
+def test_incomplete_text_is_run_failed():
+    cut = IOR33_TEXT[:IOR33_TEXT.index('Summary of all tests')]
+    with pytest.raises(RunFailed, match='Summary of all tests'):
+        ior.parse({'stdout.txt': cut})
+
+
+# ------------------------------------------------------------------------------------
+# not IOR, no output, files wanted
+
+def test_not_ior_output_is_parse_error_not_run_failed():
+    with pytest.raises(ParseError) as err:
+        ior.parse({'stdout.txt': 'hello\nworld\n'})
+    assert not isinstance(err.value, RunFailed)
+
+
+def test_no_output_is_run_failed():
+    with pytest.raises(RunFailed, match='no output'):
+        ior.parse({'stdout.txt': '', 'stderr.txt': ''})
+
+
+def test_empty_summary_file_is_run_failed():
+    with pytest.raises(RunFailed, match='empty'):
+        ior.parse({'ior-write.json': '', 'stdout': 'Writing output to ior-write.json\n'})
+
+
+def test_wanted_and_registry():
+    assert parser_for('ior') is ior
+    assert all(ior.wanted(n) for n in ('summary.json', 'ior-write.json', 'stdout',
+                                       'stdout.txt', 'rfm_job.out', 'run.log', 'x.err'))
+    assert not any(ior.wanted(n) for n in ('README.md', 'testfile', 'rfm_job.sh'))
+
+
+# ------------------------------------------------------------------------------------
+# real outputs of IOR built by hand from hpc/ior (verbatim; paths are the build's)
+
+# IOR 3.3.0 (hpc/ior tag 3.3.0, built by hand), text stdout of
+# mpirun -np 2 --oversubscribe ior -a MPIIO -c -b 16m -t 1m -i 2 -w -r -C -o <dir>/testfile
+IOR33_TEXT = """\
+IOR-3.3.0: MPI Coordinated Test of Parallel I/O
+Began               : Sat Nov 21 20:11:45 2026
+Command line        : /tmp/h5r-ior33/inst/bin/ior -a MPIIO -c -b 16m -t 1m -i 2 -w -r -C -o /tmp/h5r-ior33/runs/text/testfile
+Machine             : Linux vm
+TestID              : 0
+StartTime           : Sat Nov 21 20:11:45 2026
+Path                : /tmp/h5r-ior33/runs/text
+FS                  : 252.0 GiB   Used FS: 5.3%   Inodes: 16.0 Mi   Used Inodes: 2.6%
+
+Options: 
+api                 : MPIIO
+apiVersion          : (3.1)
+test filename       : /tmp/h5r-ior33/runs/text/testfile
+access              : single-shared-file
+type                : collective
+segments            : 1
+ordering in a file  : sequential
+ordering inter file : constant task offset
+task offset         : 1
+nodes               : 1
+tasks               : 2
+clients per node    : 2
+repetitions         : 2
+xfersize            : 1 MiB
+blocksize           : 16 MiB
+aggregate filesize  : 32 MiB
+
+Results: 
+
+access    bw(MiB/s)  IOPS       Latency(s)  block(KiB) xfer(KiB)  open(s)    wr/rd(s)   close(s)   total(s)   iter
+------    ---------  ----       ----------  ---------- ---------  --------   --------   --------   --------   ----
+write     828.85     1345.35    0.001487    16384      1024.00    0.012633   0.023786   0.008607   0.038608   0   
+read      10428      15314      0.000130    16384      1024.00    0.000912   0.002090   0.000077   0.003069   0   
+remove    -          -          -           -          -          -          -          -          0.008732   0   
+write     2181.58    3612       0.000449    16384      1024.00    0.000804   0.008860   0.006682   0.014668   1   
+read      4894       5810       0.000159    16384      1024.00    0.000904   0.005508   0.003086   0.006539   1   
+remove    -          -          -           -          -          -          -          -          0.002257   1   
+Max Write: 2181.58 MiB/sec (2287.55 MB/sec)
+Max Read:  10427.78 MiB/sec (10934.32 MB/sec)
+
+Summary of all tests:
+Operation   Max(MiB)   Min(MiB)  Mean(MiB)     StdDev   Max(OPs)   Min(OPs)  Mean(OPs)     StdDev    Mean(s) Stonewall(s) Stonewall(MiB) Test# #Tasks tPN reps fPP reord reordoff reordrand seed segcnt   blksiz    xsize aggs(MiB)   API RefNum
+write        2181.58     828.85    1505.21     676.36    2181.58     828.85    1505.21     676.36    0.02664         NA            NA     0      2   2    2   0     1        1         0    0      1 16777216  1048576      32.0 MPIIO      0
+read        10427.78    4893.91    7660.85    2766.93   10427.78    4893.91    7660.85    2766.93    0.00480         NA            NA     0      2   2    2   0     1        1         0    0      1 16777216  1048576      32.0 MPIIO      0
+Finished            : Sat Nov 21 20:11:45 2026
+"""
+
+# IOR 3.3.0, summary.json of
+# mpirun -np 2 --oversubscribe ior -a POSIX -b 16m -t 1m -i 2 -w -r -C -e -o <dir>/testfile
+#     -O summaryFormat=JSON -O summaryFile=<dir>/summary.json
+IOR33_JSON = """\
+{
+  "Version": "3.3.0", 
+  "Began": "Sat Nov 21 20:11:45 2026", 
+  "Command line": "/tmp/h5r-ior33/inst/bin/ior -a POSIX -b 16m -t 1m -i 2 -w -r -C -e -o /tmp/h5r-ior33/runs/json/testfile -O summaryFormat=JSON -O summaryFile=/tmp/h5r-ior33/runs/json/summary.json", 
+  "Machine": "Linux vm", 
+  "tests": [
+    {
+    "TestID": 0, 
+    "StartTime": "Sat Nov 21 20:11:45 2026"    , "Path": "/tmp/h5r-ior33/runs/json","Capacity": "252.0 GiB", "Used Capacity": "5.3%","Inodes": "16.0 Mi", "Used Inodes" : "2.6%"
+, 
+    "Parameters": {
+      "testID": 0, 
+      "refnum": 0, 
+      "api": "POSIX", 
+      "platform": "vm(Linux)", 
+      "testFileName": "/tmp/h5r-ior33/runs/json/testfile", 
+      "hintsFileName": "(null)", 
+      "deadlineForStonewall": 0, 
+      "stoneWallingWearOut": 0, 
+      "maxTimeDuration": 0, 
+      "outlierThreshold": 0, 
+      "options": "(null)", 
+      "dryRun": 0, 
+      "nodes": 1, 
+      "memoryPerTask": 0, 
+      "memoryPerNode": 0, 
+      "tasksPerNode": 2, 
+      "repetitions": 2, 
+      "multiFile": 0, 
+      "interTestDelay": 0, 
+      "fsync": 1, 
+      "fsyncperwrite": 0, 
+      "useExistingTestFile": 0, 
+      "showHints": 0, 
+      "uniqueDir": 0, 
+      "individualDataSets": 0, 
+      "singleXferAttempt": 0, 
+      "readFile": 1, 
+      "writeFile": 1, 
+      "filePerProc": 0, 
+      "reorderTasks": 1, 
+      "reorderTasksRandom": 0, 
+      "reorderTasksRandomSeed": 0, 
+      "randomOffset": 0, 
+      "checkWrite": 0, 
+      "checkRead": 0, 
+      "preallocate": 0, 
+      "useFileView": 0, 
+      "setAlignment": 1, 
+      "storeFileOffset": 0, 
+      "useSharedFilePointer": 0, 
+      "useStridedDatatype": 0, 
+      "keepFile": 0, 
+      "keepFileWithError": 0, 
+      "quitOnError": 0, 
+      "verbose": 0, 
+      "data packet type": "g", 
+      "setTimeStampSignature/incompressibleSeed": 0, 
+      "collective": 0, 
+      "segmentCount": 1, 
+      "transferSize": 1048576, 
+      "blockSize": 16777216
+    }
+, 
+    "Options": {
+      "api": "POSIX", 
+      "apiVersion": "", 
+      "test filename": "/tmp/h5r-ior33/runs/json/testfile", 
+      "access": "single-shared-file", 
+      "type": "independent", 
+      "segments": 1, 
+      "ordering in a file": "sequential", 
+      "ordering inter file": "constant task offset", 
+      "task offset": 1, 
+      "nodes": 1, 
+      "tasks": 2, 
+      "clients per node": 2, 
+      "repetitions": 2, 
+      "xfersize": "1 MiB", 
+      "blocksize": "16 MiB", 
+      "aggregate filesize": "32 MiB"
+    }
+, 
+    "Results": [
+      [             {
+        "access": "write", 
+        "bwMiB": 1427.6244, 
+        "blockKiB": 16384.0000, 
+        "xferKiB": 1024.0000, 
+        "iops": 1438.3091, 
+        "latency": 0.0014, 
+        "openTime": 0.0002, 
+        "wrRdTime": 0.0222, 
+        "closeTime": 0.0001, 
+        "totalTime": 0.0224
+      }
+, 
+            {
+        "access": "read", 
+        "bwMiB": 13697.6216, 
+        "blockKiB": 16384.0000, 
+        "xferKiB": 1024.0000, 
+        "iops": 13734.0470, 
+        "latency": 0.0001, 
+        "openTime": 0.0000, 
+        "wrRdTime": 0.0023, 
+        "closeTime": 0.0003, 
+        "totalTime": 0.0023
+      }
+, 
+            {
+        "access": "remove", 
+        "totalTime": 0.0086
+      }
+]
+, 
+    [         {
+      "access": "write", 
+      "bwMiB": 1286.8872, 
+      "blockKiB": 16384.0000, 
+      "xferKiB": 1024.0000, 
+      "iops": 1294.2885, 
+      "latency": 0.0015, 
+      "openTime": 0.0001, 
+      "wrRdTime": 0.0247, 
+      "closeTime": 0.0005, 
+      "totalTime": 0.0249
+    }
+, 
+        {
+      "access": "read", 
+      "bwMiB": 15062.7079, 
+      "blockKiB": 16384.0000, 
+      "xferKiB": 1024.0000, 
+      "iops": 15111.9465, 
+      "latency": 0.0001, 
+      "openTime": 0.0000, 
+      "wrRdTime": 0.0021, 
+      "closeTime": 0.0002, 
+      "totalTime": 0.0021
+    }
+, 
+        {
+      "access": "remove", 
+      "totalTime": 0.0079
+    }
+]
+]
+, 
+"max": {
+  "writeMiB": 1427.6244, 
+  "writeMB": 1496.9727, 
+  "readMiB": 15062.7079, 
+  "readMB": 15794.3940
+}
+
+}
+]
+, 
+"summary": [
+{
+"operation": "write", 
+"API": "POSIX", 
+"TestID": 0, 
+"ReferenceNumber": 0, 
+"segmentCount": 1, 
+"blockSize": 16777216, 
+"transferSize": 1048576, 
+"numTasks": 2, 
+"tasksPerNode": 2, 
+"repetitions": 2, 
+"filePerProc": 0, 
+"reorderTasks": 1, 
+"taskPerNodeOffset": 1, 
+"reorderTasksRandom": 0, 
+"reorderTasksRandomSeed": 0, 
+"segmentCount": 1, 
+"blockSize": 16777216, 
+"transferSize": 1048576, 
+"bwMaxMIB": 1427.6244, 
+"bwMinMIB": 1286.8872, 
+"bwMeanMIB": 1357.2558, 
+"bwStdMIB": 70.3686, 
+"OPsMax": 1427.6244, 
+"OPsMin": 1286.8872, 
+"OPsMean": 1357.2558, 
+"OPsSD": 70.3686, 
+"MeanTime": 0.0236, 
+"xsizeMiB": 32.0000
+}
+, 
+{
+"operation": "read", 
+"API": "POSIX", 
+"TestID": 0, 
+"ReferenceNumber": 0, 
+"segmentCount": 1, 
+"blockSize": 16777216, 
+"transferSize": 1048576, 
+"numTasks": 2, 
+"tasksPerNode": 2, 
+"repetitions": 2, 
+"filePerProc": 0, 
+"reorderTasks": 1, 
+"taskPerNodeOffset": 1, 
+"reorderTasksRandom": 0, 
+"reorderTasksRandomSeed": 0, 
+"segmentCount": 1, 
+"blockSize": 16777216, 
+"transferSize": 1048576, 
+"bwMaxMIB": 15062.7079, 
+"bwMinMIB": 13697.6216, 
+"bwMeanMIB": 14380.1648, 
+"bwStdMIB": 682.5432, 
+"OPsMax": 15062.7079, 
+"OPsMin": 13697.6216, 
+"OPsMean": 14380.1648, 
+"OPsSD": 682.5432, 
+"MeanTime": 0.0022, 
+"xsizeMiB": 32.0000
+}
+]
+, 
+"Finished": "Sat Nov 21 20:11:46 2026"
+}
+"""
+
+# its stdout
+IOR33_JSON_STDOUT = """\
+Writing output to /tmp/h5r-ior33/runs/json/summary.json
+Writing output to /tmp/h5r-ior33/runs/json/summary.json
+"""
+
+# IOR 3.3.0 writing into a missing directory (exit 255), stdout of
+# mpirun -np 2 --oversubscribe ior -a POSIX -b 16m -t 1m -i 1 -w -r -o /scr/does/not/exist/testfile
+IOR33_FAIL_TEXT = """\
+IOR-3.3.0: MPI Coordinated Test of Parallel I/O
+Began               : Sat Nov 21 20:12:15 2026
+Command line        : /tmp/h5r-ior33/inst/bin/ior -a POSIX -b 16m -t 1m -i 1 -w -r -o /scr/does/not/exist/testfile
+Machine             : Linux vm
+TestID              : 0
+StartTime           : Sat Nov 21 20:12:15 2026
+ior WARNING: unable to statfs() file system.
+
+Options: 
+api                 : POSIX
+apiVersion          : 
+test filename       : /scr/does/not/exist/testfile
+access              : single-shared-file
+type                : independent
+segments            : 1
+ordering in a file  : sequential
+ordering inter file : no tasks offsets
+nodes               : 1
+tasks               : 2
+clients per node    : 2
+repetitions         : 1
+xfersize            : 1 MiB
+blocksize           : 16 MiB
+aggregate filesize  : 32 MiB
+
+Results: 
+
+access    bw(MiB/s)  IOPS       Latency(s)  block(KiB) xfer(KiB)  open(s)    wr/rd(s)   close(s)   total(s)   iter
+------    ---------  ----       ----------  ---------- ---------  --------   --------   --------   --------   ----
+ior ERROR: open64("/scr/does/not/exist/testfile", 66, 0664) failed, errno 2, No such file or directory (aiori-POSIX.c:412)
+ior ERROR: open64("/scr/does/not/exist/testfile", 66, 0664) failed, errno 2, No such file or directory (aiori-POSIX.c:412)
+"""
+
+# IOR 3.0.1 (tag 3.0.1, built by hand with CFLAGS=-fcommon), stdout of
+# mpirun -np 2 --oversubscribe ior -a POSIX -b 16m -t 1m -i 2 -w -r -C -e -o <dir>/testfile
+IOR301_TEXT = """\
+IOR-3.0.1: MPI Coordinated Test of Parallel I/O
+
+Began: Sat Nov 21 20:15:06 2026
+Command line used: /tmp/h5r-ior301/inst/bin/ior -a POSIX -b 16m -t 1m -i 2 -w -r -C -e -o /tmp/h5r-runs/ior301/testfile
+Machine: Linux vm
+
+Test 0 started: Sat Nov 21 20:15:06 2026
+Summary:
+	api                = POSIX
+	test filename      = /tmp/h5r-runs/ior301/testfile
+	access             = single-shared-file
+	ordering in a file = sequential offsets
+	ordering inter file= constant task offsets = 1
+	clients            = 2 (2 per node)
+	repetitions        = 2
+	xfersize           = 1 MiB
+	blocksize          = 16 MiB
+	aggregate filesize = 32 MiB
+
+access    bw(MiB/s)  block(KiB) xfer(KiB)  open(s)    wr/rd(s)   close(s)   total(s)   iter
+------    ---------  ---------- ---------  --------   --------   --------   --------   ----
+write     731.49     16384      1024.00    0.000254   0.043339   0.021027   0.043746   0   
+read      4930       16384      1024.00    0.003714   0.006474   0.003589   0.006491   0   
+remove    -          -          -          -          -          -          0.007007   0   
+write     825.53     16384      1024.00    0.006994   0.038611   0.014573   0.038763   1   
+read      3089.87    16384      1024.00    0.000011   0.010345   0.008147   0.010356   1   
+remove    -          -          -          -          -          -          0.021885   1   
+
+Max Write: 825.53 MiB/sec (865.64 MB/sec)
+Max Read:  4929.66 MiB/sec (5169.12 MB/sec)
+
+Summary of all tests:
+Operation   Max(MiB)   Min(MiB)  Mean(MiB)     StdDev    Mean(s) Test# #Tasks tPN reps fPP reord reordoff reordrand seed segcnt blksiz xsize aggsize API RefNum
+write         825.53     731.49     778.51      47.02    0.04125 0 2 2 2 0 1 1 0 0 1 16777216 1048576 33554432 POSIX 0
+read         4929.66    3089.87    4009.76     919.89    0.00842 0 2 2 2 0 1 1 0 0 1 16777216 1048576 33554432 POSIX 0
+
+Finished: Sat Nov 21 20:15:06 2026
+"""

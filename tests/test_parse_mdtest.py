@@ -1,0 +1,242 @@
+"""mdtest parser against real outputs: ``../shared/fixtures/mdtest`` (mdtest 4.1.0+dev,
+skipped with the reason when absent) and outputs of mdtest 3.3.0 / 4.1.0+dev built by
+hand, embedded at the end of this file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from h5regress.parsers import ParseError, RunFailed, parser_for
+from h5regress.parsers import mdtest
+
+FIXTURES = Path(__file__).resolve().parents[1].parent / 'shared' / 'fixtures'
+MDTEST_DIR = FIXTURES / 'mdtest'
+
+
+def fixture(name: str) -> dict[str, str]:
+    case = MDTEST_DIR / name
+    if not case.is_dir():
+        pytest.skip(f'shared mdtest fixtures not found at {MDTEST_DIR}')
+    return {p.name: p.read_text() for p in sorted(case.iterdir()) if mdtest.wanted(p.name)}
+
+
+def values(run, op: str) -> dict[str, float]:
+    return {m.metric: m.value for m in run.measurements if m.operation == op}
+
+
+def test_files_only_fixture():
+    run, = mdtest.parse(fixture('posix-files-only-w4k-n500'))
+    assert values(run, 'file_create') == {
+        'rate_max': 1204.943, 'rate_min': 1178.416, 'rate_mean': 1193.477,
+        'rate_std': 13.624, 'time_max': 0.849, 'time_min': 0.830, 'time_mean': 0.838,
+        'time_std': 0.010}
+    assert values(run, 'file_stat')['rate_mean'] == 596836.210
+    assert values(run, 'tree_remove')['rate_max'] == 772.147
+    assert {m.operation for m in run.measurements} == {
+        'file_create', 'file_stat', 'file_read', 'file_remove', 'tree_create',
+        'tree_remove'}
+    rate = run.measurement('file_create', 'rate_mean')
+    assert (rate.unit, rate.higher_is_better) == ('ops/s', True)
+    time = run.measurement('file_create', 'time_mean')
+    assert (time.unit, time.higher_is_better) == ('s', False)
+    assert run.params['num_ranks'] == 2 and run.params['nodes'] == 1
+    assert run.params['items'] == 500 and run.params['items_total'] == 1000
+    assert run.params['files_only'] == 1 and run.params['dirs_only'] == 0
+    assert run.params['write_bytes'] == run.params['read_bytes'] == 4096
+    assert run.params['iterations'] == 3 and run.params['api'] == 'POSIX'
+    assert run.provenance['tool_version'] == '4.1.0+dev'
+    assert run.provenance['started'] == '2026-11-21T19:49:12'
+    assert run.provenance['finished'] == '2026-11-21T19:49:15'
+    assert run.provenance['test_dir'] == '/scr/iotest/mdtest/posix-files-only-w4k-n500/out'
+    assert 'rank_details.csv' not in fixture('posix-files-only-w4k-n500')
+
+
+def test_time_table_is_seconds_per_phase():
+    # labelled "ms/op" by mdtest 4 but it is the phase time: items / rate
+    run, = mdtest.parse(fixture('posix-files-only-w4k-n500'))
+    create = values(run, 'file_create')
+    assert create['time_mean'] == pytest.approx(1000 / create['rate_mean'], rel=0.01)
+
+
+def test_mdtest33_rate_and_time():
+    run, = mdtest.parse({'stdout.txt': MDTEST33_P})
+    assert run.provenance['tool_version'] == '3.3.0'
+    assert values(run, 'dir_create') == {
+        'rate_max': 10238.286, 'rate_min': 6308.037, 'rate_mean': 8272.962,
+        'rate_std': 1964.925, 'time_max': 0.032, 'time_min': 0.020, 'time_mean': 0.026,
+        'time_std': 0.006}
+    assert values(run, 'file_remove')['rate_mean'] == 378500.163
+    assert run.params['items'] == 100 and run.params['iterations'] == 2
+
+
+def test_mdtest41_directories_and_files():
+    run, = mdtest.parse({'stdout.txt': MDTEST41_DIRS})
+    assert values(run, 'dir_rename')['rate_mean'] == 112553.442
+    assert values(run, 'dir_stat')['rate_std'] == 0.0
+    assert len({m.operation for m in run.measurements}) == 10
+    assert run.warnings == ['WARNING: Read bytes is 0, thus, a read test will actually '
+                            'just open/close']
+
+
+def test_failures_are_run_failed():
+    with pytest.raises(RunFailed, match='FAILED in mdtest_run'):
+        mdtest.parse({'stdout.txt': MDTEST33_FAIL})
+    with pytest.raises(RunFailed, match='ERROR'):
+        mdtest.parse({'stdout.txt': MDTEST41_FAIL, 'stderr.txt': MDTEST41_FAIL_STDERR})
+    with pytest.raises(RunFailed, match='MPI abort'):
+        mdtest.parse({'stderr.txt': MDTEST41_FAIL_STDERR})
+
+
+def test_incomplete_output_is_run_failed():
+    text = fixture('posix-files-only-w4k-n500')['stdout.txt']
+    with pytest.raises(RunFailed, match='SUMMARY rate'):
+        mdtest.parse({'stdout.txt': text[:text.index('SUMMARY rate')]})
+    with pytest.raises(RunFailed, match='finished'):
+        mdtest.parse({'stdout.txt': text[:text.index('-- finished')]})
+
+
+def test_several_executions_in_one_log():
+    runs = mdtest.parse({'all.log': MDTEST33_P + MDTEST41_DIRS})
+    assert [r.provenance['tool_version'] for r in runs] == ['3.3.0', '4.1.0+dev']
+    assert runs[1].provenance['started'] == '2026-11-21T20:12:13'
+
+
+def test_not_mdtest_and_no_output():
+    with pytest.raises(ParseError) as err:
+        mdtest.parse({'stdout.txt': 'hello\n'})
+    assert not isinstance(err.value, RunFailed)
+    with pytest.raises(RunFailed, match='no output'):
+        mdtest.parse({'stdout.txt': ''})
+
+
+def test_command_line_forms():
+    params = mdtest.command_params("mdtest '-n' '10' -F -u -z2 -b 3 --random-seed=5")
+    assert (params['items'], params['files_only'], params['unique_dir'],
+            params['depth'], params['branch_factor']) == (10, 1, 1, 2, 3)
+
+
+def test_wanted_and_registry():
+    assert parser_for('mdtest') is mdtest
+    assert mdtest.wanted('stdout.txt') and mdtest.wanted('rfm_job.out')
+    assert not mdtest.wanted('rank_details.csv') and not mdtest.wanted('README.md')
+
+
+# ------------------------------------------------------------------------------------
+# real outputs of mdtest built by hand from hpc/ior (verbatim; paths are the build's)
+
+# mdtest 3.3.0 (hpc/ior tag 3.3.0, built by hand), stdout of
+# mpirun -np 2 --oversubscribe mdtest -n 100 -i 2 -P -d <dir>/out
+MDTEST33_P = """\
+-- started at 11/21/2026 20:12:13 --
+
+mdtest-3.3.0 was launched with 2 total task(s) on 1 node(s)
+Command line used: /tmp/h5r-ior33/inst/bin/mdtest '-n' '100' '-i' '2' '-P' '-d' '/tmp/h5r-runs/md33-P/out'
+Path: /tmp/h5r-runs/md33-P
+FS: 252.0 GiB   Used FS: 5.5%   Inodes: 16.0 Mi   Used Inodes: 2.6%
+
+Nodemap: 11
+2 tasks, 200 files/directories
+
+SUMMARY rate: (of 2 iterations)
+   Operation                      Max            Min           Mean        Std Dev
+   ---------                      ---            ---           ----        -------
+   Directory creation        :      10238.286       6308.037       8272.962       1964.925
+   Directory stat            :    1852692.425    1138809.489    1463988.019     327675.347
+   Directory removal         :      10346.659        851.886       5599.252       4747.124
+   File creation             :      10007.718       7648.430       8827.636       1179.202
+   File stat                 :    1478305.861     944358.403    1202817.875     257867.553
+   File read                 :    1589875.672     934653.687    1262501.203     326870.176
+   File removal              :     452225.742     304177.883     378500.163      73629.638
+   Tree creation             :      41599.068       5379.497      23489.282      18109.786
+   Tree removal              :       2336.945       1644.756       1990.851        346.095
+
+SUMMARY time: (of 2 iterations)
+   Operation                      Max            Min           Mean        Std Dev
+   ---------                      ---            ---           ----        -------
+   Directory creation        :          0.032          0.020          0.026          0.006
+   Directory stat            :          0.000          0.000          0.000          0.000
+   Directory removal         :          0.235          0.019          0.127          0.108
+   File creation             :          0.026          0.020          0.023          0.003
+   File stat                 :          0.000          0.000          0.000          0.000
+   File read                 :          0.000          0.000          0.000          0.000
+   File removal              :          0.001          0.000          0.001          0.000
+   Tree creation             :          0.000          0.000          0.000          0.000
+   Tree removal              :          0.001          0.000          0.001          0.000
+-- finished at 11/21/2026 20:12:13 --
+
+"""
+
+# mdtest 3.3.0 into a missing directory (exit 1), stdout of
+# mpirun -np 2 --oversubscribe mdtest -F -n 10 -d /scr/does/not/exist/out
+MDTEST33_FAIL = """\
+-- started at 11/21/2026 20:12:12 --
+
+mdtest-3.3.0 was launched with 2 total task(s) on 1 node(s)
+Command line used: /tmp/h5r-ior33/inst/bin/mdtest '-F' '-n' '10' '-d' '/scr/does/not/exist/out'
+11/21/2026 20:12:12: Process 0: FAILED in mdtest_run, Unable to create test directory path /scr/does/not/exist/out: No such file or directory
+"""
+
+# mdtest 4.1.0+dev (hpc/ior 5fcf0ba, as the shared fixtures), files and directories, stdout of
+# mpirun -np 2 --oversubscribe mdtest -n 100 -i 1 -d <dir>/out
+MDTEST41_DIRS = """\
+-- started at 11/21/2026 20:12:13 --
+
+mdtest-4.1.0+dev was launched with 2 total task(s) on 1 node(s)
+Command line used: /tmp/h5r-iorhead/inst/bin/mdtest '-n' '100' '-i' '1' '-d' '/tmp/h5r-runs/md41-dirs/out'
+WARNING: Read bytes is 0, thus, a read test will actually just open/close
+Nodemap: 11
+Path                : /tmp/h5r-runs/md41-dirs/out
+FS                  : 252.0 GiB   Used FS: 5.3%   Inodes: 16.0 Mi   Used Inodes: 2.6%
+2 tasks, 200 files/directories
+
+SUMMARY rate (in ops/sec): (of 1 iterations)
+   Operation                     Max            Min           Mean        Std Dev
+   ---------                     ---            ---           ----        -------
+   Directory creation           3174.004       3174.004       3174.004          0.000
+   Directory stat             979977.570     979977.570     979977.570          0.000
+   Directory rename           112553.442     112553.442     112553.442          0.000
+   Directory removal           10249.634      10249.634      10249.634          0.000
+   File creation                3444.886       3444.886       3444.886          0.000
+   File stat                  572992.350     572992.350     572992.350          0.000
+   File read                 1047266.916    1047266.916    1047266.916          0.000
+   File removal               311960.134     311960.134     311960.134          0.000
+   Tree creation                2688.656       2688.656       2688.656          0.000
+   Tree removal                 1526.867       1526.867       1526.867          0.000
+-- finished at 11/21/2026 20:12:14 --
+
+"""
+
+# mdtest 4.1.0+dev into a missing directory (exit 255), stdout of
+# mpirun -np 2 --oversubscribe mdtest -F -n 10 -d /scr/does/not/exist/out
+MDTEST41_FAIL = """\
+-- started at 11/21/2026 20:12:10 --
+
+mdtest-4.1.0+dev was launched with 2 total task(s) on 1 node(s)
+Command line used: /tmp/h5r-iorhead/inst/bin/mdtest '-F' '-n' '10' '-d' '/scr/does/not/exist/out'
+WARNING: Read bytes is 0, thus, a read test will actually just open/close
+Nodemap: 11
+WARNING: Unable to create test directory path /scr/does/not/exist/out
+WARNING: Backend returned error during statfs
+2 tasks, 20 files
+WARNING: Unable to create test directory /scr/does/not/exist/out/test-dir.0-0
+WARNING: unable to create tree directory '/scr/does/not/exist/out/test-dir.0-0/mdtest_tree.0/'
+ERROR: open64("/scr/does/not/exist/out/test-dir.0-0/mdtest_tree.0/file.mdtest.0.0", 66, 0664) failed. Error: No such file or directory, (aiori-POSIX.c:618)
+ERROR: open64("/scr/does/not/exist/out/test-dir.0-0/mdtest_tree.0/file.mdtest.1.0", 66, 0664) failed. Error: No such file or directory, (aiori-POSIX.c:618)
+"""
+
+# its stderr
+MDTEST41_FAIL_STDERR = """\
+POSIX couldn't call statvfs: No such file or directory
+--------------------------------------------------------------------------
+MPI_ABORT was invoked on rank 0 in communicator MPI_COMM_WORLD
+with errorcode -1.
+
+NOTE: invoking MPI_ABORT causes Open MPI to kill all MPI processes.
+You may or may not see output from other processes, depending on
+exactly when Open MPI kills them.
+--------------------------------------------------------------------------
+[vm:25242] 1 more process has sent help message help-mpi-api.txt / mpi-abort
+[vm:25242] Set MCA parameter "orte_base_help_aggregate" to 0 to see all help / error messages
+"""

@@ -1,0 +1,69 @@
+"""ReFrame loads the checks with their parameters, and --dry-run writes the job scripts."""
+
+import re
+
+import pytest
+
+from reframe_run import run_reframe
+
+
+def job_scripts(workdir):
+    return {p.parent.name: p.read_text() for p in (workdir / 'stage').rglob('rfm_job.sh')}
+
+
+def test_checks_list_with_their_parameters(tmp_path):
+    out = run_reframe(['-c', 'reframe/checks/ior.py', '-c', 'reframe/checks/fio.py', '-l'],
+                      tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    rows = re.findall(r'^- (ior_check|fio_check) (.*?) /[0-9a-f]{8}$', out.stdout, re.M)
+    ior = [params for name, params in rows if name == 'ior_check']
+    fio = [params for name, params in rows if name == 'fio_check']
+    assert len(ior) == 8 and len(fio) == 2
+    for api in ('POSIX', 'MPIIO', 'HDF5'):
+        assert any(f'%benchmark={api}-' in p for p in ior)
+    assert any('%benchmark=HDF5-collective-ssf' in p for p in ior)
+    assert any('%benchmark=MPIIO-independent-fpp' in p for p in ior)
+    assert all('%num_nodes=1' in p and '%tasks_per_node=2' in p for p in ior + fio)
+    assert {p.split('%mode=')[1] for p in fio} == {'direct', 'buffered'}
+
+
+def test_dry_run_on_local(tmp_path):
+    out = run_reframe(['-c', 'reframe/checks/fio.py', '-c', 'reframe/checks/ior.py',
+                       '--dry-run', '-n', 'fio_check|ior_check.*HDF5-collective-ssf'],
+                      tmp_path, env={'PATH': '/opt/iotools/ior/bin:/usr/bin:/bin'})
+    scripts = job_scripts(tmp_path)
+    fio = [s for name, s in scripts.items() if name.startswith('fio_check')]
+    assert len(fio) == 2, out.stdout
+    for script in fio:
+        assert 'fio --rw=write' in script and '--fallocate=native' in script
+        assert "trap 'rm -rf " in script and 'h5regress-exit-code: $h5r_rc' in script
+        assert 'drop_caches' in script and 'fio --rw=read' in script
+    ior = [s for name, s in scripts.items() if name.startswith('ior_check')]
+    if not ior:
+        pytest.skip('ior not on PATH: its dry run is not generated (the check is skipped)')
+    script = ior[0]
+    assert 'export OMPI_MCA_io=ompio' in script
+    assert re.search(r'mpirun -np 2 \S+/ior -a HDF5 .* -c -e -w -k ', script)
+    assert re.search(r'mpirun -np 2 \S+/ior -a HDF5 .* -c -k -r ', script)
+
+
+def test_dry_run_on_the_example_slurm_cluster(tmp_path):
+    out = run_reframe(['-c', 'reframe/checks/fio.py', '-c', 'reframe/checks/ior.py',
+                       '--system', 'example-lustre:compute', '--dry-run',
+                       '-n', 'fio_check|ior_check.*MPIIO-collective-ssf'],
+                      tmp_path, env={'PATH': '/opt/iotools/ior/bin:/usr/bin:/bin'})
+    scripts = job_scripts(tmp_path)
+    assert scripts, out.stdout + out.stderr
+    for name, script in scripts.items():
+        for directive in ('#SBATCH --partition=compute', '#SBATCH --account=io-bench',
+                          '#SBATCH --exclusive', '#SBATCH --time=0:30:0'):
+            assert directive in script, (name, directive)
+        assert 'lfs setstripe -c 8 "/lustre/scratch/$USER/h5regress/' in script
+    ior = [s for name, s in scripts.items() if name.startswith('ior_check')]
+    if ior:
+        for script in ior:
+            assert 'export OMPI_MCA_io=romio321' in script
+            assert 'export ROMIO_HINTS=' in script
+            assert re.search(r'^srun \S+/ior -a MPIIO -b 1073741824 -t 1073741824 -s 8 ',
+                             script, re.M)
+        assert {re.search(r'--ntasks=(\d+)', s).group(1) for s in ior} == {'32', '128'}
