@@ -30,7 +30,7 @@ def test_checks_list_with_their_parameters(tmp_path):
 def test_dry_run_on_local(tmp_path):
     out = run_reframe(['-c', 'reframe/checks/fio.py', '-c', 'reframe/checks/ior.py',
                        '--dry-run', '-n', 'fio_check|ior_check.*HDF5-collective-ssf'],
-                      tmp_path, env={'PATH': '/opt/iotools/ior/bin:/usr/bin:/bin'})
+                      tmp_path)
     scripts = job_scripts(tmp_path)
     fio = [s for name, s in scripts.items() if name.startswith('fio_check')]
     assert len(fio) == 2, out.stdout
@@ -51,7 +51,7 @@ def test_dry_run_on_the_example_slurm_cluster(tmp_path):
     out = run_reframe(['-c', 'reframe/checks/fio.py', '-c', 'reframe/checks/ior.py',
                        '--system', 'example-lustre:compute', '--dry-run',
                        '-n', 'fio_check|ior_check.*MPIIO-collective-ssf'],
-                      tmp_path, env={'PATH': '/opt/iotools/ior/bin:/usr/bin:/bin'})
+                      tmp_path)
     scripts = job_scripts(tmp_path)
     assert scripts, out.stdout + out.stderr
     for name, script in scripts.items():
