@@ -27,12 +27,18 @@ COLUMNS = ('job_completion_time', 'name', 'system:partition', 'environ', 'perf_v
            'h5r_context')
 
 
+#: how ReFrame writes an absent value
+NO_VALUE = ('', 'None', 'null')
+
+
 def parse_line(line: str, ncols: int, source: str) -> Record | None:
-    """The record of one perflog line; None for a run that failed before performance."""
+    """The record of one perflog line; None for a line that is no performance sample."""
     fields = line.rstrip('\n').split('|', ncols - 1)
     if len(fields) != ncols:
         raise RecordError(f'{source}: {len(fields)} columns, the header has {ncols}')
     row = dict(zip(COLUMNS, fields))
+    if row['perf_var'] in NO_VALUE:
+        return None     # a test without performance variables (e.g. a build fixture)
     if row['result'] == 'fail' and row['fail_phase'] != 'performance':
         return None
     try:
@@ -50,7 +56,7 @@ def parse_line(line: str, ncols: int, source: str) -> Record | None:
         'value': row['perf_ref'], 'lower': row['perf_lower_thres'],
         'upper': row['perf_upper_thres'], 'result': row['perf_result'],
     }
-    hdf5_build = row['hdf5_build'] if row['hdf5_build'] not in ('', 'None', 'null') else 'none'
+    hdf5_build = 'none' if row['hdf5_build'] in NO_VALUE else row['hdf5_build']
     return Record.from_dict({
         'tool': context.get('tool', ''),
         'operation': info.get('operation'),

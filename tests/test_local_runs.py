@@ -118,3 +118,21 @@ def test_ior_end_to_end(tmp_path):
         if api == 'HDF5':
             assert r.provenance['api_version'].startswith('1.')
             assert r.provenance['hdf5_library_version'].startswith('1.')
+
+
+def test_flashio_built_from_this_tree_end_to_end(tmp_path):
+    out = run_reframe(['-c', 'reframe/checks/flashio.py', '-r', '-n', 'flashio_build_check',
+                       '-S', 'iterations=2'], tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    records = records_of(tmp_path)
+    rows = {(r.params['api'], r.params['transfer']) for r in records}
+    assert rows == {('hdf5', 'collective'), ('hdf5', 'independent'),
+                    ('mpiio', 'collective'), ('mpiio', 'independent')}
+    bw = [r for r in records if r.metric == 'bw']
+    assert {r.operation for r in bw} == {'checkpoint', 'plotfile', 'corner'}
+    for r in bw:
+        assert r.unit == 'MiB/s' and r.value > 0 and len(r.samples) == 2
+        assert r.provenance['tool_source'] == 'built from kernels/flash-io'
+        assert r.provenance['hdf5_version'].startswith('1.')
+    # HDF5 and MPI-IO runs of one transfer mode differ only in the API
+    assert len({r.config_hash for r in records}) == 4

@@ -1,0 +1,164 @@
+"""FLASH-IO: the checkpoint, plotfile and corner plotfile FLASH writes.
+
+The kernel is this project's (``kernels/flash-io``). ``flashio_check`` runs the
+binary of each HDF5 build of the Spack manifest; without one,
+``flashio_build_check`` builds the kernel from this tree with ReFrame's CMake
+build system against the parallel HDF5 it finds (Debian's on ``local``).
+
+Each row runs one API and transfer mode: the same bytes through HDF5 and
+through MPI-IO directly give the HDF5/MPI-IO ratio, the nightly gate's canary.
+"""
+
+import os
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+from reframe.core.builtins import (deferrable, fixture, parameter, run_after, run_before,
+                                   sanity_function, variable)
+
+from h5regress import tools
+from h5regress.checkbase import HDF5Benchmark
+from h5regress.parsers import flashio
+
+KERNEL_SOURCE = os.path.join(os.path.dirname(__file__), '..', '..', 'kernels', 'flash-io')
+SUMMARY = 'flashio.json'
+KINDS = {'checkpoint': 'checkpoint', 'plot': 'plotfile', 'corner': 'corner'}
+
+
+class build_flashio(rfm.CompileOnlyRegressionTest):
+    """The kernel built from this tree with CMake (HDF5 found by CMake)."""
+
+    #: Extra CMake options, e.g. ``-DHDF5_ROOT=/path``.
+    #:
+    #: :type: list of str
+    #: :default: ``[]``
+    cmake_options = variable(list, value=[])
+
+    valid_systems = ['*']
+    valid_prog_environs = ['+mpi']
+    sourcesdir = KERNEL_SOURCE
+    build_system = 'CMake'
+
+    @run_before('compile')
+    def configure(self):
+        self.build_system.builddir = 'build'
+        self.build_system.config_opts = ['-DCMAKE_BUILD_TYPE=Release'] + self.cmake_options
+        self.build_system.max_concurrency = 2
+
+    @sanity_function
+    def built(self):
+        return sn.assert_true(os.path.exists(os.path.join(self.stagedir, 'build', 'flash-io')),
+                              msg='flash-io binary not built')
+
+
+class flashio_base(HDF5Benchmark):
+    #: (api, transfer): HDF5 against MPI-IO, collective against independent.
+    benchmark = parameter([
+        ('hdf5', 'collective'),
+        ('hdf5', 'independent'),
+        ('mpiio', 'collective'),
+        ('mpiio', 'independent'),
+    ], fmt=lambda row: '-'.join(row), loggable=True)
+
+    #: Blocks per rank; 0 = FLASH's own (80, 81 or 82: 0.8 x 100 + rank mod 3).
+    #:
+    #: :type: int
+    #: :default: ``0``
+    blocks_per_rank = variable(int, value=0)
+
+    #: Zones per block edge (nxb = nyb = nzb).
+    #:
+    #: :type: int
+    #: :default: ``8``
+    zones_per_block = variable(int, value=8)
+
+    #: Files written, of ``checkpoint``, ``plot``, ``corner``.
+    #:
+    #: :type: str
+    #: :default: ``'checkpoint,plot,corner'``
+    files = variable(str, value='checkpoint,plot,corner')
+
+    #: Iterations (each writes every file once; per-iteration values are the samples).
+    #:
+    #: :type: int
+    #: :default: ``3``
+    iterations = variable(int, value=3)
+
+    tool = 'flash-io'
+    parser = 'flash-io'
+    #: envelopes are data: reframe/config/references/ (path relative to this file)
+    reference = {'$ref': '../config/references/flashio.yaml'}
+
+    #: reference index: per partition and per benchmark row
+    case = variable(str, value='', loggable=True)
+
+    @run_after('setup')
+    def set_kernel_options(self):
+        api, transfer = self.benchmark
+        self.case = '-'.join(self.benchmark)
+        zones = str(self.zones_per_block)
+        self.tool_options = [f'--api={api}', f'--{transfer}', f'--files={self.files}',
+                             f'--iterations={self.iterations}',
+                             '--nxb', zones, '--nyb', zones, '--nzb', zones]
+        if self.blocks_per_rank:
+            self.tool_options += ['--blocks-per-rank', str(self.blocks_per_rank)]
+        # --keep: the files stay for the base's listing; its trap removes them after
+        self.executable_opts = self.tool_options + [
+            '--keep', '--json', SUMMARY, os.path.join(self.data_dir, 'flash_')]
+        self.output_files = [SUMMARY, 'stdout', 'stderr']
+        blocks = (self.blocks_per_rank or 81) * self.num_nodes * self.tasks_per_node
+        self.data_bytes = self.iterations * blocks * self.zones_per_block ** 3 * 24 * 8
+        self.test_params = {
+            'api': api, 'transfer': transfer, 'blocks_per_rank': self.blocks_per_rank,
+            'zones_per_block': self.zones_per_block, 'files': self.files,
+            'iterations': self.iterations,
+        }
+        kinds = [KINDS[f] for f in self.files.split(',')]
+        self.set_perf_variables({
+            f'{kind}_{metric}': (kind, metric, unit)
+            for kind in kinds for metric, unit in (('bw', 'MiB/s'), ('time', 's'))
+        })
+
+    def read_outputs(self):
+        files = super().read_outputs()
+        # the parser tells stderr apart by its name
+        if 'stderr' in files:
+            files['stderr.txt'] = files.pop('stderr')
+        return files
+
+    @sanity_function
+    def validate(self):
+        return sn.all([
+            super().validate(),
+            sn.assert_false(self.file_problems(), msg='files on disk: {0}'),
+        ])
+
+    @deferrable
+    def file_problems(self):
+        return '; '.join(flashio.check_files(self.parsed_run(), self.written_files()))
+
+
+@rfm.simple_test
+class flashio_check(flashio_base):
+    """The kernel as the Spack environment installed it, per HDF5 build."""
+
+
+@rfm.simple_test
+class flashio_build_check(flashio_base):
+    """The kernel built from this tree when the Spack manifest has none."""
+
+    flashio_build = fixture(build_flashio, scope='environment')
+    hdf5_build = parameter([tools.PATH_BUILD], inherit_params=False, loggable=True)
+
+    @run_after('init')
+    def only_without_a_manifest_build(self):
+        self.skip_if(tools.builds() != [tools.PATH_BUILD],
+                     'the Spack manifest has HDF5 builds: flashio_check runs its kernels')
+
+    @run_after('setup')
+    def resolve_tool(self):
+        """The fixture's binary instead of the resolver's."""
+        path = os.path.join(self.flashio_build.stagedir, 'build', 'flash-io')
+        self.resolved_tool = tools.Tool(self.tool, path, tools.PATH_BUILD,
+                                        'built from kernels/flash-io')
+        self.executable = path

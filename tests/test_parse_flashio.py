@@ -1,0 +1,257 @@
+"""The FLASH-IO parser against every real output in ../shared/fixtures/flash-io/,
+and against this project's kernel output (JSON summary and text)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from h5regress.parsers import ParseError, RunFailed, parser_for
+from h5regress.parsers import flashio
+from h5regress.parsers.base import MIB
+
+FIXTURES = Path(__file__).resolve().parents[1].parent / 'shared' / 'fixtures' / 'flash-io'
+CASES = sorted(p.name for p in FIXTURES.iterdir()) if FIXTURES.is_dir() else []
+
+needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(),
+                                    reason=f'fixtures not found at {FIXTURES}')
+
+
+def _case_files(case: str, drop: tuple[str, ...] = ()) -> dict[str, str]:
+    d = FIXTURES / case
+    return {p.name: p.read_text() for p in sorted(d.iterdir())
+            if flashio.wanted(p.name) and p.name not in drop}
+
+
+def _ls_sizes(text: str) -> dict[str, int]:
+    out = {}
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) >= 6 and f[0].startswith('-'):
+            out[f[-1]] = int(f[4])
+    return out
+
+
+def test_registered():
+    assert parser_for('flash-io') is flashio
+
+
+def test_wanted():
+    assert flashio.wanted('stdout.txt')
+    assert flashio.wanted('run/files.txt')
+    assert flashio.wanted('rfm_job.out') and flashio.wanted('rfm_job.err')
+    assert flashio.wanted('flashio.json')
+    assert not flashio.wanted('f_hdf5_chk_0000')
+
+
+@needs_fixtures
+def test_fixtures_present():
+    assert any(c.startswith('fail-') for c in CASES)
+    assert any(not c.startswith('fail-') for c in CASES)
+
+
+@needs_fixtures
+@pytest.mark.parametrize('case', CASES)
+def test_fixture(case):
+    files = _case_files(case)
+    if case.startswith('fail-'):
+        with pytest.raises(RunFailed):
+            flashio.parse(files)
+        return
+    runs = flashio.parse(files)
+    assert len(runs) == 1
+    run = runs[0]
+    assert run.tool == 'flash-io'
+    assert run.params['implementation'] == 'original'
+    assert run.params['num_ranks'] == 2
+    assert run.params['total_blocks'] == 161
+    assert (run.params['nxb'], run.params['nyb'], run.params['nzb']) == (8, 8, 8)
+    niter = int(re.search(r'niter(\d+)', case).group(1))
+    assert run.params['iterations'] == niter
+
+    stdout = files['stdout.txt']
+    sizes = _ls_sizes(files['files.txt'])
+    wrote = re.findall(r'Wrote output to (\S+) .*\n\s*time to output =\s*(\S+)', stdout)
+    assert len(wrote) == 3 * niter
+    expected = {'checkpoint': [], 'plotfile': [], 'corner': []}
+    for name, t in wrote:
+        base = Path(name).name
+        kind = ('checkpoint' if '_chk_' in base else 'plotfile' if '_plt_cnt_' in base
+                else 'corner')
+        expected[kind].append((sizes[base], float(t)))
+    for kind, pairs in expected.items():
+        bw = run.measurement(kind, 'bw')
+        assert bw.unit == 'MiB/s' and bw.higher_is_better
+        assert bw.samples == pytest.approx([s / MIB / t for s, t in pairs])
+        assert bw.value == pytest.approx(sum(bw.samples) / len(bw.samples))
+        tm = run.measurement(kind, 'time')
+        assert tm.unit == 's' and not tm.higher_is_better
+        assert tm.samples == pytest.approx([t for _, t in pairs])
+        size = run.measurement(kind, 'size')
+        assert size.unit == 'B' and size.value == pairs[-1][0]
+    # the sizes the kernel must match (issue #4)
+    assert run.measurement('checkpoint', 'size').value == 15_868_444
+    assert run.measurement('plotfile', 'size').value == 1_346_656
+    assert run.measurement('corner', 'size').value == 1_905_648
+    # records come out of it
+    recs = run.to_records()
+    assert {(r.operation, r.metric) for r in recs} >= {('checkpoint', 'bw'), ('corner', 'time')}
+
+
+@needs_fixtures
+@pytest.mark.parametrize('case', [c for c in CASES if c.startswith('fail-')])
+def test_fail_fixture_without_stderr(case):
+    """The unported original exits 0; even without its stderr the 4 KiB files give it away."""
+    with pytest.raises(RunFailed, match='smaller than'):
+        flashio.parse(_case_files(case, drop=('stderr.txt',)))
+
+
+@needs_fixtures
+def test_original_without_sizes_gives_times_only():
+    case = next(c for c in CASES if not c.startswith('fail-'))
+    run = flashio.parse(_case_files(case, drop=('files.txt',)))[0]
+    assert run.measurement('checkpoint', 'time').value > 0
+    with pytest.raises(KeyError):
+        run.measurement('checkpoint', 'bw')
+    assert any('no file sizes' in w for w in run.warnings)
+
+
+@needs_fixtures
+def test_original_truncated_is_a_failure():
+    case = next(c for c in CASES if not c.startswith('fail-'))
+    files = _case_files(case)
+    files['stdout.txt'] = files['stdout.txt'].split(' TOTAL time to output')[0]
+    with pytest.raises(RunFailed, match='incomplete'):
+        flashio.parse(files)
+
+
+def test_not_flashio_output():
+    with pytest.raises(ParseError):
+        flashio.parse({'stdout.txt': 'hello\n'})
+
+
+# ---------------------------------------------------------------- the kernel's output
+
+def _summary(**over):
+    d = {
+        'tool': 'flash-io', 'version': '1.0.0', 'status': 'ok', 'errors': 0,
+        'hdf5_version': '1.10.8', 'mpi_library_version': 'Open MPI v4.1.4',
+        'command': ['flash-io', '--json', 's.json', '/scr/f_'],
+        'started': '2026-11-21T20:14:16Z', 'finished': '2026-11-21T20:14:17Z',
+        'ranks': 2, 'nodes': 1, 'node_memory_bytes': 25276502016,
+        'options': {'api': 'hdf5', 'transfer': 'independent', 'layout': 'contiguous',
+                    'chunk_blocks': 10, 'alignment': 1, 'alignment_threshold': 1,
+                    'collective_metadata': False, 'blocks_per_rank': None,
+                    'nxb': 8, 'nyb': 8, 'nzb': 8,
+                    'files': ['checkpoint', 'plotfile', 'corner'], 'iterations': 2,
+                    'fsync': False, 'keep': False, 'prefix': '/scr/f_', 'json': 's.json'},
+        'mesh': {'ndim': 3, 'nvar': 24, 'plot_vars': ['dens', 'temp', 'pres', 'f1  '],
+                 'total_blocks': 161, 'blocks_per_rank_min': 80, 'blocks_per_rank_max': 81,
+                 'ngid': 15},
+        'results': [],
+        'io_share': {'wall_s': 1.0, 'io_s': 0.9, 'setup_s': 0.01, 'cleanup_s': 0.05,
+                     'fraction': 0.9, 'fraction_without_cleanup': 0.95},
+        'files_removed': True,
+        'warnings': ['data written (36.4 MiB in 6 files) is below the memory of the 1 node(s) '
+                     'used (24105.6 MiB): the bandwidths are mostly page cache'],
+    }
+    sizes = {'checkpoint': 15870580, 'plotfile': 1346628, 'corner': 1905620}
+    for it in range(2):
+        for k, s in sizes.items():
+            t = 0.01 * (it + 1)
+            d['results'].append({'iteration': it, 'file': k, 'name': f'/scr/f_{k}_{it}',
+                                 'size_bytes': s, 'data_bytes': s - 9000, 'time_s': t,
+                                 'bw_mib_s': s / MIB / t, 'open_s': 0.001, 'write_s': t / 2,
+                                 'close_s': 0.001, 'fsync_s': 0.0})
+    d.update(over)
+    return d
+
+
+def test_kernel_json():
+    run = flashio.parse({'flashio.json': json.dumps(_summary())})[0]
+    assert run.params['implementation'] == 'h5regress'
+    assert run.params['num_ranks'] == 2 and run.params['transfer'] == 'independent'
+    assert run.params['files'] == 'checkpoint,plotfile,corner'
+    assert run.provenance['hdf5_version'] == '1.10.8'
+    bw = run.measurement('checkpoint', 'bw')
+    assert bw.samples == pytest.approx([15870580 / MIB / 0.01, 15870580 / MIB / 0.02])
+    assert run.measurement('corner', 'time').value == pytest.approx(0.015)
+    assert run.measurement('plotfile', 'size').value == 1346628
+    assert any('below the memory' in w for w in run.warnings)
+
+
+def test_kernel_json_preferred_over_text():
+    files = {'flashio.json': json.dumps(_summary()), 'rfm_job.out': 'whatever\n'}
+    assert flashio.parse(files)[0].params['implementation'] == 'h5regress'
+
+
+@pytest.mark.parametrize('over', [{'status': 'failed', 'errors': 4}, {'errors': 1},
+                                  {'results': []}])
+def test_kernel_json_failed(over):
+    with pytest.raises(RunFailed):
+        flashio.parse({'flashio.json': json.dumps(_summary(**over))})
+
+
+def test_kernel_json_truncated():
+    text = json.dumps(_summary())
+    with pytest.raises(RunFailed, match='truncated'):
+        flashio.parse({'flashio.json': text[:len(text) // 2]})
+
+
+def test_kernel_json_zero_time_is_a_failure():
+    d = _summary()
+    d['results'][0]['time_s'] = 0.0
+    with pytest.raises(RunFailed):
+        flashio.parse({'flashio.json': json.dumps(d)})
+
+
+KERNEL_TEXT = """\
+flash-io 1.0.0: h5regress FLASH I/O kernel
+HDF5 library: 1.10.8
+MPI library: Open MPI v4.1.4
+ranks: 2  nodes: 1  node memory: 23.5 GiB
+api: hdf5  transfer: collective  layout: contiguous  alignment: 1 (threshold 1)  collective metadata: no  fsync: no
+mesh: 3-d, 8 x 8 x 8 zones per block, 24 unknowns (plotfiles: dens temp pres f1), 161 blocks (80-81 per rank)
+files: checkpoint plotfile corner  iterations: 1  prefix: /tmp/fio/f_
+iter  file              size_B        data_B      time_s    bw_MiB/s  name
+   0  checkpoint      15870580      15853636    0.078549      192.69  /tmp/fio/f_hdf5_chk_0000
+   0  plotfile         1346628       1337780    0.018834       68.19  /tmp/fio/f_hdf5_plt_cnt_0000
+   0  corner           1905620       1896772    0.012185      149.15  /tmp/fio/f_hdf5_plt_crn_0000
+mean  checkpoint      15870580                  0.078549      192.69  (mean of 1)
+mean  plotfile         1346628                  0.018834       68.19  (mean of 1)
+mean  corner           1905620                  0.012185      149.15  (mean of 1)
+I/O share: 75.4 % of wall time, 79.6 % without the clean-up (I/O 0.110 s, setup 0.011 s, clean-up 0.008 s, wall 0.145 s)
+WARNING: data written (18.2 MiB in 3 files) is below the memory of the 1 node(s) used (24105.6 MiB): the bandwidths are mostly page cache
+files: removed
+flash-io: finished OK
+"""
+
+
+def test_kernel_text():
+    run = flashio.parse({'rfm_job.out': KERNEL_TEXT, 'rfm_job.err': ''})[0]
+    assert run.params['num_ranks'] == 2 and run.params['transfer'] == 'collective'
+    assert run.params['total_blocks'] == 161
+    assert run.provenance['hdf5_version'] == '1.10.8'
+    assert run.measurement('checkpoint', 'bw').value == pytest.approx(15870580 / MIB / 0.078549)
+    assert run.measurement('corner', 'time').value == pytest.approx(0.012185)
+    assert len(run.warnings) == 1
+
+
+def test_kernel_text_failed():
+    text = KERNEL_TEXT.replace('flash-io: finished OK', 'flash-io: FAILED: 4 error(s), see stderr')
+    with pytest.raises(RunFailed, match='FAILED'):
+        flashio.parse({'rfm_job.out': text})
+    with pytest.raises(RunFailed, match='finished OK'):
+        flashio.parse({'rfm_job.out': KERNEL_TEXT.split('mean ')[0]})
+
+
+def test_kernel_stderr_errors():
+    err = 'flash-io: ERROR: rank 1: write_hdf5.c:165: cannot create the HDF5 file /x/f_\n'
+    with pytest.raises(RunFailed, match='ERROR'):
+        flashio.parse({'rfm_job.out': KERNEL_TEXT, 'rfm_job.err': err})
+    with pytest.raises(RunFailed, match='HDF5 errors'):
+        flashio.parse({'rfm_job.out': KERNEL_TEXT,
+                       'rfm_job.err': 'HDF5-DIAG: Error detected in HDF5 (1.10.8) MPI-process 0:\n'})
