@@ -81,11 +81,18 @@ def shell_word(path: str) -> str:
 class IOBenchmark(rfm.RunOnlyRegressionTest):
     """Base of the I/O checks: resolution, hygiene, provenance, sanity, perf records."""
 
-    #: Tool binary name the resolver looks up (``ior``, ``fio``, ...).
+    #: Tool the records name (``ior``, ``fio``, ``h5bench``...): the parser's tool.
     #:
     #: :type: str
     #: :default: required
     tool = variable(str, loggable=True)
+
+    #: Binary the resolver looks up, when it is not named like the tool
+    #: (``h5bench_write`` of ``h5bench``).
+    #:
+    #: :type: str
+    #: :default: ``''``: the tool name
+    binary = variable(str, value='')
 
     #: Parser of the tool's output (a key of :func:`h5regress.parsers.parser_for`).
     #:
@@ -169,7 +176,7 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
         build = self.hdf5_build_id()
         try:
             self.resolved_tool = tools.find(
-                self.tool, tools.PATH_BUILD if build == 'none' else build)
+                self.binary or self.tool, tools.PATH_BUILD if build == 'none' else build)
         except tools.ToolNotFound as err:
             self.skip(str(err))
         self.executable = self.resolved_tool.path
@@ -215,13 +222,14 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
             f'echo "{EXIT_MARK} $h5r_rc"',
         ]
 
-    def launch_command(self, opts: list[str]) -> str:
-        """A further execution of the tool, through the same launcher, for postrun."""
+    def launch_command(self, opts: list[str], executable: str | None = None) -> str:
+        """A further execution of the tool (or of ``executable``), through the same
+        launcher, for postrun."""
         # the launcher sizes itself from the job, which ReFrame fills only at run time
         self.job.num_tasks = self.num_tasks
         self.job.num_tasks_per_node = self.num_tasks_per_node
         launcher = ' '.join(self.job.launcher.run_command(self.job).split())
-        return ' '.join([launcher, shlex.quote(self.executable)] + list(opts))
+        return ' '.join([launcher, shlex.quote(executable or self.executable)] + list(opts))
 
     def drop_caches_command(self) -> str:
         """Drop the page cache when permitted, and say in stdout whether it was."""
@@ -231,11 +239,11 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
     # -- results --------------------------------------------------------------
 
     def read_outputs(self) -> dict[str, str]:
-        """``output_files`` that exist, by name; ``stdout`` is the job's standard output."""
+        """``output_files`` that exist, by name; ``stdout`` and ``stderr`` are the job's."""
+        job_files = {'stdout': self.stdout.evaluate(), 'stderr': self.stderr.evaluate()}
         files = {}
         for name in self.output_files:
-            path = os.path.join(self.stagedir, self.stdout.evaluate() if name == 'stdout'
-                                else name)
+            path = os.path.join(self.stagedir, job_files.get(name, name))
             if os.path.exists(path):
                 with open(path, errors='replace') as fp:
                     files[name] = fp.read()
@@ -263,15 +271,20 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
                            provenance=dict(runs[0].provenance),
                            measurements=[m for run in runs for m in run.measurements],
                            warnings=[w for run in runs for w in run.warnings])
-        cache = next((line.split(':', 1)[1].strip()
-                      for line in files.get('stdout', '').splitlines()
-                      if line.startswith(CACHE_MARK)), None)
         if cache_matters:
-            merged.provenance['read_page_cache'] = cache or 'kept'
-            if cache != 'dropped':
-                merged.warnings.append('read figures are cached: the page cache was not '
-                                       'dropped between the write and read phases')
+            self.label_cache(merged, files.get('stdout', ''))
         return merged
+
+    @staticmethod
+    def label_cache(run: ParsedRun, stdout: str) -> None:
+        """Record whether the page cache was dropped before the read phase (the
+        :meth:`drop_caches_command` line in ``stdout``); if not, say the reads are cached."""
+        cache = next((line.split(':', 1)[1].strip() for line in stdout.splitlines()
+                      if line.startswith(CACHE_MARK)), 'kept')
+        run.provenance['read_page_cache'] = cache
+        if cache != 'dropped':
+            run.warnings.append('read figures are cached: the page cache was not '
+                                'dropped between the write and read phases')
 
     def parsed_run(self) -> ParsedRun:
         """The tool's results, parsed once."""

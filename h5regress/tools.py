@@ -72,6 +72,12 @@ def find(name: str, build: str = PATH_BUILD) -> Tool:
                     b.hdf5_version, b.spec_hash)
 
     path = shutil.which(name, path=os.environ.get('PATH'))
-    if path is None:
-        raise ToolNotFound(f'{name} not found on PATH: {HOW_TO_GET}')
-    return Tool(name, path, PATH_BUILD, 'PATH')
+    if path is not None:
+        return Tool(name, path, PATH_BUILD, 'PATH')
+    # a tool that does not depend on the HDF5 build (mdtest comes with IOR) may still
+    # be in the Spack environment: any build's copy will do
+    for build_id, b in sorted((_manifest_builds() or {}).items()):
+        if name in b.tools:
+            return Tool(name, b.tools[name], build_id, 'spack-manifest', b.hdf5_commit,
+                        b.hdf5_version, b.spec_hash)
+    raise ToolNotFound(f'{name} not found on PATH: {HOW_TO_GET}')

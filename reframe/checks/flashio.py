@@ -119,13 +119,6 @@ class flashio_base(HDF5Benchmark):
             for kind in kinds for metric, unit in (('bw', 'MiB/s'), ('time', 's'))
         })
 
-    def read_outputs(self):
-        files = super().read_outputs()
-        # the parser tells stderr apart by its name
-        if 'stderr' in files:
-            files['stderr.txt'] = files.pop('stderr')
-        return files
-
     @sanity_function
     def validate(self):
         return sn.all([

@@ -28,6 +28,9 @@ hard-coded in them):
                     permitted (root); otherwise read figures are labelled as cached.
 ``node_memory_bytes`` memory of a node, for the "data below node memory" warning; when
                     absent the job reads /proc/meminfo.
+``fio_size``        file size per fio job (the storage-ceiling check).
+``hdf5_plugin_path`` where HDF5 VOL connectors live (h5bench's ASYNC rows need the
+                    async VOL connector there, or in $HDF5_PLUGIN_PATH).
 """
 
 import os

@@ -1,0 +1,506 @@
+"""h5bench 1.6 run directly under ReFrame's launcher: write, read, exerciser, metadata.
+
+The checks write each benchmark's configuration file into the stage directory and
+run the binary on it (``h5bench_write <cfg> <file.h5>``), not through h5bench's
+Python runner, so ReFrame's launcher, node layout and MPI-IO settings apply.
+
+``h5bench_write_check`` covers h5bench's supported write patterns (one row each):
+1D and 2D with every MEM_PATTERN x FILE_PATTERN of {CONTIG, INTERLEAVED}, 3D
+CONTIG/CONTIG and 1D CONTIG to STRIDED, all collective (COLLECTIVE_DATA and
+COLLECTIVE_METADATA); then 1D independent, 2D compressed (COMPRESS with chunk
+dimensions), and 1D with SUBFILING and in ASYNC mode. The last two run only where
+the HDF5 build has them and are skipped with the reason otherwise.
+
+``h5bench_read_check`` covers the supported read patterns: FULL for 1D, 2D, 3D;
+PARTIAL and STRIDED for 1D; PRL, RDC, LDC and CS for 2D (h5bench reads those on
+rank 0 only, so they run one rank). A read needs the file its write made: each read
+test runs, in one job, the write test's configuration for its pattern, drops the page
+cache (when permitted, else the read figures are labelled as cached), then reads.
+One job keeps the file's life inside the test's data directory, which the suite's
+trap removes whatever happens; a write phase that fails fails the read test with
+the write's message.
+
+Sizes: particles per rank scale with the partition's ``size_factor`` (4 Mi
+particles, 128 MiB per rank and time step, at 1.0; 2D and 3D use the square and
+cube closest to it). h5bench's "MB" is MiB; the parser normalises.
+"""
+
+import ctypes
+import glob
+import math
+import os
+import shlex
+import subprocess
+
+import reframe as rfm
+import reframe.utility.typecheck as typ
+from reframe.core.builtins import parameter, run_after, variable
+
+from h5regress import tools
+from h5regress.checkbase import CACHE_MARK, HDF5Benchmark
+from h5regress.parsers import ParsedRun, RunFailed
+from h5regress.parsers import h5bench as h5bench_parser
+from h5regress.probe import linked_hdf5
+
+#: particles per rank at ``size_factor`` 1.0 (32 B each: 128 MiB per rank and time step)
+BASE_PARTICLES = 4 * 1024 ** 2
+#: fewest particles per rank the scaling goes down to
+MIN_PARTICLES = 16 * 1024
+#: bytes per particle h5bench writes (8 four-byte fields)
+PARTICLE_BYTES = 32
+#: compute-time units h5bench reads correctly (minutes are mis-converted by 1.6)
+TIME_UNITS = ('s', 'ms', 'us')
+
+DATA_FILE = 'h5bench.h5'
+WRITE_CFG, WRITE_CSV = 'write.cfg', 'write.csv'
+READ_CFG, READ_CSV = 'read.cfg', 'read.csv'
+#: the write phase of a read test keeps its own stdout/stderr
+WRITE_OUT, WRITE_ERR = 'h5bench-write.out', 'h5bench-write.err'
+
+
+def subfiling_support(binary: str) -> str | None:
+    """Why the HDF5 that ``binary`` loads cannot do SUBFILING, or None when it can."""
+    lib, version = linked_hdf5(binary)
+    if not lib:
+        return f'{binary} is not linked with a shared libhdf5 ({version})'
+    try:
+        numbers = tuple(int(x) for x in version.split('.'))
+    except ValueError:
+        return f'cannot tell the version of {lib} ({version})'
+    if numbers < (1, 14):
+        return (f'SUBFILING needs HDF5 >= 1.14 built with the subfiling VFD; {binary} loads '
+                f'HDF5 {version} ({lib})')
+    try:
+        has_vfd = hasattr(ctypes.CDLL(lib), 'H5Pset_fapl_subfiling')
+    except OSError as err:
+        return f'cannot load {lib}: {err}'
+    if not has_vfd:
+        return (f'HDF5 {version} ({lib}) was built without the subfiling VFD '
+                '(no H5Pset_fapl_subfiling)')
+    return None
+
+
+def async_connector(binary: str, plugin_path: str) -> tuple[str | None, str]:
+    """(why ASYNC cannot run or None, the plugin directory holding libh5async).
+
+    h5bench reports ASYNC only when built with the connector (``-DWITH_ASYNC_VOL=ON``,
+    which links ``libasynchdf5``), and HDF5 loads the connector from the plugin path.
+    """
+    try:
+        linked = subprocess.run(['ldd', binary], capture_output=True, text=True,
+                                timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f'cannot inspect {binary}: {err}', ''
+    if 'async' not in linked:
+        return (f'{binary} was built without the async VOL connector (h5bench '
+                '-DWITH_ASYNC_VOL=ON links libasynchdf5)'), ''
+    dirs = [d for d in plugin_path.split(':') if d]
+    found = next((d for d in dirs if glob.glob(os.path.join(d, 'libh5async*.so*'))), '')
+    if not found:
+        return (f'the HDF5 async VOL connector (libh5async) is not in HDF5_PLUGIN_PATH '
+                f'({plugin_path or "unset"}): install hdf5-vol-async and set the '
+                "partition's extras.hdf5_plugin_path or HDF5_PLUGIN_PATH"), ''
+    return None, found
+
+
+def pattern_dims(num_dims: int, particles: int) -> list[int]:
+    """DIM_1..DIM_3 holding about ``particles`` (1D exact, 2D square, 3D cube)."""
+    if num_dims == 1:
+        return [particles, 1, 1]
+    if num_dims == 2:
+        side = math.isqrt(particles)
+        return [side, side, 1]
+    side = max(1, round(particles ** (1 / 3)))
+    return [side, side, side]
+
+
+class h5bench_base(HDF5Benchmark):
+    """What the write and read checks share: sizes, time steps, the configuration file."""
+
+    #: Particles per rank (DIM_1 x DIM_2 x DIM_3 before rounding 2D/3D to a square/cube).
+    #:
+    #: :type: int
+    #: :default: ``0``: 4 Mi scaled by the partition's ``size_factor`` (at least 16 Ki)
+    particles_per_rank = variable(int, value=0)
+
+    #: Time steps (TIMESTEPS): each writes (or reads) every particle once.
+    #:
+    #: :type: int
+    #: :default: ``3``
+    timesteps = variable(int, value=3)
+
+    #: Emulated compute time per time step with its unit (EMULATED_COMPUTE_TIME_PER_TIMESTEP):
+    #: ``s``, ``ms`` or ``us``; h5bench 1.6 misreads minutes, so they are refused.
+    #:
+    #: :type: str
+    #: :default: ``'10 ms'``
+    compute_time = variable(str, value='10 ms')
+
+    #: Chunk dimensions of compressed rows, one per data dimension (CHUNK_DIM_1..3).
+    #:
+    #: :type: list of int
+    #: :default: ``[]``: a quarter of each data dimension
+    chunk_dims = variable(typ.List[int], value=[])
+
+    #: Parsed for sanity: the configuration, its CSV, stdout and stderr of each phase.
+    parser = 'h5bench'
+
+    def particles(self) -> int:
+        if self.particles_per_rank:
+            return self.particles_per_rank
+        factor = float(self.current_partition.extras.get('size_factor', 1.0))
+        return max(MIN_PARTICLES, int(BASE_PARTICLES * factor))
+
+    def pattern_config(self, num_dims: int, mem: str, file: str, io: str) -> dict[str, str]:
+        """h5bench_write's KEY=VALUE settings of one write pattern (no MODE: see ASYNC)."""
+        number, _, unit = self.compute_time.partition(' ')
+        if unit.strip() not in TIME_UNITS or not number.strip().isdigit():
+            raise ValueError(f'{type(self).__name__}.compute_time={self.compute_time!r}: '
+                             f'give a whole number and one of {", ".join(TIME_UNITS)} '
+                             '(h5bench 1.6 misreads minutes)')
+        dims = pattern_dims(num_dims, self.particles())
+        collective = 'NO' if io == 'independent' else 'YES'
+        cfg = {
+            'MEM_PATTERN': mem, 'FILE_PATTERN': file, 'TIMESTEPS': str(self.timesteps),
+            'COLLECTIVE_DATA': collective, 'COLLECTIVE_METADATA': collective,
+            'EMULATED_COMPUTE_TIME_PER_TIMESTEP': self.compute_time,
+            'NUM_DIMS': str(num_dims),
+            'DIM_1': str(dims[0]), 'DIM_2': str(dims[1]), 'DIM_3': str(dims[2]),
+        }
+        if file == 'STRIDED':
+            # (STRIDE_SIZE + BLOCK_SIZE) * BLOCK_CNT must fit in DIM_1
+            cfg.update(STRIDE_SIZE='2', BLOCK_SIZE='2', BLOCK_CNT=str(dims[0] // 4))
+        if io == 'compress':
+            chunks = list(self.chunk_dims) or [max(1, d // 4) for d in dims[:num_dims]]
+            cfg['COMPRESS'] = 'YES'
+            for i, size in enumerate(chunks[:num_dims] + [1] * (3 - num_dims)):
+                cfg[f'CHUNK_DIM_{i + 1}'] = str(size)
+        if io == 'subfiling':
+            cfg['SUBFILING'] = 'YES'
+        return cfg
+
+    @staticmethod
+    def cfg_text(cfg: dict[str, str]) -> str:
+        return ''.join(f'{k}={v}\n' for k, v in cfg.items())
+
+    def write_cfg(self, name: str, cfg: dict[str, str], csv: str) -> None:
+        with open(os.path.join(self.stagedir, name), 'w') as fp:
+            fp.write(self.cfg_text({**cfg, 'CSV_FILE': csv}))
+
+    def use_async(self) -> None:
+        """ASYNC mode: the async VOL connector, when installed (skip otherwise)."""
+        extras = self.current_partition.extras
+        plugin_path = extras.get('hdf5_plugin_path') or os.environ.get('HDF5_PLUGIN_PATH', '')
+        why, directory = async_connector(self.executable, plugin_path)
+        self.skip_if(why is not None, why)
+        self.env_vars['HDF5_PLUGIN_PATH'] = directory
+        self.env_vars['HDF5_VOL_CONNECTOR'] = 'async under_vol=0;under_info={}'
+        # the connector's background thread needs MPI_THREAD_MULTIPLE
+        self.env_vars['MPICH_MAX_THREAD_SAFETY'] = 'multiple'
+
+    def check_subfiling(self, binary: str) -> None:
+        why = subfiling_support(binary)
+        self.skip_if(why is not None, why)
+
+    def stderr_name(self) -> str:
+        return self.job.stderr
+
+    def phase(self, files: dict[str, str], names: list[str], kind: str,
+              command: str) -> ParsedRun:
+        """One h5bench execution from its stdout, stderr, cfg and CSV; its data file checked."""
+        group = {n: files[n] for n in names if n in files}
+        run = h5bench_parser.parse_benchmark(group, '', kind, command)
+        written = self.written_files()
+        # the subfiling VFD adds DATA_FILE.subfile_* files next to it
+        if not any(size for name, size in written.items() if name.startswith(DATA_FILE)):
+            raise RunFailed(f'{self.data_dir}: {kind} phase: no non-empty {DATA_FILE} in the '
+                            f'data directory (found: {", ".join(sorted(written)) or "nothing"})')
+        return run
+
+
+@rfm.simple_test
+class h5bench_write_check(h5bench_base):
+    #: (dimensions, MEM_PATTERN, FILE_PATTERN, I/O): h5bench's supported write patterns,
+    #: then collective/independent, compression, subfiling and ASYNC on 1D/2D CONTIG.
+    benchmark = parameter([
+        (1, 'CONTIG', 'CONTIG', 'collective'),
+        (1, 'CONTIG', 'INTERLEAVED', 'collective'),
+        (1, 'INTERLEAVED', 'CONTIG', 'collective'),
+        (1, 'INTERLEAVED', 'INTERLEAVED', 'collective'),
+        (2, 'CONTIG', 'CONTIG', 'collective'),
+        (2, 'CONTIG', 'INTERLEAVED', 'collective'),
+        (2, 'INTERLEAVED', 'CONTIG', 'collective'),
+        (2, 'INTERLEAVED', 'INTERLEAVED', 'collective'),
+        (3, 'CONTIG', 'CONTIG', 'collective'),
+        (1, 'CONTIG', 'STRIDED', 'collective'),
+        (1, 'CONTIG', 'CONTIG', 'independent'),
+        (2, 'CONTIG', 'CONTIG', 'compress'),
+        (1, 'CONTIG', 'CONTIG', 'subfiling'),
+        (1, 'CONTIG', 'CONTIG', 'async'),
+    ], fmt=lambda row: f'{row[0]}D-{row[1]}-{row[2]}-{row[3]}', loggable=True)
+
+    tool = 'h5bench_write'
+    #: envelopes are data: reframe/config/references/ (path relative to this file)
+    reference = {'$ref': '../config/references/h5bench.yaml'}
+
+    #: reference index: per partition and per benchmark row
+    case = variable(str, value='', loggable=True)
+
+    @run_after('setup')
+    def set_benchmark_options(self):
+        dims, mem, file, io = self.benchmark
+        self.case = f'{dims}D-{mem}-{file}-{io}'
+        if io == 'subfiling':
+            self.check_subfiling(self.executable)
+        if io == 'async':
+            self.use_async()
+        cfg = self.pattern_config(dims, mem, file, io)
+        self.write_cfg(WRITE_CFG, cfg, WRITE_CSV)
+        self.tool_options = [f'{k}={v}' for k, v in cfg.items()]
+        self.executable_opts = [WRITE_CFG, os.path.join(self.data_dir, DATA_FILE)]
+        self.output_files = ['stdout', self.stderr_name(), WRITE_CFG, WRITE_CSV]
+        self.data_bytes = (math.prod(int(cfg[f'DIM_{i}']) for i in (1, 2, 3)) *
+                           PARTICLE_BYTES * self.timesteps * self.num_tasks)
+        self.test_params = {**h5bench_parser.parse_cfg(self.cfg_text(cfg)),
+                            'benchmark': 'write', 'io': io,
+                            'mode': 'ASYNC' if io == 'async' else 'SYNC'}
+        self.set_perf_variables({
+            'write_raw_rate': ('write', 'raw_rate', 'MiB/s'),
+            'write_observed_rate': ('write', 'observed_rate', 'MiB/s'),
+            'write_metadata_time': ('write', 'metadata_time', 's'),
+            'write_size': ('write', 'size', 'B'),
+        })
+
+    def parse_output(self, files):
+        command = ' '.join([self.executable] + list(self.executable_opts))
+        return self.phase(files, ['stdout', self.stderr_name(), WRITE_CFG, WRITE_CSV],
+                          'write', command)
+
+
+@rfm.simple_test
+class h5bench_read_check(h5bench_base):
+    #: (dimensions, READ_OPTION): h5bench's supported read patterns. The file is written
+    #: first with the matching write pattern (CONTIG/STRIDED for STRIDED, else CONTIG/CONTIG).
+    benchmark = parameter([
+        (1, 'FULL'), (2, 'FULL'), (3, 'FULL'),
+        (1, 'PARTIAL'), (1, 'STRIDED'),
+        (2, 'PRL'), (2, 'RDC'), (2, 'LDC'), (2, 'CS'),
+    ], fmt=lambda row: f'{row[0]}D-{row[1]}', loggable=True)
+
+    tool = 'h5bench_read'
+    #: envelopes are data: reframe/config/references/ (path relative to this file)
+    reference = {'$ref': '../config/references/h5bench.yaml'}
+
+    #: reference index: per partition and per benchmark row
+    case = variable(str, value='', loggable=True)
+
+    #: READ_OPTIONs h5bench reads on rank 0 only
+    SINGLE_RANK = ('PRL', 'RDC', 'LDC', 'CS')
+
+    @run_after('setup')
+    def set_benchmark_options(self):
+        dims, option = self.benchmark
+        self.case = f'{dims}D-{option}'
+        if option in self.SINGLE_RANK:
+            # h5bench reads these on rank 0 only: one rank writes and reads
+            self.skip_if(self.num_nodes != 1, f'READ_OPTION={option} runs on one rank')
+            self.num_tasks = self.num_tasks_per_node = 1
+        file_pattern = 'STRIDED' if option == 'STRIDED' else 'CONTIG'
+        write = self.pattern_config(dims, 'CONTIG', file_pattern, 'collective')
+        read = {**write, 'READ_OPTION': option}
+        d1, d2 = int(write['DIM_1']), int(write['DIM_2'])
+        if option == 'PARTIAL':
+            read['TO_READ_NUM_PARTICLES'] = str(d1 // 2)
+        if option in ('PRL', 'RDC', 'LDC', 'CS'):
+            # PRL/RDC/LDC want blocks of 1/10 to 1/5 of each dimension
+            read.update(BLOCK_SIZE=str(d1 // 8), BLOCK_SIZE_2=str(d2 // 8))
+        if option == 'CS':
+            # the cross stencil steps diagonally; h5bench wants STRIDE_SIZE_2 < STRIDE_SIZE
+            read.update(STRIDE_SIZE=str(d1 // 4), STRIDE_SIZE_2=str(d2 // 5))
+        self.write_cfg(WRITE_CFG, write, WRITE_CSV)
+        self.write_cfg(READ_CFG, read, READ_CSV)
+        target = os.path.join(self.data_dir, DATA_FILE)
+        self.writer = tools.find('h5bench_write', self.resolved_tool.build).path
+        self.tool_options = [f'{k}={v}' for k, v in read.items()]
+        self.executable_opts = [READ_CFG, target]
+        # the write phase, its own output kept apart; then the page cache goes
+        self.prerun_cmds = [
+            f'{self.launch(self.writer, [WRITE_CFG, target])} '
+            f'> {WRITE_OUT} 2> {WRITE_ERR}; h5r_write_rc=$?',
+            self.drop_caches_command(),
+        ]
+        self.postrun_cmds = ['[ "$h5r_write_rc" -eq 0 ] || h5r_rc=$h5r_write_rc']
+        self.output_files = ['stdout', self.stderr_name(), READ_CFG, READ_CSV,
+                             WRITE_OUT, WRITE_ERR, WRITE_CFG, WRITE_CSV]
+        self.data_bytes = (d1 * d2 * int(write['DIM_3']) * PARTICLE_BYTES * self.timesteps *
+                           self.num_tasks)
+        self.test_params = {**h5bench_parser.parse_cfg(self.cfg_text(read)),
+                            'benchmark': 'read', 'mode': 'SYNC'}
+        self.set_perf_variables({
+            'read_raw_rate': ('read', 'raw_rate', 'MiB/s'),
+            'read_observed_rate': ('read', 'observed_rate', 'MiB/s'),
+            'read_metadata_time': ('read', 'metadata_time', 's'),
+            'read_size': ('read', 'size', 'B'),
+        })
+
+    def launch(self, binary: str, opts: list[str]) -> str:
+        """``binary`` through the launcher, as :meth:`launch_command` runs the tool."""
+        command = self.launch_command(opts)
+        tool = shlex.quote(self.executable)
+        return command.replace(f' {tool} ', f' {shlex.quote(binary)} ', 1)
+
+    def parse_output(self, files):
+        """The write phase must have succeeded; the run is the read phase."""
+        target = os.path.join(self.data_dir, DATA_FILE)
+        try:
+            write = self.phase(files, [WRITE_OUT, WRITE_ERR, WRITE_CFG, WRITE_CSV], 'write',
+                               f'{self.writer} {WRITE_CFG} {target}')
+        except RunFailed as err:
+            raise RunFailed(f'write phase (which makes the file read): {err}') from None
+        read = self.phase(files, ['stdout', self.stderr_name(), READ_CFG, READ_CSV], 'read',
+                          ' '.join([self.executable] + list(self.executable_opts)))
+        cache = next((line.split(':', 1)[1].strip()
+                      for line in files.get('stdout', '').splitlines()
+                      if line.startswith(CACHE_MARK)), 'kept')
+        read.provenance['read_page_cache'] = cache
+        if self.num_nodes == 1 and cache != 'dropped':
+            read.warnings.append('read figures are cached: the page cache was not dropped '
+                                 'between the write and read phases')
+        read.measurements += write.measurements
+        return read
+
+
+@rfm.simple_test
+class h5bench_exerciser_check(HDF5Benchmark):
+    #: (dimensions, I/O): the exerciser's buffer-size sweep, collective or independent.
+    benchmark = parameter([(2, 'collective'), (2, 'independent')],
+                          fmt=lambda row: f'{row[0]}D-{row[1]}', loggable=True)
+
+    #: Elements per dimension of the smallest buffer (``--minels``).
+    #:
+    #: :type: int
+    #: :default: ``8``
+    min_elements = variable(int, value=8)
+
+    #: Buffer sizes swept (``--nsizes``); each is ``buffer_multiplier`` times the last
+    #: in every dimension.
+    #:
+    #: :type: int
+    #: :default: ``3``
+    num_sizes = variable(int, value=3)
+
+    #: Growth of each dimension between buffer sizes (``--bufmult``).
+    #:
+    #: :type: int
+    #: :default: ``2``
+    buffer_multiplier = variable(int, value=2)
+
+    tool = 'h5bench_exerciser'
+    parser = 'h5bench'
+    reference = {'$ref': '../config/references/h5bench.yaml'}
+
+    #: reference index: per partition and per benchmark row
+    case = variable(str, value='', loggable=True)
+
+    @run_after('setup')
+    def set_benchmark_options(self):
+        dims, io = self.benchmark
+        self.case = f'{dims}D-{io}'
+        ranks = [self.num_tasks] + [1] * (dims - 1)
+        opts = ['--numdims', str(dims), '--minels'] + [str(self.min_elements)] * dims + [
+            '--nsizes', str(self.num_sizes),
+            '--bufmult'] + [str(self.buffer_multiplier)] * dims + [
+            '--dimranks'] + [str(r) for r in ranks]
+        if io == 'independent':
+            opts.append('--indepio')
+        self.tool_options = self.executable_opts = opts
+        # the exerciser makes (and removes) its file in the working directory
+        self.prerun_cmds = [f'cd {shlex.quote(self.data_dir)}']
+        self.postrun_cmds = [f'cd {shlex.quote(self.stagedir)}']
+        self.output_files = ['stdout', self.job.stderr]
+        # bytes per rank of the double dataset at the largest buffer (the parser's key)
+        largest = 8 * (self.min_elements *
+                       self.buffer_multiplier ** (self.num_sizes - 1)) ** dims
+        self.test_params = {'benchmark': 'exerciser', 'numdims': dims, 'io': io,
+                            'minels': self.min_elements, 'nsizes': self.num_sizes,
+                            'bufmult': self.buffer_multiplier, 'dimranks': ranks}
+        self.set_perf_variables({
+            'write_raw_rate': ('write', f'raw_rate_{largest}B', 'MiB/s'),
+            'read_raw_rate': ('read', f'raw_rate_{largest}B', 'MiB/s'),
+            'dataset_create_time': ('dataset_create', f'time_{largest}B', 's'),
+            'file_open_time': ('file_open', f'time_{largest}B', 's'),
+        })
+
+    def parse_output(self, files):
+        command = ' '.join(self.job.launcher.command(self.job) +
+                           [self.executable] + list(self.executable_opts))
+        return h5bench_parser.parse_benchmark(files, '', 'exerciser', command)
+
+
+@rfm.simple_test
+class h5bench_metadata_check(HDF5Benchmark):
+    #: (dataset layout, MPI-IO mode) of h5bench_hdf5_iotest's many small datasets.
+    benchmark = parameter([('contiguous', 'independent'), ('contiguous', 'collective'),
+                           ('chunked', 'independent')],
+                          fmt=lambda row: '-'.join(row), loggable=True)
+
+    #: Time steps (``steps``).
+    #:
+    #: :type: int
+    #: :default: ``20`` (h5bench's sample)
+    steps = variable(int, value=20)
+
+    #: Arrays (datasets) per step (``arrays``).
+    #:
+    #: :type: int
+    #: :default: ``500`` (h5bench's sample)
+    arrays = variable(int, value=500)
+
+    #: Rows and columns of each rank's block of an array (``rows``, ``columns``).
+    #:
+    #: :type: int
+    #: :default: ``2``
+    block_side = variable(int, value=2)
+
+    tool = 'h5bench_hdf5_iotest'
+    parser = 'h5bench'
+    reference = {'$ref': '../config/references/h5bench.yaml'}
+
+    #: reference index: per partition and per benchmark row
+    case = variable(str, value='', loggable=True)
+
+    INI = 'hdf5_iotest.ini'
+    CSV = 'hdf5_iotest.csv'
+
+    @run_after('setup')
+    def set_benchmark_options(self):
+        layout, mpi_io = self.benchmark
+        self.case = '-'.join(self.benchmark)
+        settings = {
+            'version': '0', 'steps': str(self.steps), 'arrays': str(self.arrays),
+            'rows': str(self.block_side), 'columns': str(self.block_side),
+            'process-rows': str(self.num_tasks), 'process-columns': '1',
+            'scaling': 'weak', 'dataset-rank': '4', 'slowest-dimension': 'step',
+            'layout': layout, 'mpi-io': mpi_io,
+        }
+        paths = {'csv-file': os.path.join(self.stagedir, self.CSV),
+                 'hdf5-file': os.path.join(self.data_dir, 'hdf5_iotest.h5')}
+        with open(os.path.join(self.stagedir, self.INI), 'w') as fp:
+            fp.write('[DEFAULT]\n')
+            fp.writelines(f'{k} = {v}\n' for k, v in {**settings, **paths}.items())
+        self.tool_options = [f'{k}={v}' for k, v in settings.items()]
+        self.executable_opts = [self.INI]
+        self.output_files = ['stdout', self.job.stderr, self.INI, self.CSV]
+        self.test_params = {'benchmark': 'metadata', **h5bench_parser.parse_ini(
+            ''.join(f'{k} = {v}\n' for k, v in settings.items()))}
+        self.set_perf_variables({
+            'total_time': ('total', 'time', 's'),
+            'write_phase_time_max': ('write', 'phase_time_max', 's'),
+            'read_phase_time_max': ('read', 'phase_time_max', 's'),
+            'write_rate_max': ('write', 'rate_max', 'MiB/s'),
+            'read_rate_max': ('read', 'rate_max', 'MiB/s'),
+        })
+
+    def parse_output(self, files):
+        command = ' '.join([self.executable] + list(self.executable_opts))
+        return h5bench_parser.parse_benchmark(files, '', 'metadata', command)

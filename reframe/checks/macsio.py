@@ -1,0 +1,165 @@
+"""MACSio: multi-physics dump I/O through the HDF5 plugin, with miftmpl as the baseline.
+
+One row of ``benchmark`` is (interface, parallel file mode, HDF5 I/O, compression):
+
+- ``miftmpl`` writes JSON text without HDF5: the baseline the HDF5 rows are held against;
+- ``MIF`` writes ``mif_file_count`` files per dump, ranks taking turns within a file
+  (MACSio's ``MIF N``); ``MIFFPP`` one file per rank and dump; ``SIF`` one shared file
+  per dump through MPI-IO;
+- the HDF5 plugin's ``--no_collective`` only matters in SIF mode, so only SIF rows say
+  ``collective``/``independent``;
+- compression goes through HDF5 filters, which parallel HDF5 only applies to collective
+  writes: compressed SIF is collective only (MIF files are written by one rank at a time).
+
+MACSio writes ``macsio-log.log`` and ``macsio-timings.log`` into the stage directory
+and nothing to stdout; its data go to ``--filebase`` in the test's data directory. Its
+exit code lies (a missing directory exits 0 with a plausible bandwidth), so sanity is
+the log as :mod:`h5regress.parsers.macsio` reads it plus the files the run actually
+left (:func:`h5regress.parsers.macsio.check_files`).
+"""
+
+import dataclasses
+import os
+
+import reframe as rfm
+from reframe.core.builtins import parameter, run_after, variable
+
+from h5regress import presets
+from h5regress.checkbase import HDF5Benchmark
+from h5regress.parsers import RunFailed
+from h5regress.parsers import macsio as macsio_parser
+
+#: ``--part_size`` at ``size_factor`` 1.0 (bytes per variable of a mesh part)
+BASE_PART_SIZE = 2 * 1024 ** 2
+#: smallest part size the scaling goes down to: below it per-file and per-dataset
+#: overheads are all a run measures
+MIN_PART_SIZE = 256 * 1024
+
+
+@rfm.simple_test
+class macsio_check(HDF5Benchmark):
+    #: (interface, parallel file mode, SIF collective/independent, compression)
+    benchmark = parameter([
+        ('miftmpl', 'MIF', '', ''),
+        ('miftmpl', 'MIFFPP', '', ''),
+        ('hdf5', 'MIF', '', ''),
+        ('hdf5', 'MIFFPP', '', ''),
+        ('hdf5', 'SIF', 'collective', ''),
+        ('hdf5', 'SIF', 'independent', ''),
+        ('hdf5', 'SIF', 'collective', 'gzip'),
+        ('hdf5', 'MIF', '', 'gzip'),
+    ], fmt=lambda row: '-'.join(f for f in row if f), loggable=True)
+
+    #: Bytes of each variable of a mesh part (MACSio ``--part_size``), e.g. ``2M``.
+    #:
+    #: :type: str
+    #: :default: ``''``: 2 MiB scaled by the partition's ``size_factor`` (at least 256 KiB)
+    part_size = variable(str, value='')
+
+    #: Average number of mesh parts per rank (``--avg_num_parts``).
+    #:
+    #: :type: float
+    #: :default: ``1.0``
+    avg_num_parts = variable(float, value=1.0)
+
+    #: Variables per mesh part (``--vars_per_part``).
+    #:
+    #: :type: int
+    #: :default: ``20`` (MACSio's own)
+    vars_per_part = variable(int, value=20)
+
+    #: Dumps per run (``--num_dumps``); every dump is one per-dump bandwidth sample.
+    #:
+    #: :type: int
+    #: :default: ``4``
+    num_dumps = variable(int, value=4)
+
+    #: Files per dump in ``MIF`` mode (``--parallel_file_mode MIF N``).
+    #:
+    #: :type: int
+    #: :default: ``0``: half the ranks (at least 1), so ranks share files in turns
+    mif_file_count = variable(int, value=0)
+
+    #: Parameters of the compression algorithm of compressed rows (MACSio
+    #: ``--compression ALGORITHM PARAMS``; gzip takes ``level=1..9``).
+    #:
+    #: :type: str
+    #: :default: ``'level=1'``
+    compression_params = variable(str, value='level=1')
+
+    tool = 'macsio'
+    #: envelopes are data: reframe/config/references/ (path relative to this file)
+    reference = {'$ref': '../config/references/macsio.yaml'}
+
+    #: reference index: per partition and per benchmark row
+    case = variable(str, value='', loggable=True)
+
+    @run_after('setup')
+    def set_benchmark_options(self):
+        interface, mode, io, compression = self.benchmark
+        self.case = '-'.join(f for f in self.benchmark if f)
+        ranks = self.num_tasks
+        part = (presets.parse_size(self.part_size, 'macsio_check.part_size')
+                if self.part_size else
+                max(MIN_PART_SIZE, int(BASE_PART_SIZE *
+                                       float(self.current_partition.extras.get('size_factor',
+                                                                                1.0)))))
+        files = {'MIF': self.mif_file_count or max(1, ranks // 2),
+                 'MIFFPP': ranks, 'SIF': 1}[mode]
+        opts = ['--interface', interface, '--parallel_file_mode', mode, str(files),
+                '--part_size', str(part), '--avg_num_parts', str(self.avg_num_parts),
+                '--vars_per_part', str(self.vars_per_part), '--num_dumps', str(self.num_dumps)]
+        plugin = []
+        if interface == 'hdf5':
+            # HDF5's error stack only reaches stderr with --show_errors
+            plugin = ['--show_errors']
+            if io == 'independent':
+                plugin.append('--no_collective')
+            if compression:
+                plugin += ['--compression', compression, self.compression_params]
+        self.tool_options = opts + (['--plugin_args'] + plugin if plugin else [])
+        # the log is circular, 64 lines per rank: make room for two lines per dump
+        lines = 64 + 4 * self.num_dumps
+        # --plugin_args takes everything after it: paths and logging go before
+        self.executable_opts = opts + [
+            '--filebase', os.path.join(self.data_dir, 'macsio'),
+            '--log_line_cnt', str(lines), '64',
+        ] + (['--plugin_args'] + plugin if plugin else [])
+        self.output_files = [macsio_parser.LOG_NAME, macsio_parser.TIMINGS_NAME, 'stdout',
+                             self.job.stderr]
+        self.data_bytes = int(part * self.vars_per_part * self.avg_num_parts * ranks *
+                              self.num_dumps)
+        self.test_params = {
+            'interface': interface, 'parallel_file_mode': mode,
+            'file_count': None if mode == 'MIFFPP' else files, 'part_size': part,
+            'avg_num_parts': self.avg_num_parts, 'vars_per_part': self.vars_per_part,
+            'num_dumps': self.num_dumps,
+            'collective': None if interface != 'hdf5' else io != 'independent',
+            'compression': compression or None,
+            'compression_params': self.compression_params if compression else None,
+        }
+        self.set_perf_variables({
+            'write_bw': ('write', 'bw', 'MiB/s'),
+            'write_bw_dump_min': ('write', 'bw_dump_min', 'MiB/s'),
+            'write_bw_dump_max': ('write', 'bw_dump_max', 'MiB/s'),
+        })
+
+    def parse_output(self, files):
+        """The log (with the command line) and the files left in the data directory."""
+        command = ' '.join([self.executable] + list(self.executable_opts))
+        run = macsio_parser.parse(files, command=command)[0]
+        interface, mode = self.benchmark[:2]
+        if interface != 'hdf5' or (mode == 'MIF' and
+                                   run.params.get('file_count', 0) < self.num_tasks):
+            # a rank's "Dump NN Stat" size is only a file's final size when no other rank
+            # writes to it afterwards: ranks taking turns in a MIF file stat() prefixes,
+            # and miftmpl's root file is still being written while ranks stat(). Compare
+            # files with the log (names, counts, sizes, total bytes) without it.
+            run_for_files = dataclasses.replace(run, dumps=[])
+        else:
+            run_for_files = run
+        problems = macsio_parser.check_files(run_for_files, self.written_files())
+        if problems:
+            raise RunFailed(f'{self.data_dir}: the data files do not match '
+                            f'{macsio_parser.LOG_NAME}: ' + '; '.join(problems))
+        return run

@@ -1,0 +1,73 @@
+"""mdtest (ships with IOR): file create, stat, read and remove rates in the data directory.
+
+Metadata rates bound what HDF5 users see when they open, create and close many
+files (file-per-process output, MIF dumps). One row of ``benchmark`` is where the
+ranks' files go: ``unique_dir``, a directory per rank (``-u``), or ``shared_dir``,
+all ranks in one directory (contention on one directory's lock). Every file gets
+``file_bytes`` written and read back (``-w``/``-e``; 3901 B as IO500's
+mdtest-hard), so "File read" opens and reads data.
+
+On several nodes, stat and read go to another node's files (``-N`` tasks per
+node), out of the client cache; on one node they are served from it.
+"""
+
+import reframe as rfm
+from reframe.core.builtins import parameter, run_after, variable
+
+from h5regress.checkbase import IOBenchmark
+
+#: mdtest operations reported as performance variables
+OPERATIONS = ('file_create', 'file_stat', 'file_read', 'file_remove')
+
+
+@rfm.simple_test
+class mdtest_check(IOBenchmark):
+    #: Where the ranks' files go: a directory per rank (``-u``) or one shared directory.
+    benchmark = parameter(['unique_dir', 'shared_dir'], loggable=True)
+
+    #: Files per rank (mdtest ``-n``).
+    #:
+    #: :type: int
+    #: :default: ``500``
+    items = variable(int, value=500)
+
+    #: Iterations inside one execution (``-i``): the rates are their mean.
+    #:
+    #: :type: int
+    #: :default: ``2``
+    iterations = variable(int, value=2)
+
+    #: Bytes written to and read from each file (``-w``, ``-e``).
+    #:
+    #: :type: int
+    #: :default: ``3901`` (IO500's mdtest-hard)
+    file_bytes = variable(int, value=3901)
+
+    tool = 'mdtest'
+    #: envelopes are data: reframe/config/references/ (path relative to this file)
+    reference = {'$ref': '../config/references/mdtest.yaml'}
+
+    #: reference index: per partition and per benchmark row
+    case = variable(str, value='', loggable=True)
+
+    @run_after('setup')
+    def set_benchmark_options(self):
+        self.case = self.benchmark
+        opts = ['-F', '-n', str(self.items), '-i', str(self.iterations),
+                '-w', str(self.file_bytes), '-e', str(self.file_bytes)]
+        if self.benchmark == 'unique_dir':
+            opts.append('-u')
+        if self.num_nodes > 1:
+            # stat and read another node's files, not this client's cached ones
+            opts += ['-N', str(self.tasks_per_node)]
+        self.tool_options = opts
+        self.executable_opts = opts + ['-d', self.data_dir]
+        self.output_files = ['stdout', self.job.stderr]
+        self.data_bytes = self.items * self.file_bytes * self.num_tasks
+        self.test_params = {'layout': self.benchmark, 'items': self.items,
+                            'iterations': self.iterations, 'write_bytes': self.file_bytes,
+                            'read_bytes': self.file_bytes, 'files_only': True,
+                            'unique_dir': self.benchmark == 'unique_dir',
+                            'nstride': self.tasks_per_node if self.num_nodes > 1 else 0}
+        self.set_perf_variables({f'{op}_rate': (op, 'rate_mean', 'ops/s')
+                                 for op in OPERATIONS})
