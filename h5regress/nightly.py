@@ -1,0 +1,258 @@
+"""The nightly: candidate HDF5 against baseline, paired, gated, reported.
+
+``ci/nightly`` runs this. Steps:
+
+1. **Builds.** Either the Spack environment, with that night's candidate commit
+   pinned (``spack-env/install --candidate SHA``, which writes the manifest), or,
+   with ``--stand-in``, two stand-in builds of this project's FLASH-IO kernel
+   built here against the HDF5 on the machine: ``hdf5-standin-a`` (baseline) and
+   ``hdf5-standin-b`` (candidate), the candidate optionally slowed by a known
+   fraction (``--inject-slowdown``: an LD_PRELOAD shim that delays the writes of
+   its HDF5 runs only, so the MPI-IO canary stays honest). Stand-ins are how CI
+   tests the whole chain without Spack: an A/A night must not FAIL, and an A/A
+   night with a large injected slowdown must.
+2. **Pairs, ABBA.** Pair *i* runs the selected checks once for the baseline and
+   once for the candidate, back to back, each a separate ReFrame run (so a
+   separate execution of the tool); odd pairs run A then B, even pairs B then A,
+   so drifts of the machine cancel. Every record carries its pair id
+   (``H5REGRESS_PAIR_ID``). ReFrame runs in this process's allocation: on a
+   cluster, take one allocation (``salloc -N2 ci/nightly --system cluster:alloc``)
+   with a partition whose scheduler is ``local`` and launcher ``srun``, so both
+   builds run on the same nodes.
+3. **Gate.** ``h5regress gate`` on the night's perflogs; while INCONCLUSIVE, more
+   pairs up to ``--max-pairs`` (the gate knows the cap, so early looks need
+   stronger evidence), then the final verdict, which is appended to the history.
+4. **Publish.** Report (Markdown, HTML, JUnit XML), gate JSON, perflogs and the
+   manifest in ``--out``: the CI job's artifacts.
+
+The exit code is the gate's: 0 PASS, 1 FAIL, 2 INCONCLUSIVE, 3 DEGRADED, 4 ERROR.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from h5regress import gate, manifest
+
+REPO = Path(__file__).resolve().parents[1]
+SETTINGS = REPO / 'reframe' / 'config' / 'settings.py'
+KERNEL = REPO / 'kernels' / 'flash-io'
+SHIM = REPO / 'benchmarks' / 'delay_shim.c'
+STANDIN_A, STANDIN_B = 'standin-a', 'standin-b'
+
+#: checks of a night: HDF5 against MPI-IO through the same pattern (the canary)
+DEFAULT_CHECKS = r'^(ior_check|flashio_check)'
+#: stand-in builds have the FLASH-IO kernel only
+STANDIN_CHECKS = r'^flashio_check'
+
+
+def log(msg: str) -> None:
+    print(f'ci/nightly: {msg}', file=sys.stderr, flush=True)
+
+
+def run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
+    log('$ ' + ' '.join(str(c) for c in cmd))
+    return subprocess.run([str(c) for c in cmd], **kwargs)
+
+
+# -- builds -------------------------------------------------------------------
+
+def build_standins(out: Path, slowdown: float) -> Path:
+    """Build the kernel and write a manifest of two stand-in builds; return its path."""
+    work = out / 'stand-in'
+    build = work / 'build'
+    if run(['cmake', '-S', KERNEL, '-B', build, '-DCMAKE_BUILD_TYPE=Release'],
+           stdout=subprocess.DEVNULL).returncode or \
+            run(['cmake', '--build', build, '-j', '2'], stdout=subprocess.DEVNULL).returncode:
+        raise RuntimeError(f'building the FLASH-IO kernel from {KERNEL} failed')
+    binary = build / 'flash-io'
+    candidate = binary
+    if slowdown > 0:
+        shim = work / 'delay_shim.so'
+        if run(['gcc', '-shared', '-fPIC', '-O2', '-o', shim, SHIM, '-ldl']).returncode:
+            raise RuntimeError(f'building {SHIM} failed')
+        # the delay applies to the HDF5 runs only: MPI-IO is the canary, and an HDF5
+        # regression does not slow MPI-IO down
+        candidate = work / 'flash-io-slowed'
+        candidate.write_text(
+            '#!/bin/sh\n'
+            f'# stand-in candidate: writes through HDF5 take {1 + slowdown:g}x their time\n'
+            'case " $* " in *" --api=hdf5 "*)\n'
+            f'  export LD_PRELOAD={shim} H5REGRESS_DELAY_FRACTION={slowdown:g} ;;\n'
+            'esac\n'
+            f'exec {binary} "$@"\n')
+        candidate.chmod(0o755)
+    commit = subprocess.run(['git', '-C', REPO, 'rev-parse', 'HEAD'], capture_output=True,
+                            text=True).stdout.strip() or '0' * 40
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')
+
+    def standin(label, tool):
+        return {'hdf5': {'version': 'system', 'label': label, 'commit': commit,
+                         'variants': 'stand-in: the HDF5 on this machine',
+                         'hash': label, 'prefix': str(work)},
+                'tools': {'flash-io': str(tool)}}
+
+    path = work / 'manifest.json'
+    manifest.write(path, {
+        'schema': manifest.SCHEMA, 'generated': now, 'spack_version': 'none (stand-in)',
+        'environment': str(work), 'lock_sha256': hashlib.sha256(b'').hexdigest(),
+        'builds': {f'hdf5-{STANDIN_A}': standin(STANDIN_A, binary),
+                   f'hdf5-{STANDIN_B}': standin(STANDIN_B, candidate)},
+    })
+    return path
+
+
+def install_environment(candidate: str | None) -> Path:
+    """Install the Spack environment with the night's candidate pinned; the manifest."""
+    cmd = [REPO / 'spack-env' / 'install']
+    if candidate:
+        cmd += ['--candidate', candidate]
+    if run(cmd).returncode:
+        raise RuntimeError('spack-env/install failed (see its output above)')
+    return manifest.default_path()
+
+
+# -- pairs --------------------------------------------------------------------
+
+def run_once(build: str, pair_id: str, args, env: dict) -> int:
+    """One ReFrame run of the selected checks for one build."""
+    # ReFrame matches -n against the display name with its spaces removed
+    name = f'{args.checks}.*%hdf5_build={build}(%|$)'
+    cmd = [Path(sys.executable).with_name('reframe'), '-C', args.config,
+           '-c', REPO / 'reframe' / 'checks', '-n', name, '-r',
+           '-s', args.out / 'stage', '-o', args.out / 'output',
+           '--report-file', args.out / 'reports' / f'{pair_id}-{build}.json']
+    if args.system:
+        cmd += ['--system', args.system]
+    for setting in args.setvar:
+        cmd += ['-S', setting]
+    result = run(cmd, env={**env, 'H5REGRESS_PAIR_ID': pair_id},
+                 stdout=subprocess.DEVNULL if args.quiet else None)
+    # a non-zero exit is a failed test: its sanity failures leave no record, its
+    # envelope failures are samples; the gate sees what is there
+    return result.returncode
+
+
+def run_pairs(first: int, last: int, baseline: str, candidate: str, args, env) -> None:
+    for i in range(first, last + 1):
+        pair_id = f'{args.night}-p{i:02d}'
+        order = (baseline, candidate) if i % 2 else (candidate, baseline)
+        for build in order:
+            run_once(build, pair_id, args, env)
+
+
+def gate_once(baseline: str, candidate: str, args, env, final: bool) -> int:
+    cmd = ['--perflogs', str(args.out / 'perflogs'), '--baseline', baseline,
+           '--candidate', candidate, '--cap', str(args.max_pairs), '--night', args.night,
+           '--json', str(args.out / 'gate.json')]
+    if args.history:
+        cmd += ['--history', str(args.history)]
+    if final:
+        cmd += ['--report', str(args.out / 'report')]
+        if args.history:
+            cmd += ['--append-history']
+    else:
+        cmd += ['--quiet']
+    log('$ h5regress gate ' + ' '.join(cmd))
+    return gate.main_gate(cmd)
+
+
+# -- main ---------------------------------------------------------------------
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(prog='ci/nightly', description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--candidate', help='HDF5 commit of the candidate (default: what '
+                    'spack-env/install pins: develop HEAD)')
+    ap.add_argument('--baseline-build', help='manifest build id of the baseline (default: '
+                    'the first build of the manifest that is not the candidate)')
+    ap.add_argument('--candidate-build', help='manifest build id of the candidate '
+                    '(default: hdf5-candidate)')
+    ap.add_argument('--stand-in', action='store_true',
+                    help='no Spack: two stand-in builds of the FLASH-IO kernel (see above)')
+    ap.add_argument('--inject-slowdown', type=float, default=0.0, metavar='FRACTION',
+                    help='stand-in candidate: HDF5 writes take 1+FRACTION of their time')
+    ap.add_argument('--no-install', action='store_true',
+                    help='use the existing manifest (spack-env/manifest.json)')
+    ap.add_argument('--checks', help='ReFrame name regex of the checks to pair (default '
+                    f'{DEFAULT_CHECKS}; {STANDIN_CHECKS} with --stand-in)')
+    ap.add_argument('--pairs', type=int, default=10, help='pairs before the first look (10)')
+    ap.add_argument('--more-pairs', type=int, default=5,
+                    help='pairs added while INCONCLUSIVE (5)')
+    ap.add_argument('--max-pairs', type=int, default=20, help='cap of pairs (20)')
+    ap.add_argument('--system', help='ReFrame system:partition to run on')
+    ap.add_argument('--config', default=str(SETTINGS), help='ReFrame config (settings.py)')
+    ap.add_argument('-S', '--setvar', action='append', default=[],
+                    help='passed to ReFrame as -S (repeatable)')
+    ap.add_argument('--history', type=Path, default=os.environ.get('H5REGRESS_HISTORY'),
+                    help='persistent history directory (default $H5REGRESS_HISTORY)')
+    ap.add_argument('--out', type=Path, default=Path('nightly-out'),
+                    help='artifacts directory (default ./nightly-out)')
+    ap.add_argument('--night', default=datetime.date.today().isoformat(),
+                    help='night id (default today)')
+    ap.add_argument('--quiet', action='store_true', help="hide ReFrame's output")
+    args = ap.parse_args(argv)
+    if args.pairs < 1 or args.max_pairs < args.pairs:
+        ap.error('need 1 <= --pairs <= --max-pairs')
+    if args.inject_slowdown and not args.stand_in:
+        ap.error('--inject-slowdown works on stand-in builds only')
+    args.checks = args.checks or (STANDIN_CHECKS if args.stand_in else DEFAULT_CHECKS)
+    args.out = args.out.resolve()
+    return args
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    try:
+        if args.stand_in:
+            manifest_path = build_standins(args.out, args.inject_slowdown)
+            baseline, candidate = f'hdf5-{STANDIN_A}', f'hdf5-{STANDIN_B}'
+        else:
+            manifest_path = manifest.default_path() if args.no_install \
+                else install_environment(args.candidate)
+            builds = sorted(manifest.load(manifest_path))
+            candidate = args.candidate_build or 'hdf5-candidate'
+            baseline = args.baseline_build or next((b for b in builds if b != candidate), '')
+            for build in (baseline, candidate):
+                if build not in builds:
+                    raise RuntimeError(f'{manifest_path}: no build {build!r} '
+                                       f'(builds: {", ".join(builds)})')
+    except (RuntimeError, manifest.ManifestError, OSError) as err:
+        log(f'error: {err}')
+        return gate.EXIT_ERROR
+    shutil.copy(manifest_path, args.out / 'manifest.json')
+    env = {**os.environ, 'H5REGRESS_MANIFEST': str(manifest_path),
+           'H5REGRESS_PERFLOG_DIR': str(args.out / 'perflogs')}
+    log(f'night {args.night}: baseline {baseline}, candidate {candidate}, '
+        f'{args.pairs} pairs (up to {args.max_pairs})')
+
+    done = args.pairs
+    run_pairs(1, done, baseline, candidate, args, env)
+    while True:
+        final = done >= args.max_pairs
+        code = gate_once(baseline, candidate, args, env, final)
+        if final or code != gate.EXIT_INCONCLUSIVE:
+            break
+        more = min(args.more_pairs, args.max_pairs - done)
+        log(f'INCONCLUSIVE after {done} pairs: {more} more')
+        run_pairs(done + 1, done + more, baseline, candidate, args, env)
+        done += more
+    if not final:
+        code = gate_once(baseline, candidate, args, env, final=True)
+    if code == gate.EXIT_INCONCLUSIVE:
+        log(f'warning: still INCONCLUSIVE after {done} pairs (the cap)')
+    log(f'verdict: exit {code}; artifacts in {args.out}')
+    return code
+
+
+if __name__ == '__main__':
+    sys.exit(main())
