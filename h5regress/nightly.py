@@ -155,6 +155,9 @@ def gate_once(baseline: str, candidate: str, args, env, final: bool) -> int:
            '--json', str(args.out / 'gate.json')]
     if args.history:
         cmd += ['--history', str(args.history)]
+    for option in ('alpha', 'margin'):
+        if getattr(args, option) is not None:
+            cmd += [f'--{option}', str(getattr(args, option))]
     if final:
         cmd += ['--report', str(args.out / 'report')]
         if args.history:
@@ -188,6 +191,10 @@ def parse_args(argv):
     ap.add_argument('--more-pairs', type=int, default=5,
                     help='pairs added while INCONCLUSIVE (5)')
     ap.add_argument('--max-pairs', type=int, default=20, help='cap of pairs (20)')
+    ap.add_argument('--alpha', type=float,
+                    help="gate's false discovery rate (default: ci/gate.yaml's)")
+    ap.add_argument('--margin', type=float,
+                    help="gate's tolerated slowdown (default: ci/gate.yaml's)")
     ap.add_argument('--system', help='ReFrame system:partition to run on')
     ap.add_argument('--config', default=str(SETTINGS), help='ReFrame config (settings.py)')
     ap.add_argument('-S', '--setvar', action='append', default=[],
