@@ -386,10 +386,11 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
         if tool.source == 'PATH':
             provenance['warnings'].append(f'{self.tool} from PATH, not from the Spack '
                                           'environment manifest')
+        provenance['test_class'] = type(self).__name__
         self.h5r_context = json.dumps({
             'tool': self.tool,
             'params': {**run.params, **self.test_params, 'num_nodes': self.num_nodes,
-                       'num_ranks': self.num_tasks},
+                       'num_ranks': self.num_tasks, 'case': getattr(self, 'case', '')},
             'provenance': provenance,
             'perfvars': perfvars,
             'pair_id': os.environ.get('H5REGRESS_PAIR_ID') or None,

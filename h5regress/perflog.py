@@ -52,6 +52,7 @@ def parse_line(line: str, ncols: int, source: str) -> Record | None:
         raise RecordError(f'{source}: h5r_context has no perfvars entry for {var!r}') \
             from None
     provenance = dict(context.get('provenance', {}))
+    provenance['perf_var'] = var
     provenance['reference'] = {
         'value': row['perf_ref'], 'lower': row['perf_lower_thres'],
         'upper': row['perf_upper_thres'], 'result': row['perf_result'],

@@ -1,0 +1,878 @@
+"""``h5regress gate``: the nightly verdict on a candidate HDF5 build.
+
+Input: records (JSON lines of :class:`h5regress.record.Record`, ``--records``)
+and/or ReFrame perflogs (``--perflogs``, read by :mod:`h5regress.perflog`).
+Records of the build named by ``--baseline`` are the baseline, those of
+``--candidate`` the candidate; they share ``config_hash`` per test and carry
+``pair_id`` (one baseline and one candidate run back to back, ABBA order).
+
+Roles (rules in ``ci/gate.yaml``, defaults in :data:`DEFAULTS`):
+
+* ``gated``: the one primary metric per test (IOR HDF5 ``bw_mean`` of write
+  and read, FLASH-IO/MACSio ``bw``, ...): gets a verdict;
+* ``canary``: the same pattern through MPI-IO (``api: MPIIO``): HDF5/MPI-IO
+  ratio (WARN below 1 - ``hdf5_overhead``), night DEGRADED when a canary
+  falls far below its own history; its A/B comparison is a control;
+* ``control``: metrics HDF5 does not touch (POSIX, fio): their true A/B ratio
+  is 1, so they are judged like gated metrics only to measure false alarms;
+* ``reported``: everything else: ratio and interval, no verdict.
+
+Per gated metric (see :mod:`h5regress.stats`): log performance ratios of the
+pairs, Wilcoxon signed-rank p-value (one-sided, slowdown) and Hodges-Lehmann
+estimate with its exact 95 % interval; Benjamini-Hochberg across the night's
+gated metrics. Verdicts, with m = margin (default 5 %) and alpha the FDR level
+(default 1 %):
+
+* FAIL: BH-adjusted p <= alpha and estimate < 1 - m;
+* PASS: interval lower bound > 1 - m;
+* INCONCLUSIVE otherwise (the nightly script runs more pairs up to its cap).
+
+With ``--cap N`` (the most pairs the nightly will run), a FAIL with fewer than
+N pairs needs q <= alpha * (n/N)^2 (a strong, early regression stops the
+reruns); weaker evidence stays INCONCLUSIVE until more pairs come. That
+keeps the false-alarm rate of the rerun loop at that of the final look.
+
+Exit codes (:data:`EXIT_CODES`): 0 PASS, 1 FAIL, 2 INCONCLUSIVE, 3 DEGRADED
+(a canary far below its history: no verdict, rerun), 4 ERROR (bad usage,
+unreadable input, nothing to gate). argparse's own exit code 2 is replaced
+by 4 so that a usage error never reads as INCONCLUSIVE.
+
+Also: reference envelopes applied to the candidate (reported, not gating),
+change points in the history of main (windowed Welch t-test on nightly log
+medians, with the commit range), the false-alarm rate per metric and per
+night where the true ratio is known, and malformed records skipped and counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import fnmatch
+import json
+import math
+import os
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from h5regress import history as hist_mod
+from h5regress import refs as refs_mod
+from h5regress import stats
+from h5regress.record import Record, read_jsonl
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_CONFIG_PATH = REPO / 'ci' / 'gate.yaml'
+
+EXIT_PASS, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_DEGRADED, EXIT_ERROR = 0, 1, 2, 3, 4
+EXIT_CODES = {'PASS': EXIT_PASS, 'FAIL': EXIT_FAIL, 'INCONCLUSIVE': EXIT_INCONCLUSIVE,
+              'DEGRADED': EXIT_DEGRADED, 'ERROR': EXIT_ERROR}
+
+DEFAULTS: dict[str, Any] = {
+    'margin': 0.05,
+    'alpha': 0.01,
+    'confidence': 0.95,
+    'min_pairs': 3,
+    'cap': None,
+    'hdf5_overhead': 0.15,
+    'history': None,
+    # the shipped rules are in ci/gate.yaml; without it, the primary metrics of
+    # IOR and FLASH-IO
+    'gated': [
+        {'tool': 'ior', 'operation': 'write', 'metric': 'bw_mean', 'params': {'api': 'hdf5'}},
+        {'tool': 'flash-io', 'operation': 'checkpoint', 'metric': 'bw',
+         'params': {'api': 'hdf5'}},
+    ],
+    'canary': [
+        {'tool': 'ior', 'operation': 'write', 'metric': 'bw_mean', 'params': {'api': 'mpiio'}},
+        {'tool': 'flash-io', 'operation': 'checkpoint', 'metric': 'bw',
+         'params': {'api': 'mpiio'}},
+    ],
+    'control': [
+        {'tool': 'ior', 'operation': 'write', 'metric': 'bw_mean', 'params': {'api': 'posix'}},
+        {'tool': 'fio', 'operation': ['write', 'read'], 'metric': 'bw'},
+    ],
+    'canary_ignore_params': ['api', 'case', 'hdf5*', 'mpiio*', 'collective_metadata',
+                             'alignment*', 'chunk*', 'nofill', 'no_fill', 'test_class'],
+    'degraded': {'drop': 0.20, 'z': 4.0, 'min_nights': 5, 'window': 30},
+    'change_points': {'window': 10, 'alpha': 0.001, 'min_shift': None, 'lookback': 60,
+                      'min_side': 4},
+    'ceiling': {'tool': 'fio', 'operation': ['write', 'read'], 'metric': 'bw'},
+    'refs': {'index': {}},
+}
+
+
+class ConfigError(ValueError):
+    pass
+
+
+class UsageError(Exception):
+    pass
+
+
+class _ParserExit(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+class ArgParser(argparse.ArgumentParser):
+    """argparse that never calls sys.exit (its exit code 2 means INCONCLUSIVE here)."""
+
+    def error(self, message: str):   # type: ignore[override]
+        raise UsageError(message)
+
+    def exit(self, status: int = 0, message: str | None = None):   # type: ignore[override]
+        if message:
+            sys.stderr.write(message)
+        raise _ParserExit(status)
+
+
+def parse_args(parser: ArgParser, argv: Sequence[str] | None):
+    """(namespace, None) or (None, exit code) after --help or a usage error."""
+    try:
+        return parser.parse_args(argv), None
+    except _ParserExit as ex:
+        return None, (0 if ex.status == 0 else EXIT_ERROR)
+    except UsageError as err:
+        parser.print_usage(sys.stderr)
+        print(f'{parser.prog}: error: {err}', file=sys.stderr)
+        return None, EXIT_ERROR
+
+
+# ------------------------------------------------------------------ config
+def load_config(path: str | os.PathLike | None = None) -> dict[str, Any]:
+    """DEFAULTS overlaid with the YAML file (``ci/gate.yaml`` when present)."""
+    cfg = json.loads(json.dumps(DEFAULTS))
+    if path is None:
+        if not DEFAULT_CONFIG_PATH.exists():
+            return cfg
+        path = DEFAULT_CONFIG_PATH
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding='utf-8')) or {}
+    except OSError as err:
+        raise ConfigError(f'{path}: cannot read: {err}') from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f'{path}: not valid YAML: {err}') from None
+    if not isinstance(data, dict):
+        raise ConfigError(f'{path}: top level must be a mapping')
+    for key, val in data.items():
+        if key not in DEFAULTS:
+            raise ConfigError(f'{path}: unknown key {key!r}')
+        if isinstance(DEFAULTS[key], dict) and key != 'ceiling':
+            if not isinstance(val, dict):
+                raise ConfigError(f'{path}: key {key!r} must be a mapping')
+            cfg[key].update(val)
+        else:
+            cfg[key] = val
+    for key in ('gated', 'canary', 'control'):
+        if not isinstance(cfg[key], list) or not all(isinstance(r, dict) for r in cfg[key]):
+            raise ConfigError(f'{path}: key {key!r} must be a list of rules (mappings)')
+        for i, rule in enumerate(cfg[key]):
+            bad = set(rule) - {'tool', 'operation', 'metric', 'params'}
+            if bad:
+                raise ConfigError(f'{path}: key {key}[{i}]: unknown field(s) {sorted(bad)}')
+    for key in ('margin', 'alpha', 'confidence', 'hdf5_overhead'):
+        if not isinstance(cfg[key], (int, float)) or not 0 < cfg[key] < 1:
+            raise ConfigError(f'{path}: key {key!r} must be a number in (0, 1)')
+    return cfg
+
+
+def _match_value(pattern: Any, value: Any) -> bool:
+    pats = pattern if isinstance(pattern, list) else [pattern]
+    sval = str(value).lower()
+    return any(fnmatch.fnmatchcase(sval, str(p).lower()) for p in pats)
+
+
+def rule_matches(rule: Mapping[str, Any], tool: str, operation: str, metric: str,
+                 params: Mapping[str, Any]) -> bool:
+    for field, value in (('tool', tool), ('operation', operation), ('metric', metric)):
+        if field in rule and not _match_value(rule[field], value):
+            return False
+    for pkey, pat in (rule.get('params') or {}).items():
+        if pkey not in params or not _match_value(pat, params[pkey]):
+            return False
+    return True
+
+
+def role_of(cfg: Mapping[str, Any], tool: str, operation: str, metric: str,
+            params: Mapping[str, Any]) -> str:
+    for role in ('canary', 'control', 'gated'):
+        if any(rule_matches(r, tool, operation, metric, params) for r in cfg[role]):
+            return role
+    return 'reported'
+
+
+# ------------------------------------------------------------------ input
+def load_records(record_paths: Sequence[str] = (), perflog_dirs: Sequence[str] = ()
+                 ) -> tuple[list[Record], list[str]]:
+    """Records from JSONL files and perflog directories; bad lines become problems.
+
+    A missing file is a usage error (``FileNotFoundError``); a malformed line
+    is skipped and named in the problems.
+    """
+    records: list[Record] = []
+    problems: list[str] = []
+    for p in record_paths:
+        path = Path(p)
+        files = sorted(path.rglob('*.jsonl')) if path.is_dir() else [path]
+        for f in files:
+            text = f.read_text(encoding='utf-8', errors='replace')
+            recs, probs = read_jsonl(text, str(f))
+            records.extend(recs)
+            problems.extend(probs)
+    if perflog_dirs:
+        try:
+            from h5regress import perflog
+        except ImportError as err:
+            raise UsageError(f'--perflogs needs h5regress.perflog, which is not '
+                             f'available: {err}') from None
+        recs, probs = perflog.read(list(perflog_dirs))
+        records.extend(recs)
+        problems.extend(str(p) for p in probs)
+    return records, problems
+
+
+def default_night(records: Sequence[Record]) -> str:
+    """UTC date of the newest record (today when there is none)."""
+    ts = max((str(r.timestamp) for r in records), default='')
+    return ts[:10] if ts else datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d')
+
+
+def _commit(rec: Record) -> str | None:
+    for src in (rec.provenance, rec.params):
+        if isinstance(src, Mapping) and src.get('hdf5_commit'):
+            return str(src['hdf5_commit'])
+    return None
+
+
+def _true_ratio(rec: Record) -> float | None:
+    v = rec.provenance.get('true_ratio') if isinstance(rec.provenance, Mapping) else None
+    try:
+        return float(v) if v is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _label(test: str, tool: str, operation: str, metric: str, chash: str,
+           params: Mapping[str, Any] | None = None) -> str:
+    """Short readable name: ``<test> <operation> <metric> [<hash>]``.
+
+    ReFrame's unique names (``ior_check_1a2b3c4d``) say nothing: they become
+    the class name and the check's reference row (``case``) when known."""
+    # baseline and candidate differ in their build only: leave it out of the label
+    name = re.sub(r' %hdf5_build=\S+', '', test or tool)
+    if refs_mod._VARIANT.search(name.split()[0] if name.split() else ''):
+        name = refs_mod.test_class(name)
+        try:
+            name += ' ' + str(refs_mod.index_value('case', '', params or {}))
+        except KeyError:
+            pass
+    return f'{name} {operation} {metric} [{chash[:6]}]'
+
+
+class _Group:
+    __slots__ = ('rec', 'base', 'cand', 'base_free', 'cand_free', 'perf_fail',
+                 'tr_base', 'tr_cand', 'hib_conflict', 'dups')
+
+    def __init__(self, rec: Record) -> None:
+        self.rec = rec
+        self.base: dict[str, list[float]] = {}
+        self.cand: dict[str, list[float]] = {}
+        self.base_free: list[float] = []
+        self.cand_free: list[float] = []
+        self.perf_fail = 0
+        self.tr_base: set = set()
+        self.tr_cand: set = set()
+        self.hib_conflict = 0
+
+
+# ------------------------------------------------------------------ verdicts
+def decide(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
+           cap: int | None) -> tuple[str, str]:
+    """Verdict and reason for one judged metric (see the module docstring)."""
+    margin, alpha = cfg['margin'], cfg['alpha']
+    log_floor = math.log(1.0 - margin)
+    if comp.n < cfg['min_pairs']:
+        return 'INCONCLUSIVE', f'{comp.n} pair(s), fewer than {cfg["min_pairs"]}'
+    if q <= alpha and comp.estimate < log_floor:
+        if cap and comp.n < cap and q > alpha * (comp.n / cap) ** 2:
+            return ('INCONCLUSIVE', f'slowdown suspected (q={q:.2g}); confirm with more '
+                    f'pairs ({comp.n}/{cap})')
+        return 'FAIL', (f'significant slowdown (BH q={q:.2g} <= {alpha}) beyond '
+                        f'the {margin:.0%} margin')
+    if comp.lo > log_floor:
+        return 'PASS', f'interval lower bound {math.exp(comp.lo):.3f} > {1 - margin:.2f}'
+    if q <= alpha:
+        return 'INCONCLUSIVE', f'significant slowdown within the {margin:.0%} margin'
+    if comp.lo == -math.inf:
+        return 'INCONCLUSIVE', f'too few pairs ({comp.n}) for a {cfg["confidence"]:.0%} interval'
+    return 'INCONCLUSIVE', (f'interval reaches {math.exp(comp.lo):.3f} < {1 - margin:.2f}: '
+                            f'more pairs needed')
+
+
+def _compare(g: _Group, confidence: float) -> tuple[stats.Comparison | None, dict[str, Any]]:
+    sign = 1.0 if g.rec.higher_is_better else -1.0
+    pair_ids = sorted(set(g.base) & set(g.cand))
+    gmean = lambda vs: math.exp(math.fsum(math.log(v) for v in vs) / len(vs))  # noqa: E731
+    base_p = [gmean(g.base[p]) for p in pair_ids]
+    cand_p = [gmean(g.cand[p]) for p in pair_ids]
+    base_rest = g.base_free + [v for p, vs in g.base.items() if p not in g.cand for v in vs]
+    cand_rest = g.cand_free + [v for p, vs in g.cand.items() if p not in g.base for v in vs]
+    info = {
+        'n_pairs': len(pair_ids),
+        'incomplete_pairs': len(set(g.base) ^ set(g.cand)),
+        'base': base_p + base_rest,
+        'cand': cand_p + cand_rest,
+    }
+    if pair_ids:
+        d = [sign * (math.log(c) - math.log(b)) for b, c in zip(base_p, cand_p)]
+        return stats.signed_rank(d, confidence), info
+    if base_rest and cand_rest:
+        return stats.rank_sum([sign * math.log(v) for v in base_rest],
+                              [sign * math.log(v) for v in cand_rest], confidence), info
+    return None, info
+
+
+def _fmt_ratio(x: float) -> float | None:
+    return None if not math.isfinite(x) else round(x, 6)
+
+
+def _signature(rec_like: Mapping[str, Any], ignore: Sequence[str]) -> str:
+    params = {k: v for k, v in (rec_like.get('params') or {}).items()
+              if not any(fnmatch.fnmatchcase(str(k).lower(), p.lower()) for p in ignore)}
+    return json.dumps([rec_like['tool'], rec_like['operation'], rec_like['metric'],
+                       rec_like.get('system') or '', params], sort_keys=True, default=str)
+
+
+def run_gate(records: Iterable[Record], baseline: str, candidate: str,
+             cfg: Mapping[str, Any] | None = None, *,
+             history: hist_mod.History | None = None,
+             references: refs_mod.References | None = None,
+             problems: Sequence[str] = (), night: str | None = None,
+             cap: int | None = None, baseline_commit: str | None = None,
+             candidate_commit: str | None = None) -> dict[str, Any]:
+    """Gate one night; returns the result mapping (JSON-serialisable)."""
+    cfg = dict(cfg or load_config())
+    cap = cap if cap is not None else cfg.get('cap')
+    history = history or hist_mod.History()
+    problems = list(problems)
+    counts = {'records': 0, 'malformed': len(problems), 'other_build': 0, 'duplicates': 0,
+              'non_positive': 0, 'direction_conflicts': 0, 'perf_fail_samples': 0}
+    groups: dict[tuple, _Group] = {}
+    seen: set = set()
+    commits: dict[str, dict[str, int]] = {'base': {}, 'cand': {}}
+    last_ts = ''
+    for rec in records:
+        counts['records'] += 1
+        if rec.hdf5_build == baseline:
+            side = 'base'
+        elif rec.hdf5_build == candidate:
+            side = 'cand'
+        else:
+            counts['other_build'] += 1
+            continue
+        if not isinstance(rec.params, Mapping) or not isinstance(rec.provenance, Mapping):
+            problems.append(f'run {rec.run_id}: params/provenance not mappings, skipped')
+            counts['malformed'] += 1
+            continue
+        if rec.value <= 0:
+            counts['non_positive'] += 1
+            problems.append(f'run {rec.run_id} {rec.operation} {rec.metric}: value '
+                            f'{rec.value} <= 0, skipped')
+            continue
+        ident = (rec.run_id, rec.hdf5_build, rec.key)
+        if ident in seen:
+            counts['duplicates'] += 1
+            continue
+        seen.add(ident)
+        g = groups.get(rec.key)
+        if g is None:
+            g = groups[rec.key] = _Group(rec)
+        if rec.higher_is_better != g.rec.higher_is_better:
+            counts['direction_conflicts'] += 1
+            problems.append(f'run {rec.run_id} {rec.operation} {rec.metric}: '
+                            f'higher_is_better disagrees with other runs, skipped')
+            continue
+        if rec.result == 'perf_fail':
+            g.perf_fail += 1
+            counts['perf_fail_samples'] += 1
+        last_ts = max(last_ts, str(rec.timestamp))
+        c = _commit(rec)
+        if c:
+            commits[side][c] = commits[side].get(c, 0) + 1
+        tr = _true_ratio(rec)
+        (g.tr_base if side == 'base' else g.tr_cand).add(tr)
+        if rec.pair_id is None:
+            (g.base_free if side == 'base' else g.cand_free).append(rec.value)
+        else:
+            (g.base if side == 'base' else g.cand).setdefault(str(rec.pair_id), []).append(rec.value)
+
+    def top(d: dict[str, int]) -> str | None:
+        return max(d, key=d.get) if d else None
+    base_commit = baseline_commit or top(commits['base'])
+    cand_commit = candidate_commit or top(commits['cand'])
+    aa = baseline == candidate or (base_commit is not None and base_commit == cand_commit)
+
+    night = night or (last_ts[:10] if last_ts else
+                      datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d'))
+    metrics: list[dict[str, Any]] = []
+    comps: list[stats.Comparison | None] = []
+    for key, g in groups.items():
+        r = g.rec
+        role = role_of(cfg, r.tool, r.operation, r.metric, r.params)
+        comp, info = _compare(g, cfg['confidence'])
+        sign = 1.0 if r.higher_is_better else -1.0
+        true_ratio = None
+        if role in ('canary', 'control') or aa:
+            true_ratio = 1.0
+        elif len(g.tr_cand) == 1 and None not in g.tr_cand:
+            tb = next(iter(g.tr_base)) if len(g.tr_base) == 1 else None
+            true_ratio = next(iter(g.tr_cand)) / (tb or 1.0)
+        m = {
+            'key': hist_mod.metric_key(*key),
+            'label': _label(r.test, r.tool, r.operation, r.metric, r.config_hash, r.params),
+            'tool': r.tool, 'operation': r.operation, 'metric': r.metric, 'unit': r.unit,
+            'higher_is_better': r.higher_is_better, 'test': r.test,
+            'test_class': refs_mod.test_class(r.test, r.provenance, r.params),
+            'perf_var': refs_mod.perf_var(r.operation, r.metric, r.provenance),
+            'system': r.system, 'params': r.params, 'config_hash': r.config_hash,
+            'role': role, 'n_base': sum(map(len, g.base.values())) + len(g.base_free),
+            'n_cand': sum(map(len, g.cand.values())) + len(g.cand_free),
+            'perf_fail': g.perf_fail, 'true_ratio': true_ratio, **info,
+        }
+        m['base_median'] = stats.median(info['base']) if info['base'] else None
+        m['cand_median'] = stats.median(info['cand']) if info['cand'] else None
+        allv = info['base'] + info['cand']
+        m['median_all'] = stats.median(allv) if allv else None
+        if comp is not None:
+            m.update({
+                'method': comp.method, 'n': comp.n,
+                'perf_ratio': _fmt_ratio(comp.ratio), 'perf_lo': _fmt_ratio(comp.ratio_lo),
+                'perf_hi': _fmt_ratio(comp.ratio_hi),
+                'ratio': _fmt_ratio(math.exp(sign * comp.estimate)),
+                'ratio_lo': _fmt_ratio(math.exp(sign * (comp.lo if sign > 0 else comp.hi))),
+                'ratio_hi': _fmt_ratio(math.exp(sign * (comp.hi if sign > 0 else comp.lo))),
+                'p_worse': comp.p_worse, 'p_two_sided': comp.p_two_sided,
+            })
+        else:
+            m.update({'method': None, 'n': 0, 'ratio': None, 'ratio_lo': None,
+                      'ratio_hi': None, 'perf_ratio': None, 'perf_lo': None,
+                      'perf_hi': None, 'p_worse': None, 'p_two_sided': None})
+        metrics.append(m)
+        comps.append(comp)
+
+    # ---- verdicts: BH within the gated family and, separately, the controls
+    for family in (('gated',), ('canary', 'control')):
+        idx = [i for i, m in enumerate(metrics) if m['role'] in family and comps[i] is not None]
+        qs = stats.benjamini_hochberg([comps[i].p_worse for i in idx])
+        for i, q in zip(idx, qs):
+            metrics[i]['q'] = q
+            metrics[i]['verdict'], metrics[i]['reason'] = decide(comps[i], q, cfg, cap)
+    for m in metrics:
+        m.setdefault('q', None)
+        if 'verdict' not in m:
+            if m['role'] == 'reported':
+                m['verdict'], m['reason'] = None, 'reported, not gated'
+            else:
+                side = 'candidate' if not m['cand'] else 'baseline'
+                m['verdict'], m['reason'] = 'INCONCLUSIVE', f'no {side} samples'
+        m['false_alarm'] = (m['verdict'] == 'FAIL' and m['true_ratio'] is not None
+                            and abs(m['true_ratio'] - 1.0) < 1e-9)
+
+    # ---- reference envelopes (candidate median)
+    if references is not None:
+        for m in metrics:
+            m['envelope'] = None
+            if m['cand_median'] is None:
+                continue
+            ref = references.lookup(m['test_class'], m['perf_var'], m['system'], m['params'])
+            if ref is None:
+                continue
+            low, high = refs_mod.bounds(ref)
+            v = m['cand_median']
+            status = 'inside' if low <= v <= high else ('below' if v < low else 'above')
+            worse = (status == 'below') == bool(m['higher_is_better']) and status != 'inside'
+            m['envelope'] = {'ref': ref[0], 'low': low, 'high': high, 'status': status,
+                             'worse': worse}
+
+    result: dict[str, Any] = {
+        'version': 1, 'night': night, 'timestamp': last_ts or None,
+        'baseline': baseline, 'candidate': candidate,
+        'baseline_commit': base_commit, 'candidate_commit': cand_commit, 'a_a': aa,
+        'config': {k: cfg[k] for k in ('margin', 'alpha', 'confidence', 'min_pairs',
+                                       'hdf5_overhead')} | {'cap': cap},
+        'metrics': metrics, 'counts': counts,
+        'problems': problems[:50], 'problem_count': len(problems),
+    }
+    result['canary'] = _canary_ratios(metrics, cfg)
+    result['ceiling'] = _ceiling(metrics, cfg)
+    result['degraded'] = _degraded(metrics, history, cfg)
+    result['change_points'] = _change_points(metrics, history, cfg, result)
+    result['false_alarms'] = false_alarm_rates(history, metrics)
+
+    gated = [m for m in metrics if m['role'] == 'gated']
+    if any(d['degraded'] for d in result['degraded']):
+        overall = 'DEGRADED'
+    elif not gated:
+        overall = 'ERROR'
+        result['error'] = ('nothing to gate: no records of a gated metric for builds '
+                           f'{baseline!r}/{candidate!r}')
+    elif any(m['verdict'] == 'FAIL' for m in gated):
+        overall = 'FAIL'
+    elif any(m['verdict'] != 'PASS' for m in gated):
+        overall = 'INCONCLUSIVE'
+    else:
+        overall = 'PASS'
+    result['overall'] = overall
+    result['exit_code'] = EXIT_CODES[overall]
+    return result
+
+
+def _canary_ratios(metrics: list[dict], cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """HDF5 / MPI-IO ratio per gated metric that has an MPI-IO twin."""
+    ignore = cfg['canary_ignore_params']
+    twins = {_signature(m, ignore): m for m in metrics if m['role'] == 'canary'}
+    floor = math.log(1.0 - cfg['hdf5_overhead'])
+    out = []
+    for m in metrics:
+        if m['role'] != 'gated':
+            continue
+        c = twins.get(_signature(m, ignore))
+        if c is None:
+            continue
+        sign = 1.0 if m['higher_is_better'] else -1.0
+        ref = [sign * math.log(v) for v in c['base'] + c['cand']]
+        row = {'metric': m['label'], 'key': m['key'], 'canary': c['label'],
+               'canary_key': c['key'], 'operation': m['operation']}
+        for side in ('cand', 'base'):
+            vals = [sign * math.log(v) for v in m[side]]
+            comp = stats.rank_sum(ref, vals) if vals and ref else None
+            if comp is None:
+                row[side] = None
+                continue
+            row[side] = {'ratio': _fmt_ratio(comp.ratio), 'lo': _fmt_ratio(comp.ratio_lo),
+                         'hi': _fmt_ratio(comp.ratio_hi)}
+        cr = row['cand']
+        row['verdict'] = ('WARN' if cr and math.log(cr['ratio']) < floor else 'OK') if cr else None
+        if row['verdict'] == 'WARN':
+            row['reason'] = (f'HDF5 reaches {cr["ratio"]:.0%} of MPI-IO, below the expected '
+                             f'{1 - cfg["hdf5_overhead"]:.0%}: worth a look')
+        out.append(row)
+    return out
+
+
+def _ceiling(metrics: list[dict], cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """HDF5 (candidate median) as a fraction of the fio ceiling of its system and operation."""
+    rule = cfg['ceiling']
+    best: dict[tuple, tuple[float, str]] = {}
+    for m in metrics:
+        if m['median_all'] and rule_matches(rule, m['tool'], m['operation'], m['metric'],
+                                            m['params']):
+            k = (m['system'], m['operation'])
+            if k not in best or m['median_all'] > best[k][0]:
+                best[k] = (m['median_all'], m['label'])
+    out = []
+    for m in metrics:
+        if m['role'] != 'gated' or not m['cand_median'] or m['unit'] != 'MiB/s':
+            continue
+        ceil = best.get((m['system'], m['operation']))
+        if ceil:
+            out.append({'metric': m['label'], 'key': m['key'], 'fio': ceil[1],
+                        'fio_value': ceil[0], 'hdf5_value': m['cand_median'],
+                        'fraction': m['cand_median'] / ceil[0]})
+    return out
+
+
+def _degraded(metrics: list[dict], history: hist_mod.History,
+              cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
+    dc = cfg['degraded']
+    bad = {n['index'] for n in history.nights if n.get('degraded')}
+    out = []
+    for m in metrics:
+        if m['role'] != 'canary' or not m['median_all']:
+            continue
+        past = [x['median_all'] for x in history.series.get(m['key'], [])
+                if x['night_index'] not in bad and x.get('median_all')]
+        past = past[-dc['window']:]
+        row = {'canary': m['label'], 'key': m['key'], 'tonight': m['median_all'],
+               'nights': len(past), 'degraded': False}
+        if len(past) < dc['min_nights']:
+            row['note'] = f'{len(past)} night(s) of history, need {dc["min_nights"]}'
+            out.append(row)
+            continue
+        logs = [math.log(v) for v in past]
+        center = stats.median(logs)
+        sigma = max(stats.mad_sigma(logs), 0.01)
+        x = math.log(m['median_all'])
+        if not m['higher_is_better']:
+            x, center = -x, -center
+        z = (x - center) / sigma
+        drop = 1.0 - math.exp(x - center)
+        row.update({'history_median': math.exp(center if m['higher_is_better'] else -center),
+                    'z': z, 'drop': drop})
+        row['degraded'] = z < -dc['z'] and drop > dc['drop']
+        out.append(row)
+    return out
+
+
+def _change_points(metrics: list[dict], history: hist_mod.History, cfg: Mapping[str, Any],
+                   result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    cc = cfg['change_points']
+    min_shift = cc['min_shift'] if cc['min_shift'] is not None else -math.log(1 - cfg['margin'])
+    nights = history.nights
+    bad = {n['index'] for n in nights if n.get('degraded')}
+    out = []
+    for m in metrics:
+        if m['role'] != 'gated':
+            continue
+        rows = [x for x in history.series.get(m['key'], []) if x['night_index'] not in bad]
+        pts = [(x['night_index'], x.get('cand_median'), x.get('base_median')) for x in rows
+               if x.get('cand_median')]
+        sign = 1.0 if m['higher_is_better'] else -1.0
+        names = [nights[i]['night'] for i, _, _ in pts]
+        commits = [nights[i].get('candidate_commit') for i, _, _ in pts]
+        series = [sign * math.log(c) for _, c, _ in pts]
+        base = [sign * math.log(b) if b else None for _, _, b in pts]
+        if m['cand_median']:
+            series.append(sign * math.log(m['cand_median']))
+            base.append(sign * math.log(m['base_median']) if m['base_median'] else None)
+            names.append(result['night'])
+            commits.append(result['candidate_commit'])
+        if len(series) < 2 * cc['min_side']:
+            continue
+        cps = stats.change_points(series, cc['window'], cc['alpha'], min_shift, cc['min_side'])
+        base_ok = all(b is not None for b in base)
+        base_cps = (stats.change_points(base, cc['window'], cc['alpha'], min_shift,
+                                        cc['min_side']) if base_ok and cps else [])
+        for cp in cps:
+            if cp.index < len(series) - cc['lookback']:
+                continue
+            platform = any(abs(b.index - cp.index) <= 2 and (b.shift > 0) == (cp.shift > 0)
+                           for b in base_cps)
+            out.append({'metric': m['label'], 'key': m['key'],
+                        'from_night': names[cp.index - 1], 'to_night': names[cp.index],
+                        'from_commit': commits[cp.index - 1], 'to_commit': commits[cp.index],
+                        'ratio': math.exp(cp.shift), 'p': cp.p,
+                        'direction': 'better' if cp.shift > 0 else 'worse',
+                        'cause': 'platform (baseline moved too)' if platform else 'candidate'})
+    return out
+
+
+def false_alarm_rates(history: hist_mod.History, tonight: Sequence[Mapping[str, Any]] = ()
+                      ) -> dict[str, Any]:
+    """FAIL rate on judged metrics whose true ratio is 1, per metric and per night."""
+    per_metric: dict[str, list[int]] = {}
+    labels: dict[str, str] = {}
+    nights: list[bool] = []
+
+    def tally(rows: Iterable[Mapping[str, Any]]) -> None:
+        any_known, any_fa = False, False
+        for x in rows:
+            tr = x.get('true_ratio')
+            if x.get('role') not in ('gated', 'canary', 'control') or tr is None \
+                    or abs(tr - 1.0) > 1e-9 or x.get('verdict') is None:
+                continue
+            any_known = True
+            fa = x.get('verdict') == 'FAIL'
+            any_fa |= fa
+            c = per_metric.setdefault(x['key'], [0, 0])
+            c[0] += 1
+            c[1] += fa
+            if x['key'] not in labels:
+                labels[x['key']] = x.get('label') or history.meta(x['key']).get('label') \
+                    or x['key']
+        if any_known:
+            nights.append(any_fa)
+
+    by_night: dict[int, list] = {}
+    for rows in history.series.values():
+        for x in rows:
+            by_night.setdefault(x['night_index'], []).append(x)
+    for i in sorted(by_night):
+        tally(by_night[i])
+    tally(tonight)
+    rows = [{'key': k, 'label': labels[k], 'nights': n, 'false_alarms': f,
+             'rate': f / n} for k, (n, f) in per_metric.items()]
+    rows.sort(key=lambda r: (-r['rate'], r['label']))
+    return {'per_metric': rows,
+            'per_night': {'nights': len(nights), 'with_false_alarm': sum(nights),
+                          'rate': (sum(nights) / len(nights)) if nights else None}}
+
+
+# ------------------------------------------------------------------ history
+def history_lines(result: Mapping[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Header and metric lines of the history file for this night."""
+    header = {k: result.get(k) for k in ('night', 'timestamp', 'baseline', 'candidate',
+                                         'baseline_commit', 'candidate_commit', 'overall',
+                                         'a_a')}
+    header['timestamp'] = header['timestamp'] or datetime.datetime.now(
+        datetime.timezone.utc).isoformat(timespec='seconds')
+    header['degraded'] = result['overall'] == 'DEGRADED'
+    header['counts'] = result['counts']
+    keep = ('key', 'label', 'tool', 'operation', 'metric', 'unit', 'higher_is_better', 'test',
+            'test_class', 'perf_var', 'system', 'params', 'role', 'n_pairs', 'base', 'cand',
+            'base_median', 'cand_median', 'median_all', 'ratio', 'ratio_lo', 'ratio_hi',
+            'q', 'verdict', 'true_ratio')
+    lines = [{k: m.get(k) for k in keep} for m in result['metrics']]
+    return header, lines
+
+
+# ------------------------------------------------------------------ output
+def format_text(result: Mapping[str, Any]) -> str:
+    out = [f'h5regress gate: night {result["night"]}: {result["candidate"]} '
+           f'({result.get("candidate_commit") or "?"}) vs {result["baseline"]} '
+           f'({result.get("baseline_commit") or "?"})']
+    rows = [m for m in result['metrics'] if m['role'] == 'gated']
+    for m in sorted(rows, key=lambda m: (m['verdict'] != 'FAIL', m['label'])):
+        ratio = '-' if m['ratio'] is None else f'{m["ratio"]:.3f}'
+        lo = '-' if m['ratio_lo'] is None else f'{m["ratio_lo"]:.3f}'
+        hi = '-' if m['ratio_hi'] is None else f'{m["ratio_hi"]:.3f}'
+        out.append(f'  {m["verdict"]:<12} {m["label"]}: ratio {ratio} [{lo}, {hi}] '
+                   f'n={m["n_pairs"]} ({m["reason"]})')
+    for c in result['canary']:
+        if c['verdict'] == 'WARN':
+            out.append(f'  WARN         {c["metric"]}: {c["reason"]}')
+    for d in result['degraded']:
+        if d['degraded']:
+            out.append(f'  DEGRADED     canary {d["canary"]}: {d["tonight"]:.4g} is '
+                       f'{d["drop"]:.0%} below its history median {d["history_median"]:.4g}')
+    for cp in result['change_points']:
+        out.append(f'  CHANGE       {cp["metric"]}: x{cp["ratio"]:.3f} ({cp["direction"]}, '
+                   f'{cp["cause"]}) between {cp["from_night"]} ({cp["from_commit"]}) and '
+                   f'{cp["to_night"]} ({cp["to_commit"]})')
+    env = [m for m in result['metrics'] if (m.get('envelope') or {}).get('worse')]
+    for m in env:
+        out.append(f'  ENVELOPE     {m["label"]}: candidate {m["cand_median"]:.4g} outside '
+                   f'[{m["envelope"]["low"]:.4g}, {m["envelope"]["high"]:.4g}]')
+    c = result['counts']
+    skipped = c['malformed'] + c['duplicates'] + c['non_positive'] + c['direction_conflicts']
+    out.append(f'  records: {c["records"]} read, {skipped} skipped ({c["malformed"]} malformed, '
+               f'{c["duplicates"]} duplicate, {c["non_positive"]} non-positive), '
+               f'{c["other_build"]} of other builds, {c["perf_fail_samples"]} perf_fail kept')
+    if result.get('error'):
+        out.append(f'  ERROR: {result["error"]}')
+    out.append(f'overall: {result["overall"]} (exit {result["exit_code"]})')
+    return '\n'.join(out)
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, float):
+        return None
+    return str(obj)
+
+
+def dumps(result: Mapping[str, Any]) -> str:
+    def clean(o: Any) -> Any:
+        if isinstance(o, float) and not math.isfinite(o):
+            return None
+        if isinstance(o, dict):
+            return {k: clean(v) for k, v in o.items()}
+        if isinstance(o, (list, tuple)):
+            return [clean(v) for v in o]
+        return o
+    return json.dumps(clean(result), indent=1, default=_json_default)
+
+
+# ------------------------------------------------------------------ CLI
+def build_parser() -> ArgParser:
+    p = ArgParser(
+        prog='h5regress gate',
+        description='Nightly performance verdict of a candidate HDF5 build against a '
+                    'baseline, from paired A/B runs.',
+        epilog='exit codes: 0 PASS, 1 FAIL, 2 INCONCLUSIVE (run more pairs), '
+               '3 DEGRADED (canary far below its history: no verdict, rerun), 4 ERROR',
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument('--baseline', required=True, help='hdf5_build of the baseline records')
+    p.add_argument('--candidate', required=True, help='hdf5_build of the candidate records')
+    p.add_argument('--records', nargs='+', default=[], metavar='FILE',
+                   help='JSON-lines record files (or directories of *.jsonl)')
+    p.add_argument('--perflogs', nargs='+', default=[], metavar='DIR',
+                   help='ReFrame perflog directories')
+    p.add_argument('--config', help=f'gate config YAML (default {DEFAULT_CONFIG_PATH} '
+                   'when present)')
+    p.add_argument('--margin', type=float, help='tolerated slowdown (default 0.05)')
+    p.add_argument('--alpha', type=float, help='Benjamini-Hochberg FDR level (default 0.01)')
+    p.add_argument('--confidence', type=float, help='interval confidence (default 0.95)')
+    p.add_argument('--cap', type=int, help='most pairs the nightly will run; below it a '
+                   'FAIL needs stronger evidence')
+    p.add_argument('--history', help=f'history directory (default ${hist_mod.ENV}, then '
+                   '"history:" in the config)')
+    p.add_argument('--append-history', action='store_true',
+                   help="store tonight's results in the history (replaces the same night)")
+    p.add_argument('--night', help='night id (default: date of the newest record)')
+    p.add_argument('--refs', nargs='*', default=None, metavar='PATH',
+                   help='reference files or directories (default reframe/config/references; '
+                        '--refs alone: apply none)')
+    p.add_argument('--baseline-commit', help='HDF5 commit of the baseline (else from records)')
+    p.add_argument('--candidate-commit', help='HDF5 commit of the candidate (else from records)')
+    p.add_argument('--json', metavar='FILE', help='write the full result as JSON')
+    p.add_argument('--report', metavar='DIR',
+                   help='also write the report (Markdown, HTML, JUnit XML) into DIR')
+    p.add_argument('--quiet', action='store_true', help='print only the overall line')
+    return p
+
+
+def main_gate(argv: Sequence[str] | None = None) -> int:
+    """``h5regress gate``; returns the exit code (see :data:`EXIT_CODES`)."""
+    args, code = parse_args(build_parser(), argv)
+    if args is None:
+        return code
+    if not args.records and not args.perflogs:
+        print('h5regress gate: error: give --records and/or --perflogs', file=sys.stderr)
+        return EXIT_ERROR
+    if args.baseline == args.candidate:
+        print(f'h5regress gate: error: --baseline and --candidate both name '
+              f'{args.baseline!r}; an A/A comparison needs two build ids (the same commit '
+              f'under two names: it is then known to have ratio 1)', file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        cfg = load_config(args.config)
+        for k in ('margin', 'alpha', 'confidence'):
+            v = getattr(args, k)
+            if v is not None:
+                if not 0 < v < 1:
+                    raise ConfigError(f'--{k} must be in (0, 1), got {v}')
+                cfg[k] = v
+        records, problems = load_records(args.records, args.perflogs)
+        hdir = hist_mod.resolve_dir(args.history, cfg)
+        night = args.night or default_night(records)
+        # tonight is left out: a rerun of the night must not see its own first attempt
+        history = hist_mod.load(hdir, exclude_night=night) if hdir \
+            else hist_mod.History()
+        ref_paths = args.refs if args.refs is not None \
+            else [REPO / 'reframe' / 'config' / 'references']
+        references = refs_mod.References.load(ref_paths)
+        result = run_gate(records, args.baseline, args.candidate, cfg, history=history,
+                          references=references, problems=problems, night=night,
+                          cap=args.cap, baseline_commit=args.baseline_commit,
+                          candidate_commit=args.candidate_commit)
+        if history.problems:
+            result['problems'].extend(history.problems[:10])
+            result['problem_count'] += len(history.problems)
+    except (ConfigError, UsageError, refs_mod.RefsError, OSError) as err:
+        print(f'h5regress gate: error: {err}', file=sys.stderr)
+        return EXIT_ERROR
+    if args.quiet:
+        print(f'overall: {result["overall"]} (exit {result["exit_code"]})')
+    else:
+        print(format_text(result))
+    try:
+        if args.json:
+            hist_mod.atomic_write_text(Path(args.json), dumps(result))
+        if args.append_history:
+            if not hdir:
+                raise UsageError(f'--append-history needs --history or ${hist_mod.ENV}')
+            header, lines = history_lines(result)
+            hist_mod.write_night(hdir, header, lines)
+        if args.report:
+            from h5regress import report as report_mod
+            report_mod.write_all(result, history, Path(args.report))
+    except (UsageError, OSError) as err:
+        print(f'h5regress gate: error: {err}', file=sys.stderr)
+        return EXIT_ERROR
+    return result['exit_code']

@@ -1,0 +1,503 @@
+"""Reference envelopes: read, apply, derive from history, write.
+
+File format: ReFrame 4.10 external references, one file per tool under
+``reframe/config/references/<tool>.yaml`` (checks say ``reference =
+{'$ref': '<tool>.yaml'}``)::
+
+    IorCheck:                      # test class name
+      $index: [$partition, api]    # optional; without it the level is system:partition
+      'local:default':
+        HDF5:
+          write_bw_mean: [812.0, -0.35, 0.42, MiB/s]    # [ref, lower, upper, unit]
+          read_bw_mean: ['$xfail', 'known issue', [1200, -0.3, 0.3, MiB/s]]
+
+``lower``/``upper`` are fractions of ``ref`` (ReFrame: lower in [-1, 0],
+upper >= 0). Index keys that are strings match as anchored regular
+expressions when no key is equal (as ReFrame does); without ``$index`` the
+keys are scopes tried in the order ``system:partition``, ``system``, ``*``.
+
+How a record maps onto the file (contract with the perflog reader):
+
+* class: ``provenance['test_class']``, else the first word of ``test`` with
+  ReFrame's variant suffix (``_<8 hex>``) removed;
+* performance variable: ``provenance['perf_var']``, else
+  ``<operation>_<metric>``;
+* index values: ``$partition`` -> ``system``; ``$system`` -> its first part;
+  ``$environ`` -> ``params['environ']``; any other name -> ``params[name]``
+  (record parameters are named like the test's attributes); ``case`` when
+  absent is rebuilt as the checks build it (IOR ``api-preset-layout``, fio
+  ``mode``).
+
+Derivation (:func:`derive`): for every (class, index path, variable) the
+samples of the last ``window`` nights of history, degraded nights and
+FAILed candidate samples excluded; ref = median, lower/upper = the
+``lo``/``hi`` percentiles relative to it, widened by ``slack`` and rounded
+outward to two decimals; ref rounded to three significant digits. Entries
+with no history are kept as they are; ``$xfail`` entries are never touched.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from h5regress import history as hist_mod
+from h5regress import stats
+
+
+class RefsError(ValueError):
+    """A reference file is malformed; the message names the file and the key."""
+
+
+_VARIANT = re.compile(r'_[0-9a-f]{8}$')
+
+
+# ------------------------------------------------------------------ naming
+def test_class(test: str, provenance: Mapping[str, Any] | None = None,
+               params: Mapping[str, Any] | None = None) -> str:
+    for src in (provenance or {}, params or {}):
+        if src.get('test_class'):
+            return str(src['test_class'])
+    word = (test or '').split()[0] if (test or '').split() else ''
+    return _VARIANT.sub('', word)
+
+
+def perf_var(operation: str, metric: str, provenance: Mapping[str, Any] | None = None) -> str:
+    if provenance and provenance.get('perf_var'):
+        return str(provenance['perf_var'])
+    return f'{operation}_{metric}'
+
+
+def index_value(attr: str, system: str, params: Mapping[str, Any]) -> Any:
+    """Value of one ``$index`` attribute for a record; KeyError when unknown."""
+    if attr == '$partition':
+        if not system:
+            raise KeyError(attr)
+        return system
+    if attr == '$system':
+        if not system:
+            raise KeyError(attr)
+        return system.split(':')[0]
+    if attr == '$environ':
+        for k in ('environ', 'prgenv'):
+            if k in params:
+                return params[k]
+        raise KeyError(attr)
+    if attr.startswith('$'):
+        raise KeyError(attr)
+    if attr in params:
+        return params[attr]
+    if attr == 'case':
+        # the checks' reference row (reframe/checks: ior `api-preset-layout`, fio `mode`)
+        # when the record does not carry it
+        if all(k in params for k in ('api', 'preset', 'layout')):
+            return f'{params["api"]}-{params["preset"]}-{params["layout"]}'
+        if 'mode' in params:
+            return params['mode']
+    raise KeyError(attr)
+
+
+# ------------------------------------------------------------------ reading
+def _keypath(path: Sequence[Any]) -> str:
+    return '.'.join(str(p) for p in path)
+
+
+def _check_tuple(fname: str, path: list, val: Any) -> None:
+    where = f'{fname}: key {_keypath(path)!r}'
+    if isinstance(val, list) and val and val[0] == '$xfail':
+        if len(val) != 3 or not isinstance(val[2], list):
+            raise RefsError(f"{where}: an expected failure is ['$xfail', message, "
+                            f'[ref, lower, upper, unit]], got {val!r}')
+        _check_tuple(fname, path, val[2])
+        return
+    if not isinstance(val, list) or len(val) not in (3, 4):
+        raise RefsError(f'{where}: a reference is [ref, lower, upper, unit], got {val!r}')
+    ref, lo, hi = val[:3]
+    for name, x in (('ref', ref), ('lower', lo), ('upper', hi)):
+        if x is not None and (isinstance(x, bool) or not isinstance(x, (int, float))):
+            raise RefsError(f'{where}: {name} is not a number: {x!r}')
+    if isinstance(ref, (int, float)) and ref >= 0:
+        if lo is not None and not -1 <= lo <= 0:
+            raise RefsError(f'{where}: lower threshold {lo!r} not in [-1, 0]')
+        if hi is not None and hi < 0:
+            raise RefsError(f'{where}: upper threshold {hi!r} is negative')
+    if len(val) == 4 and val[3] is not None and not isinstance(val[3], str):
+        raise RefsError(f'{where}: unit is not a string: {val[3]!r}')
+
+
+def validate(data: Any, fname: str) -> dict:
+    """Check a loaded references mapping; raise :class:`RefsError` naming the key."""
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise RefsError(f'{fname}: top level must be a mapping of test class names, '
+                        f'got {type(data).__name__}')
+    for cls, body in data.items():
+        if not isinstance(body, dict):
+            raise RefsError(f'{fname}: key {cls!r}: must be a mapping, got {body!r}')
+        index = body.get('$index')
+        if index is not None and (not isinstance(index, list) or not index
+                                  or not all(isinstance(i, str) for i in index)):
+            raise RefsError(f'{fname}: key {cls}.$index: must be a list of attribute '
+                            f'names, got {index!r}')
+        depth = len(index) if index else 1
+
+        def walk(node: Any, path: list, level: int) -> None:
+            if level == depth:
+                if not isinstance(node, dict):
+                    raise RefsError(f'{fname}: key {_keypath(path)!r}: must map performance '
+                                    f'variables to references, got {node!r}')
+                for var, val in node.items():
+                    _check_tuple(fname, path + [var], val)
+                return
+            if not isinstance(node, dict):
+                raise RefsError(f'{fname}: key {_keypath(path)!r}: expected a mapping for '
+                                f'index level {level + 1}, got {node!r}')
+            for k, v in node.items():
+                walk(v, path + [k], level + 1)
+
+        for k, v in body.items():
+            if k == '$index':
+                continue
+            walk(v, [cls, k], 1)
+    return data
+
+
+def load_file(path: str | os.PathLike) -> dict:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding='utf-8')
+    except OSError as err:
+        raise RefsError(f'{path}: cannot read: {err}') from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, 'problem_mark', None)
+        where = f' (line {mark.line + 1})' if mark is not None else ''
+        raise RefsError(f'{path}: not valid YAML{where}: '
+                        f'{getattr(err, "problem", None) or err}') from None
+    return validate(data, str(path))
+
+
+def reference_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
+    out = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            out.extend(sorted(p.glob('*.yaml')) + sorted(p.glob('*.yml')))
+        elif p.exists():
+            out.append(p)
+    return out
+
+
+class References:
+    """All reference files, merged (class names are unique across files)."""
+
+    def __init__(self, data: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        self.data: dict[str, Any] = dict(data or {})
+
+    @classmethod
+    def load(cls, paths: Iterable[str | os.PathLike]) -> 'References':
+        merged: dict[str, Any] = {}
+        for f in reference_files(paths):
+            merged.update(load_file(f))
+        return cls(merged)
+
+    def lookup(self, klass: str, var: str, system: str,
+               params: Mapping[str, Any]) -> tuple[float, float | None, float | None, str | None] | None:
+        """The reference tuple ReFrame would use, or None (xfail entries unwrap)."""
+        body = self.data.get(klass)
+        if not isinstance(body, Mapping):
+            return None
+        index = body.get('$index')
+        node: Any = {k: v for k, v in body.items() if k != '$index'}
+        try:
+            if index:
+                for attr in index:
+                    node = _match_key(node, index_value(attr, system, params))
+            else:
+                node = _match_scope(node, system)
+            val = node[var]
+        except (KeyError, TypeError):
+            return None
+        if isinstance(val, list) and val and val[0] == '$xfail':
+            val = val[2]
+        unit = val[3] if len(val) > 3 else None
+        return (val[0], val[1], val[2], unit)
+
+
+def _match_key(node: Mapping[Any, Any], key: Any) -> Any:
+    if key in node:
+        return node[key]
+    for k in node:   # YAML may say 1 where params say '1', or the reverse
+        if str(k) == str(key):
+            return node[k]
+    if isinstance(key, str):
+        for k in node:
+            if isinstance(k, str):
+                try:
+                    if re.fullmatch(k, key):
+                        return node[k]
+                except re.error:
+                    continue
+    raise KeyError(key)
+
+
+def _match_scope(node: Mapping[str, Any], system: str) -> Any:
+    for scope in (system, system.split(':')[0], '*'):
+        if scope and scope in node:
+            return node[scope]
+    raise KeyError(system)
+
+
+def bounds(ref: tuple) -> tuple[float, float]:
+    """Absolute [low, high] of a reference tuple (None threshold: unbounded)."""
+    value, lo, hi = ref[0], ref[1], ref[2]
+    low = -math.inf if lo is None else (value + abs(value) * lo if value else lo)
+    high = math.inf if hi is None else (value + abs(value) * hi if value else hi)
+    return low, high
+
+
+# ------------------------------------------------------------------ deriving
+def _round_sig(x: float, digits: int = 3) -> float:
+    if x == 0 or not math.isfinite(x):
+        return x
+    r = round(x, digits - 1 - math.floor(math.log10(abs(x))))
+    return int(r) if r == int(r) else r
+
+
+def envelope(values: Sequence[float], lo_pct: float = 5.0, hi_pct: float = 95.0,
+             slack: float = 0.05) -> tuple[float, float, float]:
+    """(ref, lower, upper) from samples: median and widened percentiles."""
+    ref = _round_sig(stats.median(values))
+    if ref == 0:
+        return 0.0, -1.0, 1.0
+    lower = stats.percentile(values, lo_pct) / ref - 1.0 - slack
+    upper = stats.percentile(values, hi_pct) / ref - 1.0 + slack
+    lower = max(-1.0, min(0.0, math.floor(lower * 100 + 1e-9) / 100))
+    upper = max(0.0, math.ceil(upper * 100 - 1e-9) / 100)
+    return ref, lower, upper
+
+
+def derive(history: 'hist_mod.History', refs_dir: str | os.PathLike,
+           index: Mapping[str, Sequence[str]] | None = None, window: int = 30,
+           lo_pct: float = 5.0, hi_pct: float = 95.0, slack: float = 0.05,
+           min_samples: int = 10, build: str | None = None,
+           systems: Sequence[str] | None = None) -> tuple[dict[Path, dict], list[str]]:
+    """New contents of every reference file touched by the history.
+
+    Returns ``({file: merged mapping}, notes)``. ``index`` maps a class name
+    (or a tool) to the ``$index`` to use for classes the file does not have
+    yet. Existing files are read first (a malformed file raises RefsError).
+    """
+    refs_dir = Path(refs_dir)
+    index = dict(index or {})
+    notes: list[str] = []
+    nights = history.nights
+    first = max(0, len(nights) - window)
+    bad_nights = {n['index'] for n in nights if n.get('degraded')}
+    # (file, class, path tuple, var) -> samples, unit
+    pools: dict[tuple, list[float]] = {}
+    units: dict[tuple, str] = {}
+    existing: dict[Path, dict] = {}
+
+    def current(fname: Path) -> dict:
+        if fname not in existing:
+            existing[fname] = load_file(fname) if fname.exists() else {}
+        return existing[fname]
+
+    skipped_index = 0
+    for key, lines in history.series.items():
+        for line in lines:
+            ni = line['night_index']
+            if ni < first or ni in bad_nights:
+                continue
+            m = history.meta(key, ni)
+            if not m:
+                continue
+            system = m.get('system') or ''
+            if systems and system not in systems:
+                continue
+            base, cand = history.samples(key, ni)
+            samples: list[float] = []
+            if build in (None, nights[ni].get('baseline')):
+                samples += base
+            if build in (None, nights[ni].get('candidate')) and line.get('verdict') != 'FAIL':
+                samples += cand
+            if not samples:
+                continue
+            tool = m.get('tool') or 'unknown'
+            klass = m.get('test_class') or test_class(m.get('test', ''))
+            if not klass:
+                continue
+            fname = refs_dir / f'{tool}.yaml'
+            body = current(fname).get(klass)
+            idx = (body or {}).get('$index') or index.get(klass) or index.get(tool)
+            params = m.get('params') or {}
+            try:
+                path = tuple(index_value(a, system, params) for a in idx) if idx else (system,)
+            except KeyError:
+                skipped_index += 1
+                continue
+            if not idx and not system:
+                skipped_index += 1
+                continue
+            var = m.get('perf_var') or perf_var(m['operation'], m['metric'])
+            k = (fname, klass, tuple(idx or ()), path, var)
+            pools.setdefault(k, []).extend(samples)
+            units[k] = m.get('unit')
+    if skipped_index:
+        notes.append(f'{skipped_index} metric-night(s) lack an $index attribute or a '
+                     f'system:partition and were not used')
+
+    out: dict[Path, dict] = {}
+    for (fname, klass, idx, path, var), values in sorted(pools.items(), key=lambda kv: str(kv[0])):
+        data = out.setdefault(fname, _copy(current(fname)))
+        if len(values) < min_samples:
+            notes.append(f'{klass} {"/".join(map(str, path))} {var}: only {len(values)} '
+                         f'samples (< {min_samples}), entry left as it was')
+            continue
+        if klass not in data:
+            data[klass] = {'$index': list(idx)} if idx else {}
+        node = data[klass]
+        for p in path:
+            node = node.setdefault(p, {})
+        old = node.get(var)
+        if isinstance(old, list) and old and old[0] == '$xfail':
+            notes.append(f'{klass} {"/".join(map(str, path))} {var}: $xfail entry kept')
+            continue
+        ref, lo, hi = envelope(values, lo_pct, hi_pct, slack)
+        node[var] = [ref, lo, hi, units.get((fname, klass, idx, path, var)) or None]
+    for fname, data in out.items():
+        validate(data, str(fname))
+    return out, notes
+
+
+def _copy(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _copy(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_copy(v) for v in obj]
+    return obj
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _repr_list(dumper: yaml.SafeDumper, data: list) -> yaml.Node:
+    flow = all(not isinstance(v, (dict, list)) for v in data) or (data and data[0] == '$xfail')
+    return dumper.represent_sequence('tag:yaml.org,2002:seq', data, flow_style=bool(flow))
+
+
+_Dumper.add_representer(list, _repr_list)
+
+
+def dump(data: Mapping[str, Any]) -> str:
+    header = ('# Reference envelopes (ReFrame 4.10 external references).\n'
+              '# Written by `h5regress refs` from the nightly history; edit by hand freely:\n'
+              '# entries without history and $xfail entries are kept as they are.\n')
+    return header + yaml.dump(dict(data), Dumper=_Dumper, sort_keys=False,
+                              default_flow_style=False, allow_unicode=True, width=100)
+
+
+def write(path: str | os.PathLike, data: Mapping[str, Any]) -> None:
+    hist_mod.atomic_write_text(Path(path), dump(data))
+
+
+# ------------------------------------------------------------------ CLI
+def check_files(paths: Sequence[str]) -> int:
+    """Validate reference files; 0 when all are well formed, 4 naming each bad one."""
+    import sys
+
+    from h5regress import gate as gate_mod
+
+    files = reference_files(paths)
+    if not files:
+        print(f'h5regress refs: error: no reference files in {", ".join(paths)}',
+              file=sys.stderr)
+        return gate_mod.EXIT_ERROR
+    bad = 0
+    for path in files:
+        try:
+            load_file(path)
+        except RefsError as err:
+            print(f'h5regress refs: error: {err}', file=sys.stderr)
+            bad += 1
+    return gate_mod.EXIT_ERROR if bad else 0
+
+
+def main_refs(argv: Sequence[str] | None = None) -> int:
+    """``h5regress refs``: derive reference envelopes from history and write them.
+
+    Exit codes: 0 written (or --dry-run), 4 error (malformed file, no history).
+    """
+    import sys
+
+    from h5regress import gate as gate_mod
+
+    parser = gate_mod.ArgParser(
+        prog='h5regress refs',
+        description='Derive reference envelopes per system:partition from the nightly '
+                    'history (percentiles over a window of nights) and write the ReFrame '
+                    'external reference files the checks read.')
+    parser.add_argument('--history', help=f'history directory (default ${hist_mod.ENV}, '
+                        'then "history:" in the gate config)')
+    parser.add_argument('--out', default=None,
+                        help='references directory (default reframe/config/references '
+                             'of this checkout)')
+    parser.add_argument('--config', help='gate config YAML (default ci/gate.yaml)')
+    parser.add_argument('--window', type=int, default=30, help='nights of history (30)')
+    parser.add_argument('--percentiles', type=float, nargs=2, default=(5.0, 95.0),
+                        metavar=('LO', 'HI'), help='envelope percentiles (5 95)')
+    parser.add_argument('--slack', type=float, default=0.05,
+                        help='added to each side, as a fraction of ref (0.05)')
+    parser.add_argument('--min-samples', type=int, default=10,
+                        help='fewer samples leave the entry unchanged (10)')
+    parser.add_argument('--build', help='only samples of this HDF5 build')
+    parser.add_argument('--system', action='append',
+                        help='only this system:partition (repeatable)')
+    parser.add_argument('--dry-run', action='store_true', help='print, do not write')
+    parser.add_argument('--check', nargs='+', metavar='PATH',
+                        help='only validate these reference files or directories (ReFrame '
+                             'itself only warns and drops the test of a malformed file)')
+    args, code = gate_mod.parse_args(parser, argv)
+    if args is None:
+        return code
+    if args.check:
+        return check_files(args.check)
+    try:
+        cfg = gate_mod.load_config(args.config)
+        hdir = hist_mod.resolve_dir(args.history, cfg)
+        if hdir is None or not (hdir / 'nights').is_dir():
+            print(f'h5regress refs: error: no history at {hdir} (--history or '
+                  f'${hist_mod.ENV})', file=sys.stderr)
+            return gate_mod.EXIT_ERROR
+        history = hist_mod.load(hdir)
+        out_dir = Path(args.out) if args.out else gate_mod.REPO / 'reframe' / 'config' / 'references'
+        files, notes = derive(history, out_dir, index=(cfg.get('refs') or {}).get('index'),
+                              window=args.window, lo_pct=args.percentiles[0],
+                              hi_pct=args.percentiles[1], slack=args.slack,
+                              min_samples=args.min_samples, build=args.build,
+                              systems=args.system)
+    except (RefsError, gate_mod.ConfigError) as err:
+        print(f'h5regress refs: error: {err}', file=sys.stderr)
+        return gate_mod.EXIT_ERROR
+    for note in notes:
+        print(f'note: {note}', file=sys.stderr)
+    for fname, data in sorted(files.items()):
+        if args.dry_run:
+            print(f'--- {fname}')
+            print(dump(data))
+        else:
+            write(fname, data)
+            print(f'wrote {fname}')
+    if not files:
+        print('no reference entries derived (no usable history)', file=sys.stderr)
+    return 0

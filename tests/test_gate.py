@@ -1,0 +1,357 @@
+"""h5regress gate: verdicts on known cases, exit codes, canaries, history, bad input."""
+
+import json
+import math
+import random
+
+import pytest
+
+from h5regress import gate, history, refs
+from h5regress.record import Record
+
+BASE, CAND = 'hdf5-1.14.6', 'hdf5-develop'
+
+
+def rec(value, build, pair, *, op='write', metric='bw_mean', api='HDF5', tool='ior',
+        hib=True, night='2025-01-10', chash=None, run=None, result='pass', unit='MiB/s',
+        commit=None, extra=None):
+    params = {'api': api, 'preset': 'collective', 'layout': 'ssf', **(extra or {})}
+    prov = {'hdf5_commit': commit or ('b' if build == BASE else 'c')}
+    return Record(tool=tool, operation=op, metric=metric, value=value, unit=unit,
+                  higher_is_better=hib, params=params, provenance=prov, hdf5_build=build,
+                  config_hash=chash or f'h-{tool}-{api}-{op}-{metric}',
+                  run_id=run or f'{night}-{build}-{pair}-{tool}-{api}-{op}-{metric}',
+                  timestamp=f'{night}T03:00:00+00:00', test=f'ior_check_0a1b2c3d', system='local:default',
+                  pair_id=f'{night}-p{pair}' if pair is not None else None, result=result)
+
+
+def paired(n, ratio, *, cv=0.08, seed=1, level=1000.0, **kw):
+    """n A/B pairs, candidate = baseline x ratio, log-normal noise."""
+    rng = random.Random(seed)
+    s = math.sqrt(math.log1p(cv * cv))
+    out = []
+    for p in range(n):
+        out.append(rec(level * math.exp(rng.gauss(0, s)), BASE, p, **kw))
+        out.append(rec(level * ratio * math.exp(rng.gauss(0, s)), CAND, p, **kw))
+    return out
+
+
+def gated(result):
+    return [m for m in result['metrics'] if m['role'] == 'gated']
+
+
+def run(records, **kw):
+    return gate.run_gate(records, BASE, CAND, gate.load_config(), **kw)
+
+
+def write_jsonl(path, records, extra_lines=()):
+    path.write_text('\n'.join([r.to_json() for r in records] + list(extra_lines)) + '\n')
+    return str(path)
+
+
+# ------------------------------------------------------------------ verdicts
+def test_identical_samples_pass_not_fail():
+    recs = []
+    for p in range(10):
+        recs += [rec(1000.0, BASE, p), rec(1000.0, CAND, p)]
+    res = run(recs)
+    (m,) = gated(res)
+    assert m['verdict'] == 'PASS'
+    assert res['overall'] == 'PASS' and res['exit_code'] == gate.EXIT_PASS
+
+
+def test_a_against_a_is_never_fail():
+    for seed in range(20):
+        res = run(paired(20, 1.0, seed=seed))
+        assert gated(res)[0]['verdict'] in ('PASS', 'INCONCLUSIVE')
+
+
+def test_thirty_percent_slowdown_with_20_pairs_fails():
+    res = run(paired(20, 0.7))
+    (m,) = gated(res)
+    assert m['verdict'] == 'FAIL'
+    assert m['ratio'] == pytest.approx(0.7, abs=0.05)
+    assert m['ratio_lo'] < m['ratio'] < m['ratio_hi'] < 0.95
+    assert res['exit_code'] == gate.EXIT_FAIL
+
+
+def test_improvement_passes():
+    (m,) = gated(run(paired(20, 1.3)))
+    assert m['verdict'] == 'PASS'
+
+
+def test_few_pairs_are_inconclusive():
+    res = run(paired(4, 0.7))
+    assert gated(res)[0]['verdict'] == 'INCONCLUSIVE'
+    assert res['exit_code'] == gate.EXIT_INCONCLUSIVE
+
+
+def test_lower_is_better_direction():
+    # a time: the candidate takes 30 % longer -> slower -> FAIL; 30 % less -> PASS
+    slower = paired(20, 1.3, metric='time', op='write', hib=False)
+    res = gate.run_gate(slower, BASE, CAND, dict(gate.load_config(),
+                                                  gated=[{'tool': 'ior', 'metric': 'time'}]))
+    (m,) = gated(res)
+    assert m['verdict'] == 'FAIL'
+    assert m['ratio'] == pytest.approx(1.3, abs=0.08)       # value ratio cand/base
+    assert m['perf_ratio'] == pytest.approx(1 / 1.3, abs=0.05)
+    assert m['ratio_lo'] <= m['ratio'] <= m['ratio_hi']
+    faster = paired(20, 0.7, metric='time', op='write', hib=False)
+    res = gate.run_gate(faster, BASE, CAND, dict(gate.load_config(),
+                                                  gated=[{'tool': 'ior', 'metric': 'time'}]))
+    assert gated(res)[0]['verdict'] == 'PASS'
+
+
+def test_significant_but_within_margin_is_not_fail():
+    recs = paired(40, 0.98, cv=0.01)
+    (m,) = gated(run(recs))
+    assert m['q'] < 0.01
+    assert m['verdict'] != 'FAIL'
+
+
+def from_log_ratios(d):
+    recs = []
+    for p, x in enumerate(d):
+        recs += [rec(1000.0, BASE, p), rec(1000.0 * math.exp(x), CAND, p)]
+    return recs
+
+
+def test_cap_needs_strong_evidence_before_the_cap():
+    cfg = gate.load_config()
+    # 8 of 10 pairs slower, T+ = 1 + 2 = 3: exact one-sided p = 5/1024
+    d = [-0.10, -0.11, -0.12, -0.09, -0.13, -0.14, -0.08, -0.15, 0.01, 0.02]
+    moderate = gate.run_gate(from_log_ratios(d), BASE, CAND, cfg, cap=20)
+    (m,) = gated(moderate)
+    assert m['p_worse'] == pytest.approx(5 / 1024)
+    assert m['verdict'] == 'INCONCLUSIVE' and 'more pairs' in m['reason']
+    assert gated(gate.run_gate(from_log_ratios(d), BASE, CAND, cfg))[0]['verdict'] == 'FAIL'
+    strong = gate.run_gate(paired(10, 0.5, cv=0.05), BASE, CAND, cfg, cap=20)
+    assert gated(strong)[0]['verdict'] == 'FAIL'
+
+
+def test_unpaired_records_fall_back_to_rank_sum():
+    recs = paired(15, 0.7)
+    for r in recs:
+        r.pair_id = None
+    (m,) = gated(run(recs))
+    assert m['method'] == 'rank-sum' and m['verdict'] == 'FAIL'
+
+
+def test_bh_across_metrics():
+    recs = []
+    for i in range(10):
+        recs += paired(20, 0.7 if i == 0 else 1.0, seed=i, extra={'block': i},
+                       chash=f'h{i}', night='2025-01-10')
+    for i, r in enumerate(recs):
+        r.run_id = f'r{i}'
+    res = run(recs)
+    ms = gated(res)
+    assert len(ms) == 10
+    ps = sorted(m['p_worse'] for m in ms)
+    qs = sorted(m['q'] for m in ms)
+    assert qs[0] == pytest.approx(min(1.0, ps[0] * 10))
+    assert [m['verdict'] for m in ms].count('FAIL') == 1
+
+
+# ------------------------------------------------------------------ roles, canary, fio
+def night_with_canary(ratio=1.0, canary_level=1.0, night='2025-01-10', seed=1):
+    recs = paired(20, ratio, seed=seed, level=900.0, night=night)
+    recs += paired(6, 1.0, seed=seed + 100, api='MPIIO', level=1000.0 * canary_level,
+                   night=night)
+    recs += paired(3, 1.0, seed=seed + 200, tool='fio', metric='bw', api='-',
+                   level=2000.0, night=night)
+    return recs
+
+
+def test_roles_canary_ratio_and_fio_ceiling():
+    res = run(night_with_canary())
+    roles = {m['config_hash']: m['role'] for m in res['metrics']}
+    assert roles['h-ior-HDF5-write-bw_mean'] == 'gated'
+    assert roles['h-ior-MPIIO-write-bw_mean'] == 'canary'
+    assert roles['h-fio---write-bw'] == 'control'
+    (c,) = res['canary']
+    assert c['cand']['ratio'] == pytest.approx(0.9, abs=0.06)
+    assert c['verdict'] == 'OK'
+    (f,) = res['ceiling']
+    assert f['fraction'] == pytest.approx(0.45, abs=0.05)
+    slow = run(night_with_canary(ratio=0.75))
+    assert slow['canary'][0]['verdict'] == 'WARN'
+    assert 'worth a look' in slow['canary'][0]['reason']
+
+
+def fill_history(root, nights, canary_level=1.0, ratio=1.0, start=1):
+    for k in range(start, start + nights):
+        night = f'2025-01-{k:02d}'
+        res = run(night_with_canary(ratio=ratio, canary_level=canary_level, night=night,
+                                    seed=k),
+                  history=history.load(root, exclude_night=night))
+        header, lines = gate.history_lines(res)
+        history.write_night(root, header, lines)
+
+
+def test_degraded_canary_stops_the_verdict(tmp_path):
+    fill_history(tmp_path, 8)
+    hist = history.load(tmp_path)
+    assert len(hist) == 8
+    res = run(night_with_canary(ratio=0.6, canary_level=0.5, night='2025-01-20'),
+              history=hist)
+    assert res['overall'] == 'DEGRADED' and res['exit_code'] == gate.EXIT_DEGRADED
+    assert any(d['degraded'] for d in res['degraded'])
+    ok = run(night_with_canary(night='2025-01-20'), history=hist)
+    assert ok['overall'] != 'DEGRADED'
+
+
+def test_change_point_reported_with_commit_range(tmp_path):
+    for k in range(1, 21):
+        night = f'2025-02-{k:02d}'
+        ratio = 1.0 if k <= 12 else 0.85
+        recs = paired(20, ratio, seed=k, night=night, commit=f'c{k}')
+        for r in recs:
+            if r.hdf5_build == BASE:
+                r.provenance['hdf5_commit'] = 'b0'
+        res = run(recs, history=history.load(tmp_path))
+        history.write_night(tmp_path, *gate.history_lines(res))
+    cps = res['change_points']
+    assert len(cps) == 1
+    assert (cps[0]['from_commit'], cps[0]['to_commit']) == ('c12', 'c13')
+    assert cps[0]['direction'] == 'worse'
+    assert cps[0]['ratio'] == pytest.approx(0.85, abs=0.04)
+
+
+def test_false_alarms_counted_on_a_a_nights(tmp_path):
+    recs = paired(20, 0.7, commit='same')
+    res = run(recs)
+    assert res['a_a']
+    (m,) = gated(res)
+    assert m['verdict'] == 'FAIL' and m['false_alarm']
+    assert res['false_alarms']['per_night'] == {'nights': 1, 'with_false_alarm': 1, 'rate': 1.0}
+    history.write_night(tmp_path, *gate.history_lines(res))
+    res2 = run(paired(20, 1.0, commit='same', night='2025-01-11', seed=9),
+               history=history.load(tmp_path))
+    pn = res2['false_alarms']['per_night']
+    assert pn['nights'] == 2 and pn['with_false_alarm'] == 1
+
+
+def test_reference_envelope_applied(tmp_path):
+    (tmp_path / 'ior.yaml').write_text(
+        "ior_check:\n  $index: ['$partition', 'case']\n  'local:default':\n"
+        "    'HDF5-collective-ssf':\n      write_bw_mean: [1000, -0.1, 0.1, 'MiB/s']\n")
+    R = refs.References.load([tmp_path])
+    res = run(paired(20, 0.7), references=R)
+    (m,) = gated(res)
+    assert m['envelope']['status'] == 'below' and m['envelope']['worse']
+    (m,) = gated(run(paired(20, 1.0), references=R))
+    assert m['envelope']['status'] == 'inside'
+
+
+# ------------------------------------------------------------------ bad input
+def test_malformed_and_partial_records_are_skipped_and_counted(tmp_path):
+    recs = paired(20, 0.7)
+    recs.append(rec(-5.0, CAND, 99))                      # non-positive
+    recs.append(recs[0])                                   # duplicate run
+    recs.append(rec(800.0, CAND, 50))                      # pair without a baseline
+    bad = ['{not json', '{"tool": "ior"}', '[1, 2]',
+           json.dumps({**recs[1].to_dict(), 'value': 'fast'})]
+    path = write_jsonl(tmp_path / 'r.jsonl', recs, bad)
+    records, problems = gate.load_records([path])
+    assert len(problems) == 4
+    res = gate.run_gate(records, BASE, CAND, gate.load_config(), problems=problems)
+    c = res['counts']
+    assert (c['malformed'], c['non_positive'], c['duplicates']) == (4, 1, 1)
+    (m,) = gated(res)
+    assert m['incomplete_pairs'] == 1 and m['n_pairs'] == 20
+    assert m['verdict'] == 'FAIL'
+
+
+def test_perf_fail_records_are_samples():
+    recs = paired(20, 0.7)
+    for r in recs:
+        if r.hdf5_build == CAND:
+            r.result = 'perf_fail'
+    res = run(recs)
+    assert res['counts']['perf_fail_samples'] == 20
+    assert gated(res)[0]['verdict'] == 'FAIL'
+
+
+def test_missing_candidate_is_inconclusive():
+    recs = [r for r in paired(10, 1.0) if r.hdf5_build == BASE]
+    res = run(recs)
+    assert gated(res)[0]['verdict'] == 'INCONCLUSIVE'
+    assert 'no candidate samples' in gated(res)[0]['reason']
+
+
+# ------------------------------------------------------------------ CLI and exit codes
+def cli(tmp_path, records, *extra):
+    path = write_jsonl(tmp_path / 'night.jsonl', records)
+    return gate.main_gate(['--baseline', BASE, '--candidate', CAND, '--records', path,
+                           '--refs', '--quiet', *extra])
+
+
+def test_exit_codes(tmp_path, capsys):
+    assert cli(tmp_path, paired(20, 1.3)) == 0
+    assert cli(tmp_path, paired(20, 0.7)) == 1
+    assert cli(tmp_path, paired(4, 1.0)) == 2
+    # nothing gated (only fio): ERROR
+    assert cli(tmp_path, paired(5, 1.0, tool='fio', metric='bw')) == 4
+    # usage errors are 4, never argparse's 2 (= INCONCLUSIVE)
+    assert gate.main_gate(['--baseline', BASE]) == 4
+    assert gate.main_gate(['--bogus']) == 4
+    assert gate.main_gate(['--baseline', BASE, '--candidate', CAND,
+                           '--records', str(tmp_path / 'missing.jsonl')]) == 4
+    assert gate.main_gate(['--baseline', BASE, '--candidate', BASE, '--records', 'x']) == 4
+    assert gate.main_gate(['--help']) == 0
+    assert 'exit codes' in capsys.readouterr().out
+
+
+def test_exit_code_degraded_via_cli(tmp_path):
+    hdir = tmp_path / 'hist'
+    fill_history(hdir, 8)
+    path = write_jsonl(tmp_path / 'n.jsonl',
+                       night_with_canary(canary_level=0.5, night='2025-01-20'))
+    rc = gate.main_gate(['--baseline', BASE, '--candidate', CAND, '--records', path,
+                         '--history', str(hdir), '--refs', '--quiet'])
+    assert rc == 3
+
+
+def test_cli_appends_history_and_writes_json(tmp_path, monkeypatch):
+    hdir = tmp_path / 'hist'
+    monkeypatch.setenv('H5REGRESS_HISTORY', str(hdir))
+    path = write_jsonl(tmp_path / 'n.jsonl', paired(20, 1.0))
+    out = tmp_path / 'gate.json'
+    rc = gate.main_gate(['--baseline', BASE, '--candidate', CAND, '--records', path,
+                         '--append-history', '--json', str(out), '--refs', '--quiet'])
+    assert rc in (0, 2)
+    assert json.loads(out.read_text())['night'] == '2025-01-10'
+    hist = history.load(hdir)
+    assert hist.night_ids() == ['2025-01-10']
+    key = gated(json.loads(out.read_text()))[0]['key']
+    base, cand = hist.samples(key, 0)
+    assert len(base) == len(cand) == 20
+    assert hist.meta(key)['tool'] == 'ior'
+    # gating the same night again replaces it, and does not see itself as history
+    rc = gate.main_gate(['--baseline', BASE, '--candidate', CAND, '--records', path,
+                         '--append-history', '--refs', '--quiet'])
+    assert history.load(hdir).night_ids() == ['2025-01-10']
+    assert not list((hdir / 'nights').glob('.*.tmp'))
+
+
+def test_bad_config_is_an_error(tmp_path):
+    cfgfile = tmp_path / 'gate.yaml'
+    cfgfile.write_text('margin: 2\n')
+    path = write_jsonl(tmp_path / 'n.jsonl', paired(10, 1.0))
+    assert gate.main_gate(['--baseline', BASE, '--candidate', CAND, '--records', path,
+                           '--config', str(cfgfile)]) == 4
+    cfgfile.write_text('gated: [{tool: ior, metrc: bw}]\n')
+    with pytest.raises(gate.ConfigError, match=r'gated\[0\]'):
+        gate.load_config(cfgfile)
+
+
+def test_repo_gate_config_loads():
+    cfg = gate.load_config()
+    assert cfg['margin'] == 0.05
+    assert gate.role_of(cfg, 'ior', 'write', 'bw_mean', {'api': 'HDF5'}) == 'gated'
+    assert gate.role_of(cfg, 'ior', 'write', 'bw_mean', {'api': 'MPIIO'}) == 'canary'
+    # one primary metric per test: IOR's read bandwidth is reported, not gated
+    assert gate.role_of(cfg, 'ior', 'read', 'bw_mean', {'api': 'HDF5'}) == 'reported'
+    assert gate.role_of(cfg, 'ior', 'write', 'bw_max', {'api': 'HDF5'}) == 'reported'
+    assert gate.role_of(cfg, 'flash-io', 'checkpoint', 'bw', {'api': 'hdf5'}) == 'gated'

@@ -1,0 +1,163 @@
+"""h5regress refs: envelopes from history, ReFrame external reference files, round trip."""
+
+import math
+import random
+
+import pytest
+import yaml
+
+from h5regress import gate, history, refs, stats
+from h5regress.record import Record
+
+BASE, CAND = 'hdf5-1.14.6', 'hdf5-develop'
+
+EXISTING = """\
+# hand-written
+ior_check:
+  $index: ['$partition', 'case']
+  'local:default':
+    '.*':
+      write_bw_mean: [300, -0.95, 30.0, 'MiB/s']
+    'MPIIO-collective-ssf':
+      write_bw_mean: ['$xfail', 'known issue', [500, -0.1, 0.1, 'MiB/s']]
+  'example-lustre:compute':
+    'MPIIO-collective-ssf':
+      write_bw_mean: [21193, -0.15, 0.5, 'MiB/s']
+other_check:
+  'local:default':
+    time: [10, -0.1, 0.1, 's']
+"""
+
+
+def make_history(root, nights=12, level=1000.0, cv=0.08):
+    rng = random.Random(1)
+    s = math.sqrt(math.log1p(cv * cv))
+    cfg = gate.load_config()
+    all_values = []
+    for k in range(1, nights + 1):
+        recs = []
+        for api in ('HDF5', 'MPIIO'):
+            params = {'api': api, 'preset': 'collective', 'layout': 'ssf'}
+            for p in range(10):
+                for build in (BASE, CAND):
+                    v = level * math.exp(rng.gauss(0, s))
+                    if api == 'HDF5':
+                        all_values.append(v)
+                    recs.append(Record(
+                        tool='ior', operation='write', metric='bw_mean', value=v,
+                        unit='MiB/s', higher_is_better=True, params=params, provenance={},
+                        hdf5_build=build, config_hash=f'h-{api}', run_id=f'{k}-{api}-{p}-{build}',
+                        timestamp=f'2025-04-{k:02d}T03:00:00+00:00', test='ior_check_12ab34cd',
+                        system='local:default', pair_id=f'{k}-{p}'))
+        res = gate.run_gate(recs, BASE, CAND, cfg)
+        history.write_night(root, *gate.history_lines(res))
+    return all_values
+
+
+def test_envelope_rounding():
+    ref, lo, hi = refs.envelope([90, 95, 100, 105, 110] * 4, slack=0.05)
+    assert ref == 100
+    assert lo == pytest.approx(-0.15) and hi == pytest.approx(0.15)
+    ref, lo, hi = refs.envelope([1234.567, 1300.1, 1190.2])
+    assert ref == 1230
+    assert -1 <= lo <= 0 <= hi
+    assert round(lo, 2) == lo and round(hi, 2) == hi
+
+
+def test_round_trip_keeps_existing_entries(tmp_path):
+    hdir, rdir = tmp_path / 'hist', tmp_path / 'refs'
+    rdir.mkdir()
+    (rdir / 'ior.yaml').write_text(EXISTING)
+    values = make_history(hdir)
+    files, notes = refs.derive(history.load(hdir), rdir, window=30)
+    assert set(files) == {rdir / 'ior.yaml'}
+    for f, data in files.items():
+        refs.write(f, data)
+    assert not [p for p in rdir.iterdir() if p.name.startswith('.')]   # no temp files left
+    data = refs.load_file(rdir / 'ior.yaml')
+    body = data['ior_check']
+    assert body['$index'] == ['$partition', 'case']
+    # kept: the fallback row, the $xfail entry, the other system, the other class
+    assert body['local:default']['.*']['write_bw_mean'] == [300, -0.95, 30.0, 'MiB/s']
+    assert body['local:default']['MPIIO-collective-ssf']['write_bw_mean'][0] == '$xfail'
+    assert body['example-lustre:compute']['MPIIO-collective-ssf']['write_bw_mean'][0] == 21193
+    assert data['other_check']['local:default']['time'] == [10, -0.1, 0.1, 's']
+    assert any('$xfail entry kept' in n for n in notes)
+    # derived: the HDF5 row, median and widened percentiles of the history
+    new = body['local:default']['HDF5-collective-ssf']['write_bw_mean']
+    assert new[3] == 'MiB/s'
+    assert new[0] == pytest.approx(stats.median(values), rel=0.01)
+    low, high = refs.bounds(tuple(new))
+    assert low <= stats.percentile(values, 5) and high >= stats.percentile(values, 95)
+    # what the gate applies is what was written
+    R = refs.References.load([rdir])
+    params = {'api': 'HDF5', 'preset': 'collective', 'layout': 'ssf'}
+    assert R.lookup('ior_check', 'write_bw_mean', 'local:default', params) == tuple(new)
+    # regex fallback row, as ReFrame matches it
+    other = dict(params, api='POSIX')
+    assert R.lookup('ior_check', 'write_bw_mean', 'local:default', other)[0] == 300
+    # a second run over the same history is stable
+    files2, _ = refs.derive(history.load(hdir), rdir, window=30)
+    assert files2[rdir / 'ior.yaml'] == data
+
+
+def test_reframe_reads_the_written_file(tmp_path):
+    pipeline = pytest.importorskip('reframe.core.pipeline',
+                                   reason='ReFrame not importable in this interpreter')
+    hdir, rdir = tmp_path / 'hist', tmp_path / 'refs'
+    rdir.mkdir()
+    (rdir / 'ior.yaml').write_text(EXISTING)
+    make_history(hdir)
+    for f, data in refs.derive(history.load(hdir), rdir)[0].items():
+        refs.write(f, data)
+    d = pipeline._ReferenceDict.__new__(pipeline._ReferenceDict)
+    d._ReferenceDict__test_entry_name = 'ior_check'
+    parsed = d._read_ref_file(str(rdir / 'ior.yaml'))
+    assert parsed['$index'] == ('$partition', 'case')
+    ref = parsed['local:default']['HDF5-collective-ssf']['write_bw_mean']
+    assert isinstance(ref, tuple) and len(ref) == 4
+
+
+def test_malformed_yaml_names_file_and_key(tmp_path):
+    f = tmp_path / 'ior.yaml'
+    f.write_text('ior_check: [unclosed\n')
+    with pytest.raises(refs.RefsError, match=r'ior\.yaml: not valid YAML'):
+        refs.load_file(f)
+    f.write_text("ior_check:\n  $index: ['$partition', 'case']\n  'local:default':\n"
+                 "    '.*':\n      write_bw_mean: [fast, -0.1, 0.1, 'MiB/s']\n")
+    with pytest.raises(refs.RefsError) as err:
+        refs.load_file(f)
+    assert str(f) in str(err.value)
+    assert "ior_check.local:default..*.write_bw_mean" in str(err.value)
+    assert 'ref is not a number' in str(err.value)
+    f.write_text("ior_check:\n  'local:default':\n    write_bw_mean: [100, 0.2, 0.1]\n")
+    with pytest.raises(refs.RefsError, match=r"ior_check.local:default.write_bw_mean.*lower"):
+        refs.load_file(f)
+    f.write_text("ior_check:\n  $index: partition\n")
+    with pytest.raises(refs.RefsError, match=r'ior_check\.\$index'):
+        refs.load_file(f)
+
+
+def test_scope_lookup_without_index(tmp_path):
+    (tmp_path / 'x.yaml').write_text(
+        "t:\n  'sys:part':\n    v: [1, -0.1, 0.1, s]\n  'sys':\n    v: [2, -0.1, 0.1, s]\n"
+        "  '*':\n    v: [3, -0.1, 0.1, s]\n")
+    R = refs.References.load([tmp_path])
+    assert R.lookup('t', 'v', 'sys:part', {})[0] == 1
+    assert R.lookup('t', 'v', 'sys:other', {})[0] == 2
+    assert R.lookup('t', 'v', 'else:where', {})[0] == 3
+    assert R.lookup('t', 'missing', 'sys:part', {}) is None
+    assert R.lookup('nope', 'v', 'sys:part', {}) is None
+
+
+def test_refs_cli(tmp_path, capsys):
+    hdir, rdir = tmp_path / 'hist', tmp_path / 'refs'
+    rdir.mkdir()
+    make_history(hdir)
+    assert refs.main_refs(['--history', str(hdir), '--out', str(rdir)]) == 0
+    written = yaml.safe_load((rdir / 'ior.yaml').read_text())
+    assert 'HDF5-collective-ssf' in written['ior_check']['local:default']
+    assert refs.main_refs(['--history', str(tmp_path / 'nothing'), '--out', str(rdir)]) == 4
+    (rdir / 'ior.yaml').write_text('ior_check: {local: [1, 2]}\n')
+    assert refs.main_refs(['--history', str(hdir), '--out', str(rdir)]) == 4
+    assert 'ior.yaml' in capsys.readouterr().err

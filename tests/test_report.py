@@ -1,0 +1,198 @@
+"""h5regress report: content of the Markdown, HTML and JUnit; the HTML in headless Chromium."""
+
+import json
+import math
+import random
+import shutil
+import struct
+import subprocess
+import xml.etree.ElementTree as ET
+import zlib
+
+import pytest
+
+from h5regress import gate, history, refs, report
+from h5regress.record import Record
+
+BASE, CAND = 'hdf5-1.14.6', 'hdf5-develop'
+
+
+def night(n_night, ratio_slow=1.0, seed=0):
+    rng = random.Random(seed)
+    s = math.sqrt(math.log1p(0.08 ** 2))
+    recs = []
+
+    def add(tool, api, metric, level, ratio, pairs, op='write', layout='ssf'):
+        params = {'api': api, 'preset': 'collective', 'layout': layout}
+        for p in range(pairs):
+            for build, r in ((BASE, 1.0), (CAND, ratio)):
+                recs.append(Record(
+                    tool=tool, operation=op, metric=metric,
+                    value=level * r * math.exp(rng.gauss(0, s)), unit='MiB/s',
+                    higher_is_better=True, params=params,
+                    provenance={'hdf5_commit': 'b0' if build == BASE else f'c{n_night}'},
+                    hdf5_build=build, config_hash=f'{tool}-{api}-{op}-{layout}', run_id=f'{p}-{build}',
+                    timestamp=f'2025-03-{n_night:02d}T03:00:00+00:00',
+                    test='ior_check_0a1b2c3d', system='local:default',
+                    pair_id=f'{n_night}-{p}'))
+
+    add('ior', 'HDF5', 'bw_mean', 900.0, ratio_slow, 20)
+    add('ior', 'HDF5', 'bw_mean', 1200.0, 1.0, 20, layout='fpp')
+    add('ior', 'MPIIO', 'bw_mean', 1000.0, 1.0, 6)
+    add('ior', 'HDF5', 'bw_max', 1100.0, 1.0, 20)
+    add('fio', '-', 'bw', 2000.0, 1.0, 3)
+    return recs
+
+
+@pytest.fixture(scope='module')
+def gated_night(tmp_path_factory):
+    root = tmp_path_factory.mktemp('report')
+    hdir = root / 'hist'
+    cfg = gate.load_config()
+    for k in range(1, 15):
+        res = gate.run_gate(night(k, seed=k), BASE, CAND, cfg, history=history.load(hdir))
+        history.write_night(hdir, *gate.history_lines(res))
+    (root / 'refs').mkdir()
+    (root / 'refs' / 'ior.yaml').write_text(
+        "ior_check:\n  $index: ['$partition', 'case']\n  'local:default':\n"
+        "    '.*':\n      write_bw_mean: [900, -0.2, 0.2, 'MiB/s']\n")
+    hist = history.load(hdir)
+    res = gate.run_gate(night(15, ratio_slow=0.7, seed=15), BASE, CAND, cfg, history=hist,
+                        references=refs.References.load([root / 'refs']))
+    res = json.loads(gate.dumps(res))     # what the report reads: the JSON file
+    files = report.write_all(res, hist, root / 'out')
+    return res, files, root
+
+
+def test_markdown_has_verdict_table_and_sections(gated_night):
+    res, files, _ = gated_night
+    md = files['md'].read_text()
+    assert md.startswith('# h5regress night 2025-03-15: FAIL')
+    assert '| metric | system | baseline | candidate | unit | ratio | 95% interval |' in md
+    fail_row = next(line for line in md.splitlines() if 'write bw_mean' in line
+                    and 'FAIL' in line)
+    assert '0.7' in fail_row and 'below (worse)' in fail_row
+    for section in ('HDF5 as a fraction of MPI-IO', 'HDF5 as a fraction of the fio ceiling',
+                    'Canaries against their own history', 'Change points in the history of main',
+                    'False alarms', 'Reported, not gated'):
+        assert f'## {section}' in md
+    assert 'bw_max' in md.split('## Reported, not gated')[1]
+
+
+def test_html_is_self_contained_with_plots(gated_night):
+    res, files, _ = gated_night
+    html = files['html'].read_text()
+    assert html.startswith('<!DOCTYPE html>')
+    assert '<script' not in html.lower()
+    stripped = html.replace('http://www.w3.org/2000/svg', '')
+    assert 'http://' not in stripped and 'https://' not in stripped
+    assert 'src=' not in html and '<link' not in html
+    n_gated = sum(m['role'] == 'gated' for m in res['metrics'])
+    assert html.count('<svg') == n_gated == 2
+    assert '(tonight)' in html and '5th-95th percentile' in html
+    assert 'stroke-dasharray="6,4"' in html          # the reference envelope
+
+
+def test_junit(gated_night):
+    res, files, _ = gated_night
+    root = ET.parse(files['junit']).getroot()
+    suite = root.find('testsuite')
+    cases = suite.findall('testcase')
+    assert len([c for c in cases if c.get('classname') == 'h5regress.gate.ior']) == 2
+    failures = [c for c in cases if c.find('failure') is not None]
+    assert len(failures) == 1 and 'write bw_mean' in failures[0].get('name')
+    assert suite.get('failures') == '1'
+
+
+def test_junit_degraded_and_error():
+    res = {'night': 'n', 'overall': 'DEGRADED', 'metrics': [
+        {'role': 'gated', 'label': 'x', 'tool': 'ior', 'verdict': 'FAIL', 'ratio': 0.5,
+         'ratio_lo': 0.4, 'ratio_hi': 0.6, 'n_pairs': 20, 'q': 0.001, 'reason': 'r'}],
+        'canary': []}
+    suite = ET.fromstring(report.junit(res)).find('testsuite')
+    assert suite.get('failures') == '0' and suite.get('skipped') == '1'
+    res['overall'], res['metrics'], res['error'] = 'ERROR', [], 'nothing to gate'
+    suite = ET.fromstring(report.junit(res)).find('testsuite')
+    assert suite.get('errors') == '1'
+
+
+def test_report_cli(gated_night, tmp_path):
+    res, _, root = gated_night
+    (tmp_path / 'g.json').write_text(json.dumps(res))
+    rc = report.main_report([str(tmp_path / 'g.json'), '--history', str(root / 'hist'),
+                             '--out', str(tmp_path / 'rep')])
+    assert rc == 0
+    assert {p.name for p in (tmp_path / 'rep').iterdir()} == {'report.md', 'report.html',
+                                                              'junit.xml'}
+    (tmp_path / 'bad.json').write_text('{"x": 1}')
+    assert report.main_report([str(tmp_path / 'bad.json'), '--out', str(tmp_path)]) == 4
+    assert report.main_report([str(tmp_path / 'none.json')]) == 4
+
+
+def _png_pixels(path):
+    """(width, height, rows of RGB(A) bytes) of a non-interlaced 8-bit PNG."""
+    data = path.read_bytes()
+    assert data[:8] == b'\x89PNG\r\n\x1a\n'
+    pos, idat, width = 8, b'', None
+    while pos < len(data):
+        length, kind = struct.unpack('>I4s', data[pos:pos + 8])
+        chunk = data[pos + 8:pos + 8 + length]
+        if kind == b'IHDR':
+            width, height, depth, color = struct.unpack('>IIBB', chunk[:10])
+            assert depth == 8 and color in (2, 6)
+            bpp = 3 if color == 2 else 4
+        elif kind == b'IDAT':
+            idat += chunk
+        pos += 12 + length
+    raw = zlib.decompress(idat)
+    stride = width * bpp
+    rows, prev = [], bytearray(stride)
+    for y in range(height):
+        f = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return width, height, bpp, rows
+
+
+def test_html_renders_in_headless_chromium(gated_night, tmp_path):
+    browser = shutil.which('chromium') or shutil.which('chromium-browser')
+    if not browser:
+        pytest.skip('chromium not installed (apt-get install -y chromium)')
+    _, files, _ = gated_night
+    shot = tmp_path / 'report.png'
+    proc = subprocess.run(
+        [browser, '--headless', '--no-sandbox', '--disable-gpu',
+         '--disable-background-networking', '--disable-component-update', '--disable-sync',
+         '--no-first-run', f'--screenshot={shot}', '--window-size=1200,2000',
+         f'file://{files["html"]}'], capture_output=True, text=True, timeout=120)
+    assert shot.exists(), proc.stderr[-2000:]
+    width, height, bpp, rows = _png_pixels(shot)
+    assert (width, height) == (1200, 2000)
+
+    def count(pred):
+        n = 0
+        for row in rows[::4]:
+            for x in range(0, width * bpp, bpp * 4):
+                n += pred(row[x], row[x + 1], row[x + 2])
+        return n
+
+    # the FAIL badge (#cf222e), the INCONCLUSIVE badges (#9a6700), the plot's candidate
+    # line (#0969da) are drawn; dark text on white
+    assert count(lambda r, g, b: r > 190 and g < 60 and b < 70) > 5
+    assert count(lambda r, g, b: 135 < r < 175 and 85 < g < 120 and b < 30) > 5
+    assert count(lambda r, g, b: r < 40 and 80 < g < 130 and b > 190) > 5
+    assert count(lambda r, g, b: r < 80 and g < 80 and b < 80) > 200

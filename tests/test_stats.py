@@ -1,0 +1,149 @@
+"""Statistics of the gate on known cases (h5regress.stats)."""
+
+import itertools
+import math
+import random
+
+import pytest
+
+from h5regress import stats
+
+
+def brute_force_t_plus(d):
+    """Exact null distribution of T+ by enumerating every sign assignment."""
+    ranks = stats._ranks([abs(x) for x in d])[0]
+    t_obs = sum(r for r, x in zip(ranks, d) if x > 0)
+    le = ge = 0
+    for signs in itertools.product((0, 1), repeat=len(d)):
+        t = sum(r for r, s in zip(ranks, signs) if s)
+        le += t <= t_obs
+        ge += t >= t_obs
+    total = 2 ** len(d)
+    return le / total, ge / total
+
+
+def test_signed_rank_counts_sum_and_symmetry():
+    for n in range(1, 16):
+        counts = stats.signed_rank_counts(n)
+        assert sum(counts) == 2 ** n
+        assert len(counts) == n * (n + 1) // 2 + 1
+        assert counts == counts[::-1]
+
+
+@pytest.mark.parametrize('n,crit', [(6, 0), (7, 2), (8, 3), (9, 5), (10, 8), (11, 10),
+                                    (12, 13), (15, 25), (20, 52), (25, 89), (30, 137)])
+def test_critical_values_match_published_table(n, crit):
+    # two-sided 5 % critical values of Wilcoxon's T (e.g. Hollander & Wolfe, table A.4)
+    assert stats.signed_rank_critical(n, 0.95) == crit
+
+
+def test_too_few_pairs_give_unbounded_interval():
+    comp = stats.signed_rank([-0.1, -0.2, -0.15, -0.12, -0.3])
+    assert comp.lo == -math.inf and comp.hi == math.inf
+
+
+def test_exact_p_values_match_enumeration():
+    rng = random.Random(3)
+    for n in (5, 8, 11):
+        d = [rng.gauss(-0.05, 0.1) for _ in range(n)]
+        comp = stats.signed_rank(d)
+        le, ge = brute_force_t_plus(d)
+        assert comp.method == 'exact'
+        assert comp.p_worse == pytest.approx(le)
+        assert comp.p_better == pytest.approx(ge)
+
+
+def test_hodges_lehmann_estimate_known_case():
+    # Walsh averages of [1, 2, 4]: 1, 1.5, 2.5, 2, 3, 4 -> median 2.25
+    assert stats.signed_rank([1.0, 2.0, 4.0]).estimate == pytest.approx(2.25)
+
+
+def test_identical_samples():
+    comp = stats.signed_rank([0.0] * 12)
+    assert comp.estimate == 0.0 and comp.lo == 0.0 and comp.hi == 0.0
+    assert comp.p_worse == 1.0 and comp.p_two_sided == 1.0
+
+
+def test_ties_use_normal_approximation():
+    comp = stats.signed_rank([-0.1, -0.1, -0.1, -0.2, -0.2, 0.05, -0.3, -0.1, -0.2, -0.1])
+    assert comp.method == 'normal'
+    assert comp.p_worse < 0.01
+
+
+def test_interval_coverage_near_nominal():
+    rng = random.Random(11)
+    hits, reps, true = 0, 1500, -0.07
+    for _ in range(reps):
+        comp = stats.signed_rank([rng.gauss(true, 0.11) for _ in range(15)])
+        hits += comp.lo <= true <= comp.hi
+    assert 0.93 <= hits / reps <= 0.975
+
+
+def test_signed_rank_size_under_null_is_at_most_alpha():
+    rng = random.Random(5)
+    reps = 3000
+    rejections = sum(stats.signed_rank([rng.gauss(0, 0.1) for _ in range(20)]).p_worse <= 0.05
+                     for _ in range(reps))
+    assert rejections / reps <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / reps)
+
+
+def test_rank_sum_shift():
+    base = [0.0, 0.1, 0.2, 0.05, 0.12, 0.08, 0.15]
+    cand = [x - 0.3 for x in base]
+    comp = stats.rank_sum(base, cand)
+    assert comp.estimate == pytest.approx(-0.3)
+    assert comp.hi < 0 and comp.p_worse < 0.01
+
+
+def test_benjamini_hochberg_textbook_example():
+    # Benjamini & Hochberg (1995), section 4: 15 p-values, q = 0.05 rejects the first 4
+    p = [0.0001, 0.0004, 0.0019, 0.0095, 0.0201, 0.0278, 0.0298, 0.0344, 0.0459, 0.3240,
+         0.4262, 0.5719, 0.6528, 0.7590, 1.0000]
+    adj = stats.benjamini_hochberg(p)
+    assert [a <= 0.05 for a in adj] == [True] * 4 + [False] * 11
+    assert adj[0] == pytest.approx(0.0015)
+    assert adj[3] == pytest.approx(0.0095 * 15 / 4)
+    assert all(a <= b + 1e-12 for a, b in zip(adj, adj[1:]))   # monotone in p
+
+
+def test_benjamini_hochberg_keeps_input_order():
+    adj = stats.benjamini_hochberg([0.04, 0.01, 0.03])
+    assert adj == pytest.approx([0.04, 0.03, 0.04])
+    assert stats.benjamini_hochberg([]) == []
+
+
+def test_student_t_tail():
+    assert stats.t_two_sided_p(2.228, 10) == pytest.approx(0.05, abs=2e-4)
+    assert stats.t_two_sided_p(2.0, 10) == pytest.approx(0.0734, abs=2e-4)
+    assert stats.t_two_sided_p(1.96, 1e7) == pytest.approx(0.05, abs=1e-4)
+    assert stats.t_two_sided_p(0.0, 5) == pytest.approx(1.0)
+
+
+def test_welch_equal_variances_is_student():
+    a = [1.0, 2.0, 3.0, 4.0, 5.0]
+    b = [3.0, 4.0, 5.0, 6.0, 7.0]
+    t, df, p = stats.welch_t(a, b)
+    assert t == pytest.approx(2.0)
+    assert df == pytest.approx(8.0)
+    assert p == pytest.approx(stats.t_two_sided_p(2.0, 8))
+
+
+def test_percentile_linear_interpolation():
+    assert stats.percentile([1, 2, 3, 4], 50) == 2.5
+    assert stats.percentile([1, 2, 3, 4], 5) == pytest.approx(1.15)
+    assert stats.percentile([7], 95) == 7
+
+
+def test_change_point_found_at_the_step():
+    rng = random.Random(2)
+    series = [rng.gauss(0, 0.02) for _ in range(40)] + [rng.gauss(-0.1, 0.02) for _ in range(20)]
+    cps = stats.change_points(series, window=10, alpha=0.001, min_shift=0.05)
+    assert len(cps) == 1
+    assert abs(cps[0].index - 40) <= 1
+    assert cps[0].shift < -0.05
+
+
+def test_no_change_point_in_noise():
+    rng = random.Random(4)
+    series = [rng.gauss(0, 0.02) for _ in range(200)]
+    assert stats.change_points(series, window=10, alpha=0.001, min_shift=0.05) == []
