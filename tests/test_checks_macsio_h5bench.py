@@ -215,7 +215,14 @@ def test_h5bench_dry_run_configs(tmp_path, stubs):
     assert any(re.search(r'h5bench_exerciser --numdims 2 --minels 8 8 --nsizes 3 '
                          r'--bufmult 2 2 --dimranks 2 1 --indepio$', s, re.M) for s in exer)
     meta = next(stage.glob('h5bench_metadata_check_*'))
-    assert 'process-rows = 2' in (meta / 'hdf5_iotest.ini').read_text()
+    ini = (meta / 'hdf5_iotest.ini').read_text()
+    assert 'process-rows = 2' in ini
+    # hdf5_iotest cuts ini lines at 200 characters: paths are relative to the data directory
+    assert 'hdf5-file = hdf5_iotest.h5\n' in ini and 'csv-file = hdf5_iotest.csv\n' in ini
+    script = (meta / 'rfm_job.sh').read_text()
+    data = re.search(r'^mkdir -p (".*")$', script, re.M).group(1)
+    assert re.search(rf'^cd {re.escape(data)}$', script, re.M)
+    assert re.search(r'^\[ ! -e hdf5_iotest.csv \] \|\| cp hdf5_iotest.csv \S+/$', script, re.M)
 
 
 def test_h5bench_subfiling_and_async_skip_with_reason(tmp_path, stubs):
@@ -319,6 +326,10 @@ def test_h5bench_runs_on_local(tmp_path):
     assert out.returncode == 0, out.stdout[-6000:]
     write = by_test(perf_lines(tmp_path, 'h5bench_write_check'))
     assert '1D-CONTIG-CONTIG-collective' in write
+    # every h5bench benchmark's records name the tool h5bench, as `h5regress parse` does
+    for check in ('write', 'read', 'exerciser', 'metadata'):
+        rows = perf_lines(tmp_path, f'h5bench_{check}_check')
+        assert {row['context']['tool'] for row in rows} == {'h5bench'}
     perf = write['1D-CONTIG-CONTIG-collective']
     assert float(perf['write_size']['perf_value']) == 65536 * 32 * 3 * 2
     assert float(perf['write_observed_rate']['perf_value']) > 0

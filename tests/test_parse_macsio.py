@@ -1,4 +1,5 @@
-"""MACSio parser against the real outputs in ../shared/fixtures/macsio (numbers checked by hand)."""
+"""MACSio parser against the real outputs in ../shared/fixtures/macsio (numbers checked by hand),
+and :func:`check_files` against real runs whose log lines and file listing are inline."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from h5regress.parsers import macsio, parser_for
 from h5regress.parsers.base import ParseError, RunFailed
 
 FIXTURES = Path(__file__).resolve().parents[1].parent / 'shared' / 'fixtures' / 'macsio'
-pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(),
-                                reason=f'MACSio fixtures not found at {FIXTURES}')
+needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(),
+                                    reason=f'MACSio fixtures not found at {FIXTURES}')
 
 CASES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir()) if FIXTURES.is_dir() else []
 FAIL_CASES = [c for c in CASES if c.startswith('fail-')]
@@ -64,6 +65,7 @@ def test_wanted():
     assert not macsio.wanted('macsio_hdf5_000.h5') and not macsio.wanted('README.md')
 
 
+@needs_fixtures
 @pytest.mark.parametrize('case', FAIL_CASES)
 def test_every_failure_fixture_is_run_failed(case):
     with pytest.raises(RunFailed):
@@ -72,6 +74,7 @@ def test_every_failure_fixture_is_run_failed(case):
         macsio.parse(files_of(case))
 
 
+@needs_fixtures
 @pytest.mark.parametrize('case', OK_CASES)
 def test_every_success_fixture_parses_and_matches_its_files(case):
     run = one(case)
@@ -86,6 +89,7 @@ def test_every_success_fixture_parses_and_matches_its_files(case):
     assert all(r.unit in ('MiB/s', 'B', 's') for r in records)
 
 
+@needs_fixtures
 def test_mif_numbers_by_hand():
     run = one('hdf5-mif2-p2M-d4')
     # Total Bytes: 303.4423 Mi; Last finisher - First starter = 218.3613 msecs; BW = 1.3571 Gi/sec
@@ -103,6 +107,7 @@ def test_mif_numbers_by_hand():
     assert p['avg_num_parts'] == 1.0 and p['vars_per_part'] == 20
 
 
+@needs_fixtures
 def test_seconds_unit_is_normalised():
     run = one('hdf5-sif1-coll-p2M-d4-hdf5-1.14.6')
     # ... Last finisher - First starter =   2.4139 secs; BW = 125.7085 Mi/sec
@@ -114,6 +119,7 @@ def test_seconds_unit_is_normalised():
     assert miftmpl.measurement('write', 'bw').samples[0] == pytest.approx(2 * 37.9303 / 3.3293)
 
 
+@needs_fixtures
 def test_plugin_args_and_modes():
     assert one('hdf5-sif1-indep-p2M-d4').params['collective'] is False
     sif = one('hdf5-sif1-coll-p2M-d4').params
@@ -134,6 +140,7 @@ def test_params_from_compression_command():
     assert prov == {'filebase': '/scratch/x/run', 'show_errors': True}
 
 
+@needs_fixtures
 def test_without_command_only_what_the_output_says():
     run = one('hdf5-sif1-coll-p2M-d4', with_command=False)
     assert run.params == {'interface': 'hdf5', 'parallel_file_mode': 'SIF',
@@ -141,6 +148,7 @@ def test_without_command_only_what_the_output_says():
     assert value(run, 'bw') == pytest.approx(352.5760)
 
 
+@needs_fixtures
 def test_command_from_job_script():
     files = files_of('hdf5-mif2-p2M-d4')
     files['rfm_job.sh'] = '#!/bin/bash\ncd /x\n' + command_of('hdf5-mif2-p2M-d4') + '\n'
@@ -148,11 +156,13 @@ def test_command_from_job_script():
     assert run.params['file_count'] == 2 and run.params['part_size'] == 2 * 1024 * 1024
 
 
+@needs_fixtures
 def test_missing_directory_fails_although_bandwidth_is_plausible():
     with pytest.raises(RunFailed, match='errno 2 .No such file or directory'):
         macsio.parse(files_of('fail-sif-nonexistent-dir'))
 
 
+@needs_fixtures
 def test_crash_before_log_and_unknown_interface():
     with pytest.raises(RunFailed, match='unknown argument'):
         macsio.parse(files_of('fail-miffpp-missing-count'))
@@ -170,12 +180,14 @@ def test_not_macsio_output():
     assert not isinstance(err.value, RunFailed)
 
 
+@needs_fixtures
 def test_fewer_dumps_than_asked_fails():
     cmd = command_of('hdf5-mif2-p2M-d4').replace('--num_dumps 4', '--num_dumps 5')
     with pytest.raises(RunFailed, match='4 dumps logged'):
         macsio.parse(files_of('hdf5-mif2-p2M-d4'), command=cmd)
 
 
+@needs_fixtures
 def test_check_files_finds_problems():
     run = one('hdf5-mif2-p2M-d4')
     written = written_of('hdf5-mif2-p2M-d4')
@@ -183,12 +195,13 @@ def test_check_files_finds_problems():
     assert any('expected 2 file(s) per dump' in p for p in macsio.check_files(run, missing))
     shrunk = dict(written, **{'macsio_hdf5_00000_002.h5': 1000})
     problems = macsio.check_files(run, shrunk)
-    assert any('macsio_hdf5_00000_002.h5 has 1000 B' in p for p in problems)
+    assert any('more than macsio_hdf5_00000_002.h5 has (1000 B)' in p for p in problems)
     empty = dict(written, **{'macsio_hdf5_00000_002.h5': 0})
     assert any('empty file' in p for p in macsio.check_files(run, empty))
     assert macsio.check_files(run, {'macsio-log.log': 24576})[0].startswith('no data files')
 
 
+@needs_fixtures
 def test_wrapped_log_warns():
     """A rank section that wrapped (oldest dump lines overwritten) keeps the totals."""
     text = (FIXTURES / 'hdf5-mif2-p2M-d4' / 'macsio-log.log').read_text()
@@ -199,3 +212,147 @@ def test_wrapped_log_warns():
     run = macsio.parse({'macsio-log.log': '\n'.join(lines)})[0]
     assert any('wrapped' in w for w in run.warnings)
     assert value(run, 'bw') == pytest.approx(1.3571 * GI)
+
+
+# ----------------------------------------------------------------------------- shared files
+# Real runs (MACSio from LLNL/MACSio master, HDF5 1.10 from Debian, Open MPI, one node):
+# the log's dump and total lines (padding and other lines dropped) and ``ls -l`` of the
+# data directory. MACSio stat()s a dump's files as soon as the rank is done with them.
+
+# mpirun -np 2 macsio --interface hdf5 --parallel_file_mode MIF 1 --part_size 256K
+#   --num_dumps 4 --filebase DATA/macsio --log_line_cnt 80 64
+HDF5_MIF1_CMD = ('mpirun -np 2 /opt/iotools/macsio/bin/macsio --interface hdf5 '
+                 '--parallel_file_mode MIF 1 --part_size 256K --num_dumps 4 '
+                 '--filebase /data/macsio --log_line_cnt 80 64')
+HDF5_MIF1_LOG = '''\
+-----Processor 000000-----
+Info:"macsio_main.c":556:Dump 00 BW:   4.7242 Mi/ 39.2813 msecs = 120.2667 Mi/sec:::
+Info:"macsio_main.c":561:Dump 00 Stat BW:   7.7500 Mi/ 39.2813 msecs = 197.2948 Mi/sec:::
+Info:"macsio_main.c":556:Dump 01 BW:   4.7242 Mi/ 39.7811 msecs = 118.7555 Mi/sec:::
+Info:"macsio_main.c":561:Dump 01 Stat BW:   9.4595 Mi/ 39.7811 msecs = 237.7886 Mi/sec:::
+Info:"macsio_main.c":556:Dump 02 BW:   4.7242 Mi/ 15.9525 msecs = 296.1445 Mi/sec:::
+Info:"macsio_main.c":561:Dump 02 Stat BW:   9.4595 Mi/ 15.9525 msecs = 592.9811 Mi/sec:::
+Info:"macsio_main.c":556:Dump 03 BW:   4.7242 Mi/ 22.1813 msecs = 212.9830 Mi/sec:::
+Info:"macsio_main.c":561:Dump 03 Stat BW:   9.4595 Mi/ 22.1813 msecs = 426.4638 Mi/sec:::
+Info:"macsio_main.c":587:Overall BW:  18.8969 Mi/117.1962 msecs = 161.2419 Mi/sec:::
+Info:"macsio_main.c":607:Summed  BW: 280.1136 Mi/sec:::
+Info:"macsio_main.c":609:Total Bytes:  37.7939 Mi; Last finisher - First starter = 175.3170 msecs; BW = 215.5744 Mi/sec:::
+-----Processor 000001-----
+Info:"macsio_main.c":556:Dump 00 BW:   4.7242 Mi/106.2547 msecs =  44.4614 Mi/sec:::
+Info:"macsio_main.c":561:Dump 00 Stat BW:   9.4595 Mi/106.2547 msecs =  89.0267 Mi/sec:::
+Info:"macsio_main.c":556:Dump 01 BW:   4.7242 Mi/ 25.9500 msecs = 182.0514 Mi/sec:::
+Info:"macsio_main.c":561:Dump 01 Stat BW:   9.4595 Mi/ 25.9500 msecs = 364.5282 Mi/sec:::
+Info:"macsio_main.c":556:Dump 02 BW:   4.7242 Mi/ 19.3698 msecs = 243.8973 Mi/sec:::
+Info:"macsio_main.c":561:Dump 02 Stat BW:   9.4595 Mi/ 19.3698 msecs = 488.3646 Mi/sec:::
+Info:"macsio_main.c":556:Dump 03 BW:   4.7242 Mi/  7.3946 msecs = 638.8768 Mi/sec:::
+Info:"macsio_main.c":561:Dump 03 Stat BW:   9.4595 Mi/  7.3946 msecs =   1.2493 Gi/sec:::
+Info:"macsio_main.c":587:Overall BW:  18.8969 Mi/158.9690 msecs = 118.8718 Mi/sec:::
+'''
+HDF5_MIF1_FILES = {f'macsio_hdf5_00000_00{d}.h5': 9919008 for d in range(4)}
+
+# mpirun -np 4 macsio --interface miftmpl --parallel_file_mode MIF 2 --part_size 64K
+#   --num_dumps 2 --filebase DATA/macsio --log_line_cnt 72 64
+MIFTMPL_MIF2_CMD = ('mpirun -np 4 /opt/iotools/macsio/bin/macsio --interface miftmpl '
+                    '--parallel_file_mode MIF 2 --part_size 64K --num_dumps 2 '
+                    '--filebase /data/macsio --log_line_cnt 72 64')
+MIFTMPL_MIF2_LOG = '''\
+-----Processor 000000-----
+Info:"macsio_main.c":556:Dump 00 BW:   1.1749 Mi/549.3909 msecs =   2.1386 Mi/sec:::
+Info:"macsio_main.c":561:Dump 00 Stat BW:   7.4823 Mi/549.3909 msecs =  13.6193 Mi/sec:::
+Info:"macsio_main.c":556:Dump 01 BW:   1.1749 Mi/446.9835 msecs =   2.6285 Mi/sec:::
+Info:"macsio_main.c":561:Dump 01 Stat BW:   7.4822 Mi/446.9835 msecs =  16.7393 Mi/sec:::
+Info:"macsio_main.c":587:Overall BW:   2.3498 Mi/996.3743 msecs =   2.3584 Mi/sec:::
+Info:"macsio_main.c":607:Summed  BW:   9.5337 Mi/sec:::
+Info:"macsio_main.c":609:Total Bytes:   9.3993 Mi; Last finisher - First starter =   1.0042 secs; BW =   9.3600 Mi/sec:::
+-----Processor 000001-----
+Info:"macsio_main.c":556:Dump 00 BW:   1.1749 Mi/549.2194 msecs =   2.1392 Mi/sec:::
+Info:"macsio_main.c":561:Dump 00 Stat BW:   7.4823 Mi/549.2194 msecs =  13.6235 Mi/sec:::
+Info:"macsio_main.c":556:Dump 01 BW:   1.1749 Mi/444.4953 msecs =   2.6433 Mi/sec:::
+Info:"macsio_main.c":561:Dump 01 Stat BW:   7.4824 Mi/444.4953 msecs =  16.8335 Mi/sec:::
+Info:"macsio_main.c":587:Overall BW:   2.3498 Mi/993.7146 msecs =   2.3647 Mi/sec:::
+-----Processor 000002-----
+Info:"macsio_main.c":556:Dump 00 BW:   1.1749 Mi/535.2094 msecs =   2.1952 Mi/sec:::
+Info:"macsio_main.c":561:Dump 00 Stat BW:   7.3847 Mi/535.2094 msecs =  13.7978 Mi/sec:::
+Info:"macsio_main.c":556:Dump 01 BW:   1.1749 Mi/439.5758 msecs =   2.6728 Mi/sec:::
+Info:"macsio_main.c":561:Dump 01 Stat BW:   7.3847 Mi/439.5758 msecs =  16.7996 Mi/sec:::
+Info:"macsio_main.c":587:Overall BW:   2.3498 Mi/974.7852 msecs =   2.4106 Mi/sec:::
+-----Processor 000003-----
+Info:"macsio_main.c":556:Dump 00 BW:   1.1749 Mi/541.4225 msecs =   2.1701 Mi/sec:::
+Info:"macsio_main.c":561:Dump 00 Stat BW:   7.3847 Mi/541.4225 msecs =  13.6395 Mi/sec:::
+Info:"macsio_main.c":556:Dump 01 BW:   1.1749 Mi/437.6570 msecs =   2.6846 Mi/sec:::
+Info:"macsio_main.c":561:Dump 01 Stat BW:   7.3847 Mi/437.6570 msecs =  16.8733 Mi/sec:::
+Info:"macsio_main.c":587:Overall BW:   2.3498 Mi/979.0796 msecs =   2.4000 Mi/sec:::
+'''
+MIFTMPL_MIF2_FILES = {
+    'macsio_json_00000_000.json': 7845403, 'macsio_json_00000_001.json': 7845403,
+    'macsio_json_00001_000.json': 7742937, 'macsio_json_00001_001.json': 7742937,
+    'macsio_json_root_000.json': 496, 'macsio_json_root_001.json': 496,
+}
+
+
+def stat_of(run, rank: int, dump: int) -> float:
+    return next(d.stat_bytes for d in run.dumps if (d.rank, d.dump) == (rank, dump))
+
+
+def test_mif_group_is_macsios():
+    """MACSIO_MIF_RankOfGroup: runs of consecutive ranks, the first groups one larger."""
+    assert [macsio.mif_group(r, 4, 2) for r in range(4)] == [0, 0, 1, 1]
+    assert [macsio.mif_group(r, 5, 2) for r in range(5)] == [0, 0, 0, 1, 1]
+    assert [macsio.mif_group(r, 7, 3) for r in range(7)] == [0, 0, 0, 1, 1, 2, 2]
+    assert [macsio.mif_group(r, 3, 3) for r in range(3)] == [0, 1, 2]
+    assert [macsio.mif_group(r, 3, 1) for r in range(3)] == [0, 0, 0]
+
+
+def test_mif_ranks_sharing_a_file_see_it_growing():
+    """Two ranks take turns in one file: rank 0 looks before rank 1 has written."""
+    run = macsio.parse({macsio.LOG_NAME: HDF5_MIF1_LOG}, command=HDF5_MIF1_CMD)[0]
+    assert stat_of(run, 0, 0) == 7.75 * MI < 9919008       # a partial file
+    assert stat_of(run, 1, 0) == pytest.approx(9919008, abs=53)
+    assert macsio.check_files(run, HDF5_MIF1_FILES) == []
+    # the last writer saw the final size: a file changed afterwards is a problem
+    grown = dict(HDF5_MIF1_FILES, **{'macsio_hdf5_00000_002.h5': 9919008 + 4096})
+    assert macsio.check_files(run, grown) == [
+        'macsio_hdf5_00000_002.h5 has 9923104 B, but the rank(s) writing it saw at most '
+        '9919005 B after dump 2']
+    # no rank can have seen more than the file holds in the end
+    shrunk = dict(HDF5_MIF1_FILES, **{'macsio_hdf5_00000_000.h5': 9000000})
+    problems = macsio.check_files(run, shrunk)
+    assert any(p.startswith('rank 1 saw 9919005 B on disk after dump 0, more than '
+                            'macsio_hdf5_00000_000.h5 has (9000000 B)') for p in problems)
+    assert not any(p.startswith('rank 0 ') for p in problems)     # 7.75 Mi < 9000000 B
+
+
+def test_miftmpl_ranks_see_the_root_file_being_written():
+    """miftmpl: ranks stat their data file and the root file, which all ranks write in
+    turn; only the last rank sees both complete."""
+    run = macsio.parse({macsio.LOG_NAME: MIFTMPL_MIF2_LOG}, command=MIFTMPL_MIF2_CMD)[0]
+    # rank 0 (first in root) saw its data file and part of the root file
+    assert 7845403 < stat_of(run, 0, 0) < 7845403 + 496 - 53
+    assert stat_of(run, 3, 0) == pytest.approx(7742937 + 496, abs=53)
+    assert macsio.check_files(run, MIFTMPL_MIF2_FILES) == []
+    # a root file that grew after the last rank looked
+    grown = dict(MIFTMPL_MIF2_FILES, **{'macsio_json_root_001.json': 496 + 400})
+    assert macsio.check_files(run, grown) == [
+        'macsio_json_00001_001.json and the root file of dump 1 have 7743833 B, but rank 3, '
+        'the last to write, saw 7743419 B after dump 1']
+    # a data file smaller than what its ranks saw
+    shrunk = dict(MIFTMPL_MIF2_FILES, **{'macsio_json_00000_000.json': 7000000})
+    problems = macsio.check_files(run, shrunk)
+    assert [p.split(' saw')[0] for p in problems] == ['rank 0', 'rank 1']
+    assert 'more than macsio_json_00000_000.json and the root file of dump 0 have ' \
+           '(7000496 B)' in problems[0]
+
+
+def test_miftmpl_one_file_two_ranks_from_the_check():
+    """As seen by the macsio check (miftmpl, MIF 1, 2 ranks): rank 0 saw 15.0963 Mi (to
+    52 B), the data file had 15829383 B and the root file 418 B."""
+    run = macsio.MacsioRun(
+        tool='macsio',
+        params={'interface': 'miftmpl', 'parallel_file_mode': 'MIF', 'file_count': 1,
+                'num_ranks': 2, 'num_dumps': 1},
+        provenance={}, measurements=[],
+        dumps=[macsio.DumpLine(0, 0, 1.0, 1.0, 15.0963 * MI, 0.00005 * MI),
+               macsio.DumpLine(1, 0, 1.0, 1.0, round(15829801 / MI, 4) * MI, 0.00005 * MI)])
+    files = {'macsio_json_00000_000.json': 15829383, 'macsio_json_root_000.json': 418}
+    assert 15.0963 * MI > 15829383 + 52        # more than the data file alone
+    assert macsio.check_files(run, files) == []

@@ -585,10 +585,8 @@ def check_files(run: ParsedRun, written: Mapping[str, int]) -> list[str]:
       not data), none is empty, and every dump has the same number of files:
       1 (or the SIF file count) in SIF mode, the file count (at most one per
       rank) in MIF mode, one per rank in MIFFPP mode;
-    - each rank's ``Dump NN Stat`` size (what MACSio saw on disk) is the size of
-      a file of that dump (plus that dump's root file for miftmpl), to the
-      log's print precision, and each file's size is some rank's Stat size
-      (files changed after MACSio looked at them);
+    - each rank's ``Dump NN Stat`` size (what MACSio saw on disk) against the
+      final size of the file(s) it looked at (:func:`_stat_mismatches`);
     - the data files hold at least 90% of the bytes MACSio says it marshalled
       (skipped with compression; HDF5 files are ~0.01% smaller than the
       problem object, miftmpl's JSON text ~3x larger).
@@ -599,6 +597,7 @@ def check_files(run: ParsedRun, written: Mapping[str, int]) -> list[str]:
     tag = _TAGS.get(interface) if interface else None
     file_re = re.compile('^' + re.escape(base) + _FILE_TAIL)
     by_dump: dict[int, dict[str, int]] = {}
+    groups: dict[str, int | None] = {}          # data file -> its MIF group (None: SIF)
     roots: dict[int, int] = {}
     for name, size in written.items():
         m = file_re.match(_base(name))
@@ -608,6 +607,7 @@ def check_files(run: ParsedRun, written: Mapping[str, int]) -> list[str]:
             roots[int(m.group('dump'))] = roots.get(int(m.group('dump')), 0) + int(size)
             continue
         by_dump.setdefault(int(m.group('dump')), {})[_base(name)] = int(size)
+        groups[_base(name)] = int(m.group('group')) if m.group('group') else None
     if not by_dump:
         return [f'no data files named {base}_{tag or "*"}_* among the {len(written)} '
                 'files written']
@@ -634,7 +634,8 @@ def check_files(run: ParsedRun, written: Mapping[str, int]) -> list[str]:
     empty = sorted(n for f in by_dump.values() for n, s in f.items() if s == 0)
     if empty:
         problems.append(f'empty file(s): {", ".join(empty)}')
-    problems += _stat_mismatches(getattr(run, 'dumps', []), by_dump, roots)
+    problems += _stat_mismatches(getattr(run, 'dumps', []), by_dump, groups, roots,
+                                 params.get('num_ranks'), expected)
     if not params.get('compression'):
         try:
             claimed = run.measurement('write', 'size').value
@@ -646,27 +647,75 @@ def check_files(run: ParsedRun, written: Mapping[str, int]) -> list[str]:
     return problems
 
 
-def _stat_mismatches(dumps: Sequence[DumpLine], by_dump: Mapping[int, Mapping[str, int]],
-                     roots: Mapping[int, int]) -> list[str]:
-    """Each rank's Stat size is a file's size, and each file's size some rank's Stat size."""
-    def same(size: int, line: DumpLine) -> bool:
-        # miftmpl ranks also stat the dump's root file
-        return any(abs(size + extra - line.stat_bytes) <= line.stat_tol + 1
-                   for extra in {0, roots.get(line.dump, 0)})
+def mif_group(rank: int, num_ranks: int, num_files: int) -> int:
+    """The file (MIF group) ``rank`` writes: MACSio's ``MACSIO_MIF_RankOfGroup``.
 
+    Groups are runs of consecutive ranks; the first ``num_ranks % num_files`` groups
+    have one rank more. Within a group the ranks write in turn, in rank order.
+    """
+    size, extra = divmod(num_ranks, num_files)
+    split = extra * (size + 1)
+    return rank // (size + 1) if rank < split else extra + (rank - split) // size
+
+
+#: MACSio sums ``st_size`` into an ``int`` (macsio_utils.c, MACSIO_UTILS_StatFiles): its
+#: Stat sizes of files from 2 GiB on are wrapped, and not compared.
+_STAT_INT_LIMIT = 2 ** 31
+
+
+def _stat_mismatches(dumps: Sequence[DumpLine], by_dump: Mapping[int, Mapping[str, int]],
+                     groups: Mapping[str, int | None], roots: Mapping[int, int],
+                     num_ranks: int | None, num_files: int | None) -> list[str]:
+    """Each rank's ``Dump NN Stat`` size against the final size of what it looked at.
+
+    After its dump every rank stat()s the files it wrote that dump (macsio_main.c,
+    ``MACSIO_UTILS_StatFiles``), without waiting for the other ranks, so:
+
+    - the ranks sharing a file (MIF with fewer files than ranks: they take turns
+      through MACSio's baton, and look as soon as they hand it on; SIF) may see it
+      partly written: none saw more than its final size, and the largest size they
+      saw is its final size (the last writer looks at the complete file);
+    - miftmpl ranks also stat the dump's root file, which all ranks then write in
+      turn, in rank order (a second baton): each rank saw at most its data file and
+      the root file, and the last rank, last in its data file's group and in the
+      root file, saw both complete.
+    """
     problems = []
-    stats: dict[int, list[DumpLine]] = {}
-    for line in dumps:
-        if line.stat_bytes is not None and line.dump in by_dump:
-            stats.setdefault(line.dump, []).append(line)
-    for dump, lines in sorted(stats.items()):
+    for dump, files in sorted(by_dump.items()):
+        lines = [d for d in dumps if d.dump == dump and d.stat_bytes is not None]
+        if not lines:
+            continue
+        ranks = num_ranks or max(d.rank for d in lines) + 1
+        count = num_files or len(files)
+        by_group = {groups.get(name): name for name in files}
+        sharers: dict[str, list[DumpLine]] = {}
         for line in lines:
-            if not any(same(s, line) for s in by_dump[dump].values()):
-                problems.append(f'rank {line.rank} saw {line.stat_bytes:.0f} B on disk after '
-                                f'dump {dump}, no file of that dump has that size')
-        for name, size in sorted(by_dump[dump].items()):
-            if not any(same(size, line) for line in lines):
-                problems.append(f'{name} has {size} B, no rank saw that size after dump {dump}')
+            if None in by_group and len(files) == 1:        # SIF: every rank's file
+                name = by_group[None]
+            else:
+                name = by_group.get(mif_group(line.rank, ranks, count))
+            if name is not None:     # a missing file is reported with the file counts
+                sharers.setdefault(name, []).append(line)
+        root = roots.get(dump, 0)
+        for name, seen in sorted(sharers.items()):
+            if max(files[name], root) >= _STAT_INT_LIMIT:
+                continue
+            final = files[name] + root
+            what = f'{name} and the root file of dump {dump} have' if root else f'{name} has'
+            for line in seen:
+                if line.stat_bytes > final + line.stat_tol + 1:
+                    problems.append(f'rank {line.rank} saw {line.stat_bytes:.0f} B on disk '
+                                    f'after dump {dump}, more than {what} ({final} B)')
+            if root:
+                last = next((line for line in seen if line.rank == ranks - 1), None)
+                if last and abs(last.stat_bytes - final) > last.stat_tol + 1:
+                    problems.append(f'{what} {final} B, but rank {last.rank}, the last to '
+                                    f'write, saw {last.stat_bytes:.0f} B after dump {dump}')
+                continue
+            most = max(seen, key=lambda line: line.stat_bytes)
+            if abs(most.stat_bytes - final) > most.stat_tol + 1:
+                problems.append(f'{what} {final} B, but the rank(s) writing it saw at most '
+                                f'{most.stat_bytes:.0f} B after dump {dump}')
     return problems
 
 

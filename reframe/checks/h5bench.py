@@ -37,7 +37,7 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import parameter, run_after, variable
 
 from h5regress import tools
-from h5regress.checkbase import CACHE_MARK, HDF5Benchmark
+from h5regress.checkbase import HDF5Benchmark, shell_word
 from h5regress.parsers import ParsedRun, RunFailed
 from h5regress.parsers import h5bench as h5bench_parser
 from h5regress.probe import linked_hdf5
@@ -56,6 +56,10 @@ WRITE_CFG, WRITE_CSV = 'write.cfg', 'write.csv'
 READ_CFG, READ_CSV = 'read.cfg', 'read.csv'
 #: the write phase of a read test keeps its own stdout/stderr
 WRITE_OUT, WRITE_ERR = 'h5bench-write.out', 'h5bench-write.err'
+#: what the parser reads of one execution: its stdout, stderr, configuration and CSV
+WRITE_FILES = ['stdout', 'stderr', WRITE_CFG, WRITE_CSV]
+READ_FILES = ['stdout', 'stderr', READ_CFG, READ_CSV]
+WRITE_PHASE_FILES = [WRITE_OUT, WRITE_ERR, WRITE_CFG, WRITE_CSV]
 
 
 def subfiling_support(binary: str) -> str | None:
@@ -115,7 +119,54 @@ def pattern_dims(num_dims: int, particles: int) -> list[int]:
 
 
 class h5bench_base(HDF5Benchmark):
-    """What the write and read checks share: sizes, time steps, the configuration file."""
+    """What every h5bench check shares: the tool name of its records, the references,
+    the reference index, and parsing one execution of the benchmark."""
+
+    tool = 'h5bench'
+    #: envelopes are data: reframe/config/references/ (path relative to this file)
+    reference = {'$ref': '../config/references/h5bench.yaml'}
+
+    #: reference index: per partition and per benchmark row (the row as listed)
+    case = variable(str, value='', loggable=True)
+
+    #: h5bench benchmark the parser reads (``write``, ``read``, ``exerciser``, ``metadata``)
+    kind = ''
+    #: file the run leaves in the data directory, checked after each phase ('' for none)
+    data_file = ''
+
+    @run_after('init')
+    def set_case(self):
+        self.case = type(self).raw_params['benchmark'].format(self.benchmark)
+
+    def phase(self, files: dict[str, str], names: list[str], kind: str,
+              command: str) -> ParsedRun:
+        """One h5bench execution from its stdout, stderr, cfg and CSV; its data file checked."""
+        run = h5bench_parser.parse_benchmark({n: files[n] for n in names if n in files},
+                                             '', kind, command)
+        if self.data_file:
+            written = self.written_files()
+            # the subfiling VFD adds <data file>.subfile_* files next to it
+            if not any(size for name, size in written.items()
+                       if name.startswith(self.data_file)):
+                raise RunFailed(f'{self.data_dir}: {kind} phase: no non-empty {self.data_file} '
+                                'in the data directory (found: '
+                                f'{", ".join(sorted(written)) or "nothing"})')
+        return run
+
+    def parse_output(self, files):
+        return self.phase(files, self.output_files, self.kind,
+                          self.launch_command(self.executable_opts))
+
+    def run_in_data_dir(self, keep: tuple[str, ...] = ()) -> None:
+        """Run in the data directory; the files in ``keep`` come back to the stage."""
+        stage = shlex.quote(self.stagedir)
+        self.prerun_cmds = [f'cd {shell_word(self.data_dir)}']
+        self.postrun_cmds = [f'[ ! -e {shlex.quote(name)} ] || cp {shlex.quote(name)} {stage}/'
+                             for name in keep] + [f'cd {stage}']
+
+
+class h5bench_pattern_base(h5bench_base):
+    """The write and read checks: sizes, time steps, the configuration file."""
 
     #: Particles per rank (DIM_1 x DIM_2 x DIM_3 before rounding 2D/3D to a square/cube).
     #:
@@ -142,8 +193,7 @@ class h5bench_base(HDF5Benchmark):
     #: :default: ``[]``: a quarter of each data dimension
     chunk_dims = variable(typ.List[int], value=[])
 
-    #: Parsed for sanity: the configuration, its CSV, stdout and stderr of each phase.
-    parser = 'h5bench'
+    data_file = DATA_FILE
 
     def particles(self) -> int:
         if self.particles_per_rank:
@@ -187,6 +237,23 @@ class h5bench_base(HDF5Benchmark):
         with open(os.path.join(self.stagedir, name), 'w') as fp:
             fp.write(self.cfg_text({**cfg, 'CSV_FILE': csv}))
 
+    def use_pattern(self, cfg: dict[str, str], cfg_name: str, csv: str, **params) -> None:
+        """Run on ``cfg`` (written to ``cfg_name``): options, sizes, parameters, perf variables."""
+        self.write_cfg(cfg_name, cfg, csv)
+        self.tool_options = [f'{k}={v}' for k, v in cfg.items()]
+        self.executable_opts = [cfg_name, os.path.join(self.data_dir, DATA_FILE)]
+        self.data_bytes = (math.prod(int(cfg[f'DIM_{i}']) for i in (1, 2, 3)) *
+                           PARTICLE_BYTES * self.timesteps * self.num_tasks)
+        self.test_params = {**h5bench_parser.parse_cfg(self.cfg_text(cfg)),
+                            'benchmark': self.kind, **params}
+        op = self.kind
+        self.set_perf_variables({
+            f'{op}_raw_rate': (op, 'raw_rate', 'MiB/s'),
+            f'{op}_observed_rate': (op, 'observed_rate', 'MiB/s'),
+            f'{op}_metadata_time': (op, 'metadata_time', 's'),
+            f'{op}_size': (op, 'size', 'B'),
+        })
+
     def use_async(self) -> None:
         """ASYNC mode: the async VOL connector, when installed (skip otherwise)."""
         extras = self.current_partition.extras
@@ -198,28 +265,9 @@ class h5bench_base(HDF5Benchmark):
         # the connector's background thread needs MPI_THREAD_MULTIPLE
         self.env_vars['MPICH_MAX_THREAD_SAFETY'] = 'multiple'
 
-    def check_subfiling(self, binary: str) -> None:
-        why = subfiling_support(binary)
-        self.skip_if(why is not None, why)
-
-    def stderr_name(self) -> str:
-        return self.job.stderr
-
-    def phase(self, files: dict[str, str], names: list[str], kind: str,
-              command: str) -> ParsedRun:
-        """One h5bench execution from its stdout, stderr, cfg and CSV; its data file checked."""
-        group = {n: files[n] for n in names if n in files}
-        run = h5bench_parser.parse_benchmark(group, '', kind, command)
-        written = self.written_files()
-        # the subfiling VFD adds DATA_FILE.subfile_* files next to it
-        if not any(size for name, size in written.items() if name.startswith(DATA_FILE)):
-            raise RunFailed(f'{self.data_dir}: {kind} phase: no non-empty {DATA_FILE} in the '
-                            f'data directory (found: {", ".join(sorted(written)) or "nothing"})')
-        return run
-
 
 @rfm.simple_test
-class h5bench_write_check(h5bench_base):
+class h5bench_write_check(h5bench_pattern_base):
     #: (dimensions, MEM_PATTERN, FILE_PATTERN, I/O): h5bench's supported write patterns,
     #: then collective/independent, compression, subfiling and ASYNC on 1D/2D CONTIG.
     benchmark = parameter([
@@ -239,46 +287,24 @@ class h5bench_write_check(h5bench_base):
         (1, 'CONTIG', 'CONTIG', 'async'),
     ], fmt=lambda row: f'{row[0]}D-{row[1]}-{row[2]}-{row[3]}', loggable=True)
 
-    tool = 'h5bench_write'
-    #: envelopes are data: reframe/config/references/ (path relative to this file)
-    reference = {'$ref': '../config/references/h5bench.yaml'}
-
-    #: reference index: per partition and per benchmark row
-    case = variable(str, value='', loggable=True)
+    binary = 'h5bench_write'
+    kind = 'write'
 
     @run_after('setup')
     def set_benchmark_options(self):
         dims, mem, file, io = self.benchmark
-        self.case = f'{dims}D-{mem}-{file}-{io}'
         if io == 'subfiling':
-            self.check_subfiling(self.executable)
+            why = subfiling_support(self.executable)
+            self.skip_if(why is not None, why)
         if io == 'async':
             self.use_async()
-        cfg = self.pattern_config(dims, mem, file, io)
-        self.write_cfg(WRITE_CFG, cfg, WRITE_CSV)
-        self.tool_options = [f'{k}={v}' for k, v in cfg.items()]
-        self.executable_opts = [WRITE_CFG, os.path.join(self.data_dir, DATA_FILE)]
-        self.output_files = ['stdout', self.stderr_name(), WRITE_CFG, WRITE_CSV]
-        self.data_bytes = (math.prod(int(cfg[f'DIM_{i}']) for i in (1, 2, 3)) *
-                           PARTICLE_BYTES * self.timesteps * self.num_tasks)
-        self.test_params = {**h5bench_parser.parse_cfg(self.cfg_text(cfg)),
-                            'benchmark': 'write', 'io': io,
-                            'mode': 'ASYNC' if io == 'async' else 'SYNC'}
-        self.set_perf_variables({
-            'write_raw_rate': ('write', 'raw_rate', 'MiB/s'),
-            'write_observed_rate': ('write', 'observed_rate', 'MiB/s'),
-            'write_metadata_time': ('write', 'metadata_time', 's'),
-            'write_size': ('write', 'size', 'B'),
-        })
-
-    def parse_output(self, files):
-        command = ' '.join([self.executable] + list(self.executable_opts))
-        return self.phase(files, ['stdout', self.stderr_name(), WRITE_CFG, WRITE_CSV],
-                          'write', command)
+        self.output_files = WRITE_FILES
+        self.use_pattern(self.pattern_config(dims, mem, file, io), WRITE_CFG, WRITE_CSV,
+                         io=io, mode='ASYNC' if io == 'async' else 'SYNC')
 
 
 @rfm.simple_test
-class h5bench_read_check(h5bench_base):
+class h5bench_read_check(h5bench_pattern_base):
     #: (dimensions, READ_OPTION): h5bench's supported read patterns. The file is written
     #: first with the matching write pattern (CONTIG/STRIDED for STRIDED, else CONTIG/CONTIG).
     benchmark = parameter([
@@ -287,12 +313,8 @@ class h5bench_read_check(h5bench_base):
         (2, 'PRL'), (2, 'RDC'), (2, 'LDC'), (2, 'CS'),
     ], fmt=lambda row: f'{row[0]}D-{row[1]}', loggable=True)
 
-    tool = 'h5bench_read'
-    #: envelopes are data: reframe/config/references/ (path relative to this file)
-    reference = {'$ref': '../config/references/h5bench.yaml'}
-
-    #: reference index: per partition and per benchmark row
-    case = variable(str, value='', loggable=True)
+    binary = 'h5bench_read'
+    kind = 'read'
 
     #: READ_OPTIONs h5bench reads on rank 0 only
     SINGLE_RANK = ('PRL', 'RDC', 'LDC', 'CS')
@@ -300,7 +322,6 @@ class h5bench_read_check(h5bench_base):
     @run_after('setup')
     def set_benchmark_options(self):
         dims, option = self.benchmark
-        self.case = f'{dims}D-{option}'
         if option in self.SINGLE_RANK:
             # h5bench reads these on rank 0 only: one rank writes and reads
             self.skip_if(self.num_nodes != 1, f'READ_OPTION={option} runs on one rank')
@@ -318,60 +339,37 @@ class h5bench_read_check(h5bench_base):
             # the cross stencil steps diagonally; h5bench wants STRIDE_SIZE_2 < STRIDE_SIZE
             read.update(STRIDE_SIZE=str(d1 // 4), STRIDE_SIZE_2=str(d2 // 5))
         self.write_cfg(WRITE_CFG, write, WRITE_CSV)
-        self.write_cfg(READ_CFG, read, READ_CSV)
-        target = os.path.join(self.data_dir, DATA_FILE)
-        self.writer = tools.find('h5bench_write', self.resolved_tool.build).path
-        self.tool_options = [f'{k}={v}' for k, v in read.items()]
-        self.executable_opts = [READ_CFG, target]
+        self.use_pattern(read, READ_CFG, READ_CSV, mode='SYNC')
+        try:
+            writer = tools.find('h5bench_write', self.resolved_tool.build).path
+        except tools.ToolNotFound as err:
+            self.skip(f'the write phase: {err}')
         # the write phase, its own output kept apart; then the page cache goes
+        self.write_command = self.launch_command([WRITE_CFG, self.executable_opts[1]],
+                                                 executable=writer)
         self.prerun_cmds = [
-            f'{self.launch(self.writer, [WRITE_CFG, target])} '
-            f'> {WRITE_OUT} 2> {WRITE_ERR}; h5r_write_rc=$?',
+            f'{self.write_command} > {WRITE_OUT} 2> {WRITE_ERR}; h5r_write_rc=$?',
             self.drop_caches_command(),
         ]
         self.postrun_cmds = ['[ "$h5r_write_rc" -eq 0 ] || h5r_rc=$h5r_write_rc']
-        self.output_files = ['stdout', self.stderr_name(), READ_CFG, READ_CSV,
-                             WRITE_OUT, WRITE_ERR, WRITE_CFG, WRITE_CSV]
-        self.data_bytes = (d1 * d2 * int(write['DIM_3']) * PARTICLE_BYTES * self.timesteps *
-                           self.num_tasks)
-        self.test_params = {**h5bench_parser.parse_cfg(self.cfg_text(read)),
-                            'benchmark': 'read', 'mode': 'SYNC'}
-        self.set_perf_variables({
-            'read_raw_rate': ('read', 'raw_rate', 'MiB/s'),
-            'read_observed_rate': ('read', 'observed_rate', 'MiB/s'),
-            'read_metadata_time': ('read', 'metadata_time', 's'),
-            'read_size': ('read', 'size', 'B'),
-        })
-
-    def launch(self, binary: str, opts: list[str]) -> str:
-        """``binary`` through the launcher, as :meth:`launch_command` runs the tool."""
-        command = self.launch_command(opts)
-        tool = shlex.quote(self.executable)
-        return command.replace(f' {tool} ', f' {shlex.quote(binary)} ', 1)
+        self.output_files = READ_FILES + WRITE_PHASE_FILES
 
     def parse_output(self, files):
-        """The write phase must have succeeded; the run is the read phase."""
-        target = os.path.join(self.data_dir, DATA_FILE)
+        """The write phase must have succeeded; the run is the read phase, its figures
+        labelled as cached unless the page cache was dropped (each rank reads back what
+        it wrote, on the node it wrote it from)."""
         try:
-            write = self.phase(files, [WRITE_OUT, WRITE_ERR, WRITE_CFG, WRITE_CSV], 'write',
-                               f'{self.writer} {WRITE_CFG} {target}')
+            write = self.phase(files, WRITE_PHASE_FILES, 'write', self.write_command)
         except RunFailed as err:
             raise RunFailed(f'write phase (which makes the file read): {err}') from None
-        read = self.phase(files, ['stdout', self.stderr_name(), READ_CFG, READ_CSV], 'read',
-                          ' '.join([self.executable] + list(self.executable_opts)))
-        cache = next((line.split(':', 1)[1].strip()
-                      for line in files.get('stdout', '').splitlines()
-                      if line.startswith(CACHE_MARK)), 'kept')
-        read.provenance['read_page_cache'] = cache
-        if self.num_nodes == 1 and cache != 'dropped':
-            read.warnings.append('read figures are cached: the page cache was not dropped '
-                                 'between the write and read phases')
+        read = self.phase(files, READ_FILES, 'read', self.launch_command(self.executable_opts))
+        self.label_cache(read, files.get('stdout', ''))
         read.measurements += write.measurements
         return read
 
 
 @rfm.simple_test
-class h5bench_exerciser_check(HDF5Benchmark):
+class h5bench_exerciser_check(h5bench_base):
     #: (dimensions, I/O): the exerciser's buffer-size sweep, collective or independent.
     benchmark = parameter([(2, 'collective'), (2, 'independent')],
                           fmt=lambda row: f'{row[0]}D-{row[1]}', loggable=True)
@@ -395,17 +393,12 @@ class h5bench_exerciser_check(HDF5Benchmark):
     #: :default: ``2``
     buffer_multiplier = variable(int, value=2)
 
-    tool = 'h5bench_exerciser'
-    parser = 'h5bench'
-    reference = {'$ref': '../config/references/h5bench.yaml'}
-
-    #: reference index: per partition and per benchmark row
-    case = variable(str, value='', loggable=True)
+    binary = 'h5bench_exerciser'
+    kind = 'exerciser'
 
     @run_after('setup')
     def set_benchmark_options(self):
         dims, io = self.benchmark
-        self.case = f'{dims}D-{io}'
         ranks = [self.num_tasks] + [1] * (dims - 1)
         opts = ['--numdims', str(dims), '--minels'] + [str(self.min_elements)] * dims + [
             '--nsizes', str(self.num_sizes),
@@ -415,9 +408,8 @@ class h5bench_exerciser_check(HDF5Benchmark):
             opts.append('--indepio')
         self.tool_options = self.executable_opts = opts
         # the exerciser makes (and removes) its file in the working directory
-        self.prerun_cmds = [f'cd {shlex.quote(self.data_dir)}']
-        self.postrun_cmds = [f'cd {shlex.quote(self.stagedir)}']
-        self.output_files = ['stdout', self.job.stderr]
+        self.run_in_data_dir()
+        self.output_files = ['stdout', 'stderr']
         # bytes per rank of the double dataset at the largest buffer (the parser's key)
         largest = 8 * (self.min_elements *
                        self.buffer_multiplier ** (self.num_sizes - 1)) ** dims
@@ -431,14 +423,9 @@ class h5bench_exerciser_check(HDF5Benchmark):
             'file_open_time': ('file_open', f'time_{largest}B', 's'),
         })
 
-    def parse_output(self, files):
-        command = ' '.join(self.job.launcher.command(self.job) +
-                           [self.executable] + list(self.executable_opts))
-        return h5bench_parser.parse_benchmark(files, '', 'exerciser', command)
-
 
 @rfm.simple_test
-class h5bench_metadata_check(HDF5Benchmark):
+class h5bench_metadata_check(h5bench_base):
     #: (dataset layout, MPI-IO mode) of h5bench_hdf5_iotest's many small datasets.
     benchmark = parameter([('contiguous', 'independent'), ('contiguous', 'collective'),
                            ('chunked', 'independent')],
@@ -462,12 +449,9 @@ class h5bench_metadata_check(HDF5Benchmark):
     #: :default: ``2``
     block_side = variable(int, value=2)
 
-    tool = 'h5bench_hdf5_iotest'
-    parser = 'h5bench'
-    reference = {'$ref': '../config/references/h5bench.yaml'}
-
-    #: reference index: per partition and per benchmark row
-    case = variable(str, value='', loggable=True)
+    binary = 'h5bench_hdf5_iotest'
+    kind = 'metadata'
+    data_file = 'hdf5_iotest.h5'
 
     INI = 'hdf5_iotest.ini'
     CSV = 'hdf5_iotest.csv'
@@ -475,7 +459,6 @@ class h5bench_metadata_check(HDF5Benchmark):
     @run_after('setup')
     def set_benchmark_options(self):
         layout, mpi_io = self.benchmark
-        self.case = '-'.join(self.benchmark)
         settings = {
             'version': '0', 'steps': str(self.steps), 'arrays': str(self.arrays),
             'rows': str(self.block_side), 'columns': str(self.block_side),
@@ -483,14 +466,16 @@ class h5bench_metadata_check(HDF5Benchmark):
             'scaling': 'weak', 'dataset-rank': '4', 'slowest-dimension': 'step',
             'layout': layout, 'mpi-io': mpi_io,
         }
-        paths = {'csv-file': os.path.join(self.stagedir, self.CSV),
-                 'hdf5-file': os.path.join(self.data_dir, 'hdf5_iotest.h5')}
+        # hdf5_iotest cuts ini lines at 200 characters (inih's INI_MAX_LINE): paths are
+        # relative to the data directory it runs in, and the CSV comes back to the stage
+        paths = {'csv-file': self.CSV, 'hdf5-file': self.data_file}
         with open(os.path.join(self.stagedir, self.INI), 'w') as fp:
             fp.write('[DEFAULT]\n')
             fp.writelines(f'{k} = {v}\n' for k, v in {**settings, **paths}.items())
         self.tool_options = [f'{k}={v}' for k, v in settings.items()]
-        self.executable_opts = [self.INI]
-        self.output_files = ['stdout', self.job.stderr, self.INI, self.CSV]
+        self.executable_opts = [os.path.join(self.stagedir, self.INI)]
+        self.run_in_data_dir(keep=(self.CSV,))
+        self.output_files = ['stdout', 'stderr', self.INI, self.CSV]
         self.test_params = {'benchmark': 'metadata', **h5bench_parser.parse_ini(
             ''.join(f'{k} = {v}\n' for k, v in settings.items()))}
         self.set_perf_variables({
@@ -500,7 +485,3 @@ class h5bench_metadata_check(HDF5Benchmark):
             'write_rate_max': ('write', 'rate_max', 'MiB/s'),
             'read_rate_max': ('read', 'rate_max', 'MiB/s'),
         })
-
-    def parse_output(self, files):
-        command = ' '.join([self.executable] + list(self.executable_opts))
-        return h5bench_parser.parse_benchmark(files, '', 'metadata', command)

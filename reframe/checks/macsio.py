@@ -18,7 +18,6 @@ the log as :mod:`h5regress.parsers.macsio` reads it plus the files the run actua
 left (:func:`h5regress.parsers.macsio.check_files`).
 """
 
-import dataclasses
 import os
 
 import reframe as rfm
@@ -91,13 +90,13 @@ class macsio_check(HDF5Benchmark):
     #: envelopes are data: reframe/config/references/ (path relative to this file)
     reference = {'$ref': '../config/references/macsio.yaml'}
 
-    #: reference index: per partition and per benchmark row
+    #: reference index: per partition and per benchmark row (the row as listed)
     case = variable(str, value='', loggable=True)
 
     @run_after('setup')
     def set_benchmark_options(self):
         interface, mode, io, compression = self.benchmark
-        self.case = '-'.join(f for f in self.benchmark if f)
+        self.case = type(self).raw_params['benchmark'].format(self.benchmark)
         ranks = self.num_tasks
         part = (presets.parse_size(self.part_size, 'macsio_check.part_size')
                 if self.part_size else
@@ -126,7 +125,7 @@ class macsio_check(HDF5Benchmark):
             '--log_line_cnt', str(lines), '64',
         ] + (['--plugin_args'] + plugin if plugin else [])
         self.output_files = [macsio_parser.LOG_NAME, macsio_parser.TIMINGS_NAME, 'stdout',
-                             self.job.stderr]
+                             'stderr']
         self.data_bytes = int(part * self.vars_per_part * self.avg_num_parts * ranks *
                               self.num_dumps)
         self.test_params = {
@@ -146,19 +145,8 @@ class macsio_check(HDF5Benchmark):
 
     def parse_output(self, files):
         """The log (with the command line) and the files left in the data directory."""
-        command = ' '.join([self.executable] + list(self.executable_opts))
-        run = macsio_parser.parse(files, command=command)[0]
-        interface, mode = self.benchmark[:2]
-        if interface != 'hdf5' or (mode == 'MIF' and
-                                   run.params.get('file_count', 0) < self.num_tasks):
-            # a rank's "Dump NN Stat" size is only a file's final size when no other rank
-            # writes to it afterwards: ranks taking turns in a MIF file stat() prefixes,
-            # and miftmpl's root file is still being written while ranks stat(). Compare
-            # files with the log (names, counts, sizes, total bytes) without it.
-            run_for_files = dataclasses.replace(run, dumps=[])
-        else:
-            run_for_files = run
-        problems = macsio_parser.check_files(run_for_files, self.written_files())
+        run = macsio_parser.parse(files, command=self.launch_command(self.executable_opts))[0]
+        problems = macsio_parser.check_files(run, self.written_files())
         if problems:
             raise RunFailed(f'{self.data_dir}: the data files do not match '
                             f'{macsio_parser.LOG_NAME}: ' + '; '.join(problems))

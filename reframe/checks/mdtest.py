@@ -62,7 +62,7 @@ class mdtest_check(IOBenchmark):
             opts += ['-N', str(self.tasks_per_node)]
         self.tool_options = opts
         self.executable_opts = opts + ['-d', self.data_dir]
-        self.output_files = ['stdout', self.job.stderr]
+        self.output_files = ['stdout', 'stderr']
         self.data_bytes = self.items * self.file_bytes * self.num_tasks
         self.test_params = {'layout': self.benchmark, 'items': self.items,
                             'iterations': self.iterations, 'write_bytes': self.file_bytes,
