@@ -19,12 +19,21 @@ def reframe_bin() -> str:
     return str(exe) if exe.exists() else (shutil.which('reframe') or 'reframe')
 
 
+def reframe_env(workdir: Path, env: dict | None = None) -> dict:
+    """This process's environment, with the repository's config and perflogs in ``workdir``."""
+    return {**os.environ, 'RFM_CONFIG_FILES': str(SETTINGS),
+            'H5REGRESS_PERFLOG_DIR': str(workdir / 'perflogs'), **(env or {})}
+
+
+def reframe_command(args: list[str], workdir: Path) -> list[str]:
+    """``reframe ARGS`` with stage, output and report under ``workdir``."""
+    return [reframe_bin(), '-s', str(workdir / 'stage'), '-o', str(workdir / 'output'),
+            '--report-file', str(workdir / 'report.json')] + args
+
+
 def run_reframe(args: list[str], workdir: Path, env: dict | None = None,
                 timeout: int = 900) -> subprocess.CompletedProcess:
     """``reframe -C settings.py ARGS`` with stage, output and perflogs under ``workdir``."""
-    full_env = {**os.environ, 'RFM_CONFIG_FILES': str(SETTINGS),
-                'H5REGRESS_PERFLOG_DIR': str(workdir / 'perflogs'), **(env or {})}
-    cmd = [reframe_bin(), '-s', str(workdir / 'stage'), '-o', str(workdir / 'output'),
-           '--report-file', str(workdir / 'report.json')] + args
-    return subprocess.run(cmd, cwd=REPO, env=full_env, capture_output=True, text=True,
+    return subprocess.run(reframe_command(args, workdir), cwd=REPO,
+                          env=reframe_env(workdir, env), capture_output=True, text=True,
                           timeout=timeout)

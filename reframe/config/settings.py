@@ -6,6 +6,12 @@ Systems here:
 - ``example-lustre``: an example cluster with SLURM partitions, showing what a
   site sets. Copy it into your own file and chain it: ``reframe -C
   reframe/config/settings.py:mysite.py ...`` (later files override earlier ones).
+- ``ci-slurm``: the two-node SLURM the tests bring up on one host, with the
+  ``squeue`` scheduler (srun and mpirun launchers), the ``slurm`` scheduler
+  (accounting) and ``alloc`` (ReFrame inside an allocation, for ci/nightly).
+
+Systems are matched against the host name in order; ``local`` matches any host,
+so it comes last.
 
 Site specifics live in each partition's ``extras`` (read by the checks, never
 hard-coded in them):
@@ -47,41 +53,27 @@ OMPI_AS_ROOT = [
     ['OMPI_ALLOW_RUN_AS_ROOT_CONFIRM', '1'],
 ]
 
+#: The test SLURM: two "nodes" on one host, 2 cores each; data under the stage directory
+#: (shared by both nodes, as a parallel file system would be).
+CI_SLURM_EXTRAS = {
+    'scratch': '{stagedir}/scratch',
+    'num_nodes': [1, 2],
+    'tasks_per_node': 2,
+    'size_factor': 1 / 64,
+    'stripe_count': 1,
+    'mpiio_layer': 'ompio',
+    'mpiio_hints': {},
+    'drop_caches': True,
+    'fio_size': '128M',
+}
+
+#: Both test "nodes" are this one host: Open MPI's shared-memory transport names its
+#: segments after the host and the node-local rank, so ranks of n1 and n2 would share
+#: (and corrupt) them. TCP between all ranks: a harness artefact, not a site setting.
+CI_SLURM_MPI = [['OMPI_MCA_btl', 'self,tcp']]
+
 site_configuration = {
     'systems': [
-        {
-            'name': 'local',
-            'descr': 'This machine: local scheduler, mpirun',
-            'hostnames': ['.*'],
-            'modules_system': 'nomod',
-            'partitions': [
-                {
-                    'name': 'default',
-                    'descr': 'All cores of this machine; I/O checks run one at a time',
-                    'scheduler': 'local',
-                    'launcher': 'mpirun',
-                    'environs': ['gnu-openmpi'],
-                    # I/O checks must not share a node: ReFrame's default would run 8 at once
-                    'max_jobs': 1,
-                    'env_vars': OMPI_AS_ROOT + [
-                        # ranks may exceed cores on a workstation
-                        ['OMPI_MCA_rmaps_base_oversubscribe', '1'],
-                    ],
-                    'extras': {
-                        'scratch': '{stagedir}/scratch',
-                        'num_nodes': [1],
-                        'tasks_per_node': 2,
-                        'size_factor': 1 / 64,
-                        'stripe_count': 1,
-                        'lfs_setstripe': False,
-                        'mpiio_layer': 'ompio',
-                        'mpiio_hints': {},
-                        'drop_caches': True,
-                        'fio_size': '256M',
-                    },
-                },
-            ],
-        },
         {
             'name': 'example-lustre',
             'descr': 'Example cluster: SLURM, srun, Lustre scratch (copy and adapt)',
@@ -116,6 +108,123 @@ site_configuration = {
                         'drop_caches': False,
                         'fio_size': '16G',
                         'node_memory_bytes': 256 * 1024 ** 3,
+                    },
+                },
+                {
+                    # ci/nightly inside one allocation (salloc -N4 -p compute
+                    # --exclusive ci/nightly --system example-lustre:alloc): the same
+                    # nodes for baseline and candidate, the order set by the script
+                    'name': 'alloc',
+                    'descr': 'Inside an existing allocation: local scheduler, srun',
+                    'scheduler': 'local',
+                    'launcher': 'srun',
+                    'environs': ['gnu-openmpi'],
+                    'max_jobs': 1,
+                    'env_vars': [['SLURM_MPI_TYPE', 'pmix']],
+                    'extras': {
+                        'scratch': '/lustre/scratch/$USER/h5regress',
+                        'num_nodes': [4],
+                        'tasks_per_node': 32,
+                        'size_factor': 1.0,
+                        'stripe_count': 8,
+                        'lfs_setstripe': True,
+                        'mpiio_layer': 'romio321',
+                        'mpiio_hints': {'romio_cb_write': 'enable', 'cb_nodes': '4',
+                                        'striping_factor': '8', 'striping_unit': '1048576'},
+                        'drop_caches': False,
+                        'fio_size': '16G',
+                        'node_memory_bytes': 256 * 1024 ** 3,
+                    },
+                },
+            ],
+        },
+        {
+            # The two-node SLURM the tests bring up on one host (tests/slurm_cluster.py);
+            # chosen with --system ci-slurm:<partition>, SLURM_CONF in the environment.
+            'name': 'ci-slurm',
+            'descr': 'Test SLURM cluster on this host: nodes n1, n2, partition debug',
+            'hostnames': ['^ci-slurm$'],
+            'modules_system': 'nomod',
+            'partitions': [
+                {
+                    'name': 'squeue-srun',
+                    'descr': 'squeue scheduler (no accounting), srun --mpi=pmix',
+                    'scheduler': 'squeue',
+                    'launcher': 'srun',
+                    'access': ['--partition=debug', '--exclusive'],
+                    'environs': ['gnu-openmpi'],
+                    'max_jobs': 1,
+                    'time_limit': '10m',
+                    'env_vars': [['SLURM_MPI_TYPE', 'pmix']] + CI_SLURM_MPI,
+                    'extras': CI_SLURM_EXTRAS,
+                },
+                {
+                    'name': 'squeue-mpirun',
+                    'descr': 'squeue scheduler, mpirun inside the job',
+                    'scheduler': 'squeue',
+                    'launcher': 'mpirun',
+                    'access': ['--partition=debug', '--exclusive'],
+                    'environs': ['gnu-openmpi'],
+                    'max_jobs': 1,
+                    'time_limit': '10m',
+                    'env_vars': OMPI_AS_ROOT + CI_SLURM_MPI,
+                    'extras': CI_SLURM_EXTRAS,
+                },
+                {
+                    'name': 'slurm-srun',
+                    'descr': 'slurm scheduler (polls sacct: accounting), srun --mpi=pmix',
+                    'scheduler': 'slurm',
+                    'launcher': 'srun',
+                    'access': ['--partition=debug', '--exclusive'],
+                    'environs': ['gnu-openmpi'],
+                    'max_jobs': 1,
+                    'time_limit': '10m',
+                    'env_vars': [['SLURM_MPI_TYPE', 'pmix']] + CI_SLURM_MPI,
+                    'extras': CI_SLURM_EXTRAS,
+                },
+                {
+                    # ReFrame inside one allocation (salloc -N2 ...): what ci/nightly
+                    # uses so that baseline and candidate run on the same nodes
+                    'name': 'alloc',
+                    'descr': 'inside an existing allocation: local scheduler, srun',
+                    'scheduler': 'local',
+                    'launcher': 'srun',
+                    'environs': ['gnu-openmpi'],
+                    'max_jobs': 1,
+                    'env_vars': [['SLURM_MPI_TYPE', 'pmix']] + CI_SLURM_MPI,
+                    'extras': CI_SLURM_EXTRAS,
+                },
+            ],
+        },
+        {
+            'name': 'local',
+            'descr': 'This machine: local scheduler, mpirun',
+            'hostnames': ['.*'],
+            'modules_system': 'nomod',
+            'partitions': [
+                {
+                    'name': 'default',
+                    'descr': 'All cores of this machine; I/O checks run one at a time',
+                    'scheduler': 'local',
+                    'launcher': 'mpirun',
+                    'environs': ['gnu-openmpi'],
+                    # I/O checks must not share a node: ReFrame's default would run 8 at once
+                    'max_jobs': 1,
+                    'env_vars': OMPI_AS_ROOT + [
+                        # ranks may exceed cores on a workstation
+                        ['OMPI_MCA_rmaps_base_oversubscribe', '1'],
+                    ],
+                    'extras': {
+                        'scratch': '{stagedir}/scratch',
+                        'num_nodes': [1],
+                        'tasks_per_node': 2,
+                        'size_factor': 1 / 64,
+                        'stripe_count': 1,
+                        'lfs_setstripe': False,
+                        'mpiio_layer': 'ompio',
+                        'mpiio_hints': {},
+                        'drop_caches': True,
+                        'fio_size': '256M',
                     },
                 },
             ],

@@ -1,0 +1,61 @@
+"""Shared pytest fixtures."""
+
+# ---------------------------------------------------------------------------
+# SLURM cluster (issue 6): a real two-node SLURM on this host, see
+# tests/slurm_cluster.py and tests/SLURM.md.
+# ---------------------------------------------------------------------------
+
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from slurm_cluster import (REQUIRED_PROGRAMS, SlurmCluster,  # noqa: E402
+                           SlurmClusterError, missing_programs)
+
+SLURM_PACKAGES = "munge slurmctld slurmd slurm-client slurmdbd mariadb-server"
+
+
+def slurm_skip_reason():
+    """Why SLURM tests cannot run here, or None."""
+    if os.geteuid() != 0:
+        return "a SLURM cluster needs root (munged, slurmctld, slurmd)"
+    missing = missing_programs(REQUIRED_PROGRAMS)
+    if missing:
+        return (f"SLURM not installed (missing {', '.join(missing)}); "
+                f"apt-get install {SLURM_PACKAGES}")
+    return None
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(request):
+    """A running SLURM cluster (nodes n1, n2, partition debug, accounting
+    when MariaDB and slurmdbd work) for the whole session.
+
+    Its daemons are stopped by PID at the end of the session, also when
+    tests fail.  Its directory (configs, logs) is removed unless a test
+    failed, then its path is printed.
+    """
+    reason = slurm_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    workdir = Path(tempfile.mkdtemp(prefix="h5regress-slurm-"))
+    cluster = SlurmCluster(workdir)
+
+    def finish():
+        cluster.stop()
+        if request.session.testsfailed:
+            print(f"\nSLURM cluster logs kept in {workdir}/log")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    request.addfinalizer(finish)
+    try:
+        cluster.start(timeout=60)
+    except SlurmClusterError as err:
+        pytest.fail(f"SLURM cluster did not start: {err}", pytrace=False)
+    return cluster
