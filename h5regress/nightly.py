@@ -124,18 +124,26 @@ def install_environment(candidate: str | None) -> Path:
 
 def run_once(build: str, pair_id: str, args, env: dict) -> int:
     """One ReFrame run of the selected checks for one build."""
-    # ReFrame matches -n against the display name with its spaces removed
-    name = f'{args.checks}.*%hdf5_build={build}(%|$)'
+    # ReFrame matches -n against the display name with its spaces removed; the build
+    # is a lookahead, as its place among the parameters is not the checks' business
+    name = f'(?=.*%hdf5_build={build}(%|$)){args.checks}'
+    report = args.out / 'reports' / f'{pair_id}-{build}.json'
     cmd = [Path(sys.executable).with_name('reframe'), '-C', args.config,
            '-c', REPO / 'reframe' / 'checks', '-n', name, '-r',
-           '-s', args.out / 'stage', '-o', args.out / 'output',
-           '--report-file', args.out / 'reports' / f'{pair_id}-{build}.json']
+           '-s', args.out / 'stage', '-o', args.out / 'output', '--report-file', report]
     if args.system:
         cmd += ['--system', args.system]
     for setting in args.setvar:
         cmd += ['-S', setting]
     result = run(cmd, env={**env, 'H5REGRESS_PAIR_ID': pair_id},
                  stdout=subprocess.DEVNULL if args.quiet else None)
+    try:
+        cases = json.loads(report.read_text())['session_info']['num_cases']
+    except (OSError, ValueError, KeyError):
+        cases = 0
+    if not cases:
+        raise RuntimeError(f'no test of build {build} matched --checks {args.checks!r} '
+                           f'(ReFrame exit {result.returncode})')
     # a non-zero exit is a failed test: its sanity failures leave no record, its
     # envelope failures are samples; the gate sees what is there
     return result.returncode
@@ -243,16 +251,20 @@ def main(argv=None) -> int:
         f'{args.pairs} pairs (up to {args.max_pairs})')
 
     done = args.pairs
-    run_pairs(1, done, baseline, candidate, args, env)
-    while True:
-        final = done >= args.max_pairs
-        code = gate_once(baseline, candidate, args, env, final)
-        if final or code != gate.EXIT_INCONCLUSIVE:
-            break
-        more = min(args.more_pairs, args.max_pairs - done)
-        log(f'INCONCLUSIVE after {done} pairs: {more} more')
-        run_pairs(done + 1, done + more, baseline, candidate, args, env)
-        done += more
+    try:
+        run_pairs(1, done, baseline, candidate, args, env)
+        while True:
+            final = done >= args.max_pairs
+            code = gate_once(baseline, candidate, args, env, final)
+            if final or code != gate.EXIT_INCONCLUSIVE:
+                break
+            more = min(args.more_pairs, args.max_pairs - done)
+            log(f'INCONCLUSIVE after {done} pairs: {more} more')
+            run_pairs(done + 1, done + more, baseline, candidate, args, env)
+            done += more
+    except RuntimeError as err:
+        log(f'error: {err}')
+        return gate.EXIT_ERROR
     if not final:
         code = gate_once(baseline, candidate, args, env, final=True)
     if code == gate.EXIT_INCONCLUSIVE:

@@ -1,0 +1,67 @@
+"""ci/nightly end to end on `local`, for real, with stand-in builds of the FLASH-IO kernel.
+
+Only what is deterministic is asserted: an A/A night is never FAIL, and an A/A night
+whose candidate writes through HDF5 ten times slower is FAIL. The gate runs with a
+strict false-discovery rate (0.001) and 10 pairs, so a false FAIL of the A/A night
+needs all 10 pairs to agree by chance (p = 1/1024 per gated metric).
+"""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from h5regress import gate, perflog
+from reframe_run import REPO
+
+PAIRS = '10'
+
+
+def nightly(out, *extra):
+    cmd = [sys.executable, '-m', 'h5regress.nightly', '--stand-in', '--pairs', PAIRS,
+           '--max-pairs', PAIRS, '--alpha', '0.001', '--checks', '^flashio_check.*-collective',
+           '-S', 'flashio_check.iterations=2', '--out', str(out), '--history',
+           str(out / 'history'), '--night', '2026-11-21', '--quiet', *extra]
+    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800)
+
+
+@pytest.fixture(scope='module')
+def a_against_a(tmp_path_factory):
+    out = tmp_path_factory.mktemp('aa')
+    return out, nightly(out)
+
+
+def test_a_against_a_is_not_fail(a_against_a):
+    out, result = a_against_a
+    assert result.returncode not in (gate.EXIT_FAIL, gate.EXIT_ERROR), result.stderr[-3000:]
+    verdict = json.loads((out / 'gate.json').read_text())
+    assert verdict['overall'] != 'FAIL'
+    gated = [m for m in verdict['metrics'] if m['role'] == 'gated']
+    assert len(gated) == 1 and gated[0]['n_pairs'] == int(PAIRS)
+    for name in ('report.md', 'report.html', 'junit.xml'):
+        assert (out / 'report' / name).stat().st_size > 0
+    assert list((out / 'history').rglob('*.jsonl')), 'the night was not appended to history'
+
+
+def test_pairs_run_abba_back_to_back(a_against_a):
+    out, _ = a_against_a
+    records, problems = perflog.read([str(out / 'perflogs')])
+    assert not problems
+    first = {}
+    for r in sorted(records, key=lambda r: r.timestamp):
+        first.setdefault(r.pair_id, r.hdf5_build)
+    assert len(first) == int(PAIRS)
+    for pair_id, build in first.items():
+        odd = int(pair_id.rsplit('p', 1)[1]) % 2
+        assert build == ('hdf5-standin-a' if odd else 'hdf5-standin-b'), pair_id
+    # the MPI-IO canary ran in every pair too
+    assert {r.params['api'] for r in records} == {'hdf5', 'mpiio'}
+
+
+def test_a_large_injected_slowdown_fails(tmp_path):
+    result = nightly(tmp_path, '--inject-slowdown', '9')
+    assert result.returncode == gate.EXIT_FAIL, result.stdout[-3000:] + result.stderr[-3000:]
+    verdict = json.loads((tmp_path / 'gate.json').read_text())
+    failed = [m for m in verdict['metrics'] if m.get('verdict') == 'FAIL']
+    assert failed and all(m['params']['api'] == 'hdf5' for m in failed)
