@@ -118,7 +118,12 @@ def main(argv: list[str] | None = None) -> int:
     for name in DELEGATED:
         sub.add_parser(name, help=f'see h5regress {name} --help')
     args = ap.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except BrokenPipeError:
+        # the reader went away (`h5regress perflog ... | head`): not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == '__main__':
