@@ -135,6 +135,10 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
     #: Perflog context: JSON with parameters, provenance, samples; the last perflog column.
     h5r_context = variable(str, value='{}', loggable=True)
 
+    #: The benchmark row as its parameter (``benchmark``) formats it, e.g.
+    #: ``HDF5-collective-ssf``: the reference files' index beside ``$partition``.
+    case = variable(str, value='', loggable=True)
+
     #: Nodes the test runs on; values from the partitions' ``extras['num_nodes']``.
     num_nodes = parameter(partition_values('num_nodes', [1]), loggable=True)
 
@@ -163,6 +167,12 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
         if not self.valid_systems:
             # no partition runs this count: keep the test out of every partition
             self.valid_systems = []
+
+    @run_after('init')
+    def set_case(self):
+        row = type(self).raw_params.get('benchmark')
+        if row is not None:
+            self.case = row.format(self.benchmark)
 
     # -- set-up ---------------------------------------------------------------
 

@@ -20,9 +20,14 @@ def reframe_bin() -> str:
 
 
 def reframe_env(workdir: Path, env: dict | None = None) -> dict:
-    """This process's environment, with the repository's config and perflogs in ``workdir``."""
+    """This process's environment, with the repository's config and perflogs in ``workdir``.
+
+    No Spack manifest unless ``env`` names one: a Spack environment installed in this
+    checkout must not change what the tests run.
+    """
     return {**os.environ, 'RFM_CONFIG_FILES': str(SETTINGS),
-            'H5REGRESS_PERFLOG_DIR': str(workdir / 'perflogs'), **(env or {})}
+            'H5REGRESS_PERFLOG_DIR': str(workdir / 'perflogs'),
+            'H5REGRESS_MANIFEST': str(workdir / 'no-spack-manifest.json'), **(env or {})}
 
 
 def reframe_command(args: list[str], workdir: Path) -> list[str]:

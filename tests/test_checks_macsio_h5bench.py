@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-REFRAME = REPO / '.venv' / 'bin' / 'reframe'
-SETTINGS = REPO / 'reframe' / 'config' / 'settings.py'
+from reframe_run import REPO, reframe_bin, reframe_command, reframe_env
+
+REFRAME = Path(reframe_bin())
 CHECKS = REPO / 'reframe' / 'checks'
 TOOLS = ('macsio', 'h5bench_write', 'h5bench_read', 'h5bench_exerciser',
          'h5bench_hdf5_iotest', 'mdtest')
@@ -35,15 +35,12 @@ pytestmark = pytest.mark.skipif(not REFRAME.exists(),
 
 def reframe(tmp: Path, *args: str, path: str | None = None, check=True,
             timeout=900) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env.update(RFM_CONFIG_FILES=str(SETTINGS), H5REGRESS_PERFLOG_DIR=str(tmp / 'perflogs'),
-               RFM_COLORIZE='n')
+    extra = {'RFM_COLORIZE': 'n'}
     if path is not None:
-        env['PATH'] = path
-    cmd = [str(REFRAME), '--prefix', str(tmp), '-o', str(tmp / 'output'),
-           '-s', str(tmp / 'stage'), *args]
-    out = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True,
-                         timeout=timeout)
+        extra['PATH'] = path
+    cmd = reframe_command(list(args), tmp)
+    out = subprocess.run(cmd, cwd=REPO, env=reframe_env(tmp, extra), capture_output=True,
+                         text=True, timeout=timeout)
     if check and out.returncode != 0:
         pytest.fail(f'{" ".join(cmd)} exited {out.returncode}:\n{out.stdout[-6000:]}\n'
                     f'{out.stderr[-3000:]}', pytrace=False)

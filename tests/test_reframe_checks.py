@@ -24,7 +24,7 @@ def test_checks_list_with_their_parameters(tmp_path):
     assert any('%benchmark=HDF5-collective-ssf' in p for p in ior)
     assert any('%benchmark=MPIIO-independent-fpp' in p for p in ior)
     assert all('%num_nodes=1' in p and '%tasks_per_node=2' in p for p in ior + fio)
-    assert {p.split('%mode=')[1] for p in fio} == {'direct', 'buffered'}
+    assert {p.split('%benchmark=')[1] for p in fio} == {'direct', 'buffered'}
 
 
 def test_dry_run_on_local(tmp_path):

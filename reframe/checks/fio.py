@@ -4,7 +4,7 @@ HDF5 as a fraction of this ceiling and of IOR MPI-IO tells a user whether HDF5
 or the platform is the bottleneck. One job per I/O rank of a node
 (``tasks_per_node``), each on its own file, reported as a group.
 
-``mode`` ``direct`` uses O_DIRECT; ``buffered`` writes through the page cache
+``benchmark`` ``direct`` uses O_DIRECT; ``buffered`` writes through the page cache
 and fsyncs at the end. The read phase is a second fio execution after the page
 cache was dropped (when permitted; otherwise the read is labelled as cached).
 fio preallocates files by default (``fallocate``), which changes the answer:
@@ -27,7 +27,7 @@ READ_OUT = 'fio-read.json'
 @rfm.simple_test
 class fio_check(IOBenchmark):
     #: ``direct`` (O_DIRECT) or ``buffered`` (page cache, fsync at the end of writing).
-    mode = parameter(['direct', 'buffered'], loggable=True)
+    benchmark = parameter(['direct', 'buffered'], loggable=True)
 
     #: fio is one node's ceiling: it runs on one node only.
     num_nodes = parameter([1], inherit_params=False, loggable=True)
@@ -60,27 +60,23 @@ class fio_check(IOBenchmark):
     #: envelopes are data: reframe/config/references/ (path relative to this file)
     reference = {'$ref': '../config/references/fio.yaml'}
 
-    #: reference index: per partition and per mode
-    case = variable(str, value='', loggable=True)
-
     @run_after('setup')
     def set_fio_options(self):
-        self.case = self.mode
         size = self.size or self.current_partition.extras.get('fio_size', '1G')
         size_bytes = presets.parse_size(size, 'fio_check.size')
         self.tool_options = [
             '--rw={rw}', f'--bs={self.block_size}', f'--size={size_bytes}',
             f'--numjobs={self.tasks_per_node}', f'--ioengine={self.ioengine}',
-            f'--direct={int(self.mode == "direct")}', f'--fallocate={self.fallocate}',
+            f'--direct={int(self.benchmark == "direct")}', f'--fallocate={self.fallocate}',
             '--group_reporting', '--output-format=json',
         ]
-        if self.mode == 'buffered':
+        if self.benchmark == 'buffered':
             self.tool_options.append('--end_fsync=1')
         self.data_bytes = size_bytes * self.tasks_per_node
         self.test_params = {
-            'mode': self.mode, 'size': size_bytes, 'block_size': self.block_size,
+            'mode': self.benchmark, 'size': size_bytes, 'block_size': self.block_size,
             'numjobs': self.tasks_per_node, 'ioengine': self.ioengine,
-            'direct': self.mode == 'direct', 'end_fsync': self.mode == 'buffered',
+            'direct': self.benchmark == 'direct', 'end_fsync': self.benchmark == 'buffered',
             'fallocate': self.fallocate,
         }
         self.set_perf_variables({f'{op}_bw': (op, 'bw', 'MiB/s') for op in ('write', 'read')})
@@ -103,4 +99,4 @@ class fio_check(IOBenchmark):
 
     def parse_output(self, files):
         return self.parse_phases([WRITE_OUT, READ_OUT], files,
-                                 cache_matters=self.mode == 'buffered')
+                                 cache_matters=self.benchmark == 'buffered')

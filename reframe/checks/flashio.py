@@ -89,13 +89,9 @@ class flashio_base(HDF5Benchmark):
     #: envelopes are data: reframe/config/references/ (path relative to this file)
     reference = {'$ref': '../config/references/flashio.yaml'}
 
-    #: reference index: per partition and per benchmark row
-    case = variable(str, value='', loggable=True)
-
     @run_after('setup')
     def set_kernel_options(self):
         api, transfer = self.benchmark
-        self.case = '-'.join(self.benchmark)
         zones = str(self.zones_per_block)
         self.tool_options = [f'--api={api}', f'--{transfer}', f'--files={self.files}',
                              f'--iterations={self.iterations}',

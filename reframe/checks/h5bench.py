@@ -126,17 +126,10 @@ class h5bench_base(HDF5Benchmark):
     #: envelopes are data: reframe/config/references/ (path relative to this file)
     reference = {'$ref': '../config/references/h5bench.yaml'}
 
-    #: reference index: per partition and per benchmark row (the row as listed)
-    case = variable(str, value='', loggable=True)
-
     #: h5bench benchmark the parser reads (``write``, ``read``, ``exerciser``, ``metadata``)
     kind = ''
     #: file the run leaves in the data directory, checked after each phase ('' for none)
     data_file = ''
-
-    @run_after('init')
-    def set_case(self):
-        self.case = type(self).raw_params['benchmark'].format(self.benchmark)
 
     def phase(self, files: dict[str, str], names: list[str], kind: str,
               command: str) -> ParsedRun:

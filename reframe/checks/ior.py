@@ -103,13 +103,9 @@ class ior_check(HDF5Benchmark):
     #: envelopes are data: reframe/config/references/ (path relative to this file)
     reference = {'$ref': '../config/references/ior.yaml'}
 
-    #: reference index: per partition and per benchmark row (regex keys allowed)
-    case = variable(str, value='', loggable=True)
-
     @run_after('setup')
     def set_benchmark_options(self):
         api, preset_name, layout = self.benchmark
-        self.case = '-'.join(self.benchmark)
         extras = self.current_partition.extras
         preset = presets.load('ior')[preset_name]
         segments = self.segments or (extras.get('stripe_count', 1)

@@ -90,13 +90,9 @@ class macsio_check(HDF5Benchmark):
     #: envelopes are data: reframe/config/references/ (path relative to this file)
     reference = {'$ref': '../config/references/macsio.yaml'}
 
-    #: reference index: per partition and per benchmark row (the row as listed)
-    case = variable(str, value='', loggable=True)
-
     @run_after('setup')
     def set_benchmark_options(self):
         interface, mode, io, compression = self.benchmark
-        self.case = type(self).raw_params['benchmark'].format(self.benchmark)
         ranks = self.num_tasks
         part = (presets.parse_size(self.part_size, 'macsio_check.part_size')
                 if self.part_size else

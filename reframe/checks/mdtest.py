@@ -47,12 +47,8 @@ class mdtest_check(IOBenchmark):
     #: envelopes are data: reframe/config/references/ (path relative to this file)
     reference = {'$ref': '../config/references/mdtest.yaml'}
 
-    #: reference index: per partition and per benchmark row
-    case = variable(str, value='', loggable=True)
-
     @run_after('setup')
     def set_benchmark_options(self):
-        self.case = self.benchmark
         opts = ['-F', '-n', str(self.items), '-i', str(self.iterations),
                 '-w', str(self.file_bytes), '-e', str(self.file_bytes)]
         if self.benchmark == 'unique_dir':
