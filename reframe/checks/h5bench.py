@@ -62,6 +62,10 @@ READ_FILES = ['stdout', 'stderr', READ_CFG, READ_CSV]
 WRITE_PHASE_FILES = [WRITE_OUT, WRITE_ERR, WRITE_CFG, WRITE_CSV]
 
 
+#: what an h5bench built without subfiling support prints when asked for it
+NO_SUBFILING_MESSAGE = b'HDF5 version does not support SUBFILING'
+
+
 def subfiling_support(binary: str) -> str | None:
     """Why the HDF5 that ``binary`` loads cannot do SUBFILING, or None when it can."""
     lib, version = linked_hdf5(binary)
@@ -81,6 +85,12 @@ def subfiling_support(binary: str) -> str | None:
     if not has_vfd:
         return (f'HDF5 {version} ({lib}) was built without the subfiling VFD '
                 '(no H5Pset_fapl_subfiling)')
+    # h5bench compiles its SUBFILING support in only when its CMake found the VFD's
+    # header; without it the binary carries the message it refuses the option with
+    with open(binary, 'rb') as fp:
+        if NO_SUBFILING_MESSAGE in fp.read():
+            return (f'{binary} was built without SUBFILING support (its CMake did not '
+                    f'detect the subfiling VFD of HDF5 {version})')
     return None
 
 
