@@ -1,0 +1,597 @@
+"""The Spack environment's manifest: per HDF5 build, where each tool is.
+
+``spack-env/install`` writes it after installing the environment; the tool
+resolver reads it (``load``), so that a check runs a tool built against a
+given HDF5 build and every perflog record names that build.
+
+Schema (version 1), exactly::
+
+    {"schema": 1,
+     "generated": "<ISO-8601 UTC>",
+     "spack_version": "...",
+     "environment": "<abs path of the Spack environment>",
+     "lock_sha256": "<sha256 of the environment's spack.lock>",
+     "builds": {
+       "hdf5-<label>": {
+         "hdf5": {"version": "1.14.1",          # as the installed H5public.h says
+                  "label": "1.14.1",            # the Spack version label of the pin
+                  "commit": "<40 hex>",
+                  "variants": "+hl+mpi+subfiling~cxx... api=default ...",
+                  "hash": "<spack dag hash>",
+                  "prefix": "<install prefix>"},
+         "tools": {"ior": "<abs path>", "mdtest": ..., "macsio": ...,
+                   "h5bench_write": ..., "h5bench_read": ...,
+                   "h5bench_exerciser": ..., "h5bench_hdf5_iotest": ...,
+                   "flash-io": ...}}}}
+
+A build id is ``hdf5-<label>``: one per HDF5 build of the environment.  A
+tool that the environment does not build against an HDF5 build (h5bench
+against a 2.x label, for one) is simply absent from that build's ``tools``.
+
+This module uses the standard library only: ``spack-env/install`` loads it
+by path, before any virtualenv exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import hashlib
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+
+SCHEMA = 1
+ENV_VAR = "H5REGRESS_MANIFEST"
+REGENERATE_HINT = (
+    "regenerate it with `spack-env/install --manifest-only` "
+    "(or `h5regress manifest write`)"
+)
+
+_HEX40 = re.compile(r"^[0-9a-f]{40}$")
+_GIT_VERSION = re.compile(r"^git\.(?P<ref>[^=]+)=(?P<label>.+)$")
+
+# Per Spack package: manifest tool name -> candidate paths relative to the
+# install prefix (the first that exists wins), and the variant that must be
+# on for the tool to be expected (None: always).
+TOOL_LAYOUT: dict[str, dict[str, tuple[tuple[str, ...], str | None]]] = {
+    "ior": {
+        "ior": (("bin/ior",), None),
+        "mdtest": (("bin/mdtest",), None),
+    },
+    "macsio": {
+        # MACSio installs its binary at the top of its prefix, not in bin/.
+        "macsio": (("macsio", "bin/macsio"), None),
+    },
+    "h5bench": {
+        "h5bench_write": (("bin/h5bench_write",), None),
+        "h5bench_read": (("bin/h5bench_read",), None),
+        "h5bench_exerciser": (("bin/h5bench_exerciser",), "exerciser"),
+        "h5bench_hdf5_iotest": (("bin/h5bench_hdf5_iotest",), "metadata"),
+    },
+    "flash-io": {
+        "flash-io": (("bin/flash-io",), None),
+    },
+}
+
+_TOP_KEYS = ("schema", "generated", "spack_version", "environment", "lock_sha256", "builds")
+_HDF5_KEYS = ("version", "label", "commit", "variants", "hash", "prefix")
+
+
+class ManifestError(Exception):
+    """A manifest that is missing, malformed, stale, or names a missing tool.
+
+    The message names the file and the key or value at fault.
+    """
+
+
+@dataclass(frozen=True)
+class Build:
+    """One HDF5 build of the environment and the tools built against it."""
+
+    id: str
+    hdf5_version: str
+    hdf5_label: str
+    hdf5_commit: str
+    variants: str
+    spec_hash: str
+    prefix: str
+    tools: dict[str, str] = field(default_factory=dict, hash=False)
+
+
+# --------------------------------------------------------------------------
+# paths
+
+
+def repo_root() -> pathlib.Path:
+    """The project's top directory (the parent of the h5regress package)."""
+    return pathlib.Path(__file__).resolve().parent.parent
+
+
+def default_env_dir() -> pathlib.Path:
+    return repo_root() / "spack-env"
+
+
+def default_path() -> pathlib.Path:
+    """$H5REGRESS_MANIFEST if set, else <repo>/spack-env/manifest.json."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        return pathlib.Path(env)
+    return default_env_dir() / "manifest.json"
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# --------------------------------------------------------------------------
+# generate: `spack find --json` -> manifest dict
+
+
+def _variants_string(params: dict) -> str:
+    """Spack-style variant string: booleans first (+x/~x), then key=value."""
+    bools, others = [], []
+    for key in sorted(params):
+        if key in ("patches", "dev_path", "build_system") or key in (
+            "cflags", "cxxflags", "fflags", "cppflags", "ldflags", "ldlibs"
+        ):
+            continue
+        value = params[key]
+        if isinstance(value, bool):
+            bools.append(("+" if value else "~") + key)
+        elif isinstance(value, list):
+            others.append(f"{key}={','.join(str(v) for v in value)}")
+        else:
+            others.append(f"{key}={value}")
+    return "".join(bools) + ("" if not others else " " + " ".join(others))
+
+
+def _split_version(version: str, where: str) -> tuple[str, str]:
+    """'git.<sha>=<label>' -> (sha, label).  Anything else is an error: the
+    environment pins every HDF5 build by commit."""
+    m = _GIT_VERSION.match(str(version))
+    if not m:
+        raise ManifestError(
+            f"{where}: hdf5 version {version!r} is not a commit pin "
+            "'git.<40-hex sha>=<label>' (spack-env/spack.yaml pins every HDF5 by commit)"
+        )
+    ref, label = m.group("ref"), m.group("label")
+    if not _HEX40.match(ref):
+        raise ManifestError(
+            f"{where}: hdf5 version {version!r}: {ref!r} is not a full 40-hex commit"
+        )
+    return ref, label
+
+
+def _header_version(prefix: str) -> str | None:
+    """HDF5's own version from <prefix>/include/H5public.h, if readable."""
+    try:
+        text = pathlib.Path(prefix, "include", "H5public.h").read_text(errors="replace")
+    except OSError:
+        return None
+    parts = {}
+    for key in ("MAJOR", "MINOR", "RELEASE", "SUBRELEASE"):
+        m = re.search(rf"#define\s+H5_VERS_{key}\s+(\S+)", text)
+        if not m:
+            return None
+        parts[key] = m.group(1).strip('"')
+    version = f"{parts['MAJOR']}.{parts['MINOR']}.{parts['RELEASE']}"
+    return version + (f"-{parts['SUBRELEASE']}" if parts["SUBRELEASE"] else "")
+
+
+def _records(spack_find_json) -> list[dict]:
+    if isinstance(spack_find_json, dict):
+        # tolerate {"specs": [...]} and a single record
+        if "specs" in spack_find_json and isinstance(spack_find_json["specs"], list):
+            return spack_find_json["specs"]
+        return [spack_find_json]
+    if isinstance(spack_find_json, list):
+        return spack_find_json
+    raise ManifestError(
+        f"spack find --json: expected a list of spec records, got {type(spack_find_json).__name__}"
+    )
+
+
+def generate(
+    spack_find_json,
+    env_dir,
+    lock_path,
+    *,
+    prefixes: dict[str, str] | None = None,
+    spack_version: str = "unknown",
+    check_tools: bool = True,
+    now: _dt.datetime | None = None,
+) -> dict:
+    """Build the manifest dict from ``spack -e ENV find --json`` output.
+
+    ``prefixes`` maps dag hash -> install prefix for records that carry no
+    ``prefix`` key (Spack 0.23's ``find --json`` has none; ``spack-env/install``
+    gets them from ``spack find --format '{hash} {prefix}'``).  With
+    ``check_tools`` (the default) every expected tool must exist in its
+    install prefix, else ManifestError names the package, build and path.
+    """
+    records = _records(spack_find_json)
+    prefixes = dict(prefixes or {})
+    env_dir = os.path.abspath(os.fspath(env_dir))
+    lock_path = os.fspath(lock_path)
+    if not os.path.exists(lock_path):
+        raise ManifestError(f"{lock_path}: no spack.lock: concretize the environment first")
+
+    def prefix_of(rec: dict) -> str:
+        h = rec.get("hash", "")
+        p = rec.get("prefix") or prefixes.get(h)
+        if not p:
+            raise ManifestError(
+                f"spack find --json: {rec.get('name')}/{h[:7]}: no install prefix "
+                "(not installed, or no prefix given for its hash)"
+            )
+        return p
+
+    builds: dict[str, dict] = {}
+    by_hash: dict[str, str] = {}
+    for rec in records:
+        if rec.get("name") != "hdf5":
+            continue
+        h = rec.get("hash")
+        if not h or h in by_hash:
+            continue
+        where = f"spack find --json: hdf5/{h[:7]}"
+        commit, label = _split_version(rec.get("version", ""), where)
+        build_id = f"hdf5-{label}"
+        if build_id in builds:
+            raise ManifestError(
+                f"{where}: label {label!r} is used by two HDF5 builds "
+                f"({builds[build_id]['hdf5']['hash'][:7]} and {h[:7]}): labels in "
+                "spack-env/spack.yaml must be unique"
+            )
+        prefix = prefix_of(rec)
+        builds[build_id] = {
+            "hdf5": {
+                "version": _header_version(prefix) or label,
+                "label": label,
+                "commit": commit,
+                "variants": _variants_string(rec.get("parameters", {})),
+                "hash": h,
+                "prefix": prefix,
+            },
+            "tools": {},
+        }
+        by_hash[h] = build_id
+    if not builds:
+        raise ManifestError(
+            "spack find --json: no installed hdf5 in the environment: install it first"
+        )
+
+    seen: set[str] = set()
+    for rec in records:
+        name = rec.get("name")
+        h = rec.get("hash", "")
+        if name not in TOOL_LAYOUT or h in seen:
+            continue
+        seen.add(h)
+        deps = [d for d in rec.get("dependencies", []) if d.get("name") == "hdf5"]
+        if not deps:
+            raise ManifestError(f"spack find --json: {name}/{h[:7]} has no hdf5 dependency")
+        build_id = by_hash.get(deps[0].get("hash"))
+        if build_id is None:
+            raise ManifestError(
+                f"spack find --json: {name}/{h[:7]} is built against hdf5/"
+                f"{str(deps[0].get('hash'))[:7]}, which is none of the environment's "
+                f"HDF5 builds ({', '.join(sorted(builds))}): re-concretize the environment"
+            )
+        prefix = prefix_of(rec)
+        params = rec.get("parameters", {})
+        tools = builds[build_id]["tools"]
+        for tool, (candidates, variant) in TOOL_LAYOUT[name].items():
+            if variant is not None and params.get(variant) is not True:
+                continue
+            if tool in tools:
+                raise ManifestError(
+                    f"spack find --json: two {name} installs for build {build_id} "
+                    f"({tool}: {tools[tool]} and {prefix})"
+                )
+            paths = [os.path.join(prefix, c) for c in candidates]
+            found = next((p for p in paths if os.path.exists(p)), None)
+            if found is None:
+                if check_tools:
+                    raise ManifestError(
+                        f"build {build_id}: tool {tool!r} of {name}/{h[:7]} is missing from "
+                        f"its install prefix: none of {', '.join(paths)} exists"
+                    )
+                found = paths[0]
+            tools[tool] = found
+
+    stamp = (now or _dt.datetime.now(_dt.timezone.utc)).astimezone(_dt.timezone.utc)
+    return {
+        "schema": SCHEMA,
+        "generated": stamp.replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+        "spack_version": spack_version,
+        "environment": env_dir,
+        "lock_sha256": sha256_file(lock_path),
+        "builds": {k: builds[k] for k in sorted(builds)},
+    }
+
+
+# --------------------------------------------------------------------------
+# validate / load / write
+
+
+def _validate(data, where: str) -> None:
+    """Structure of a manifest dict (no file-system checks)."""
+    if not isinstance(data, dict):
+        raise ManifestError(f"{where}: top level must be a JSON object")
+    for key in _TOP_KEYS:
+        if key not in data:
+            raise ManifestError(f"{where}: missing key {key!r}")
+    if data["schema"] != SCHEMA:
+        raise ManifestError(
+            f"{where}: 'schema' is {data['schema']!r}, this h5regress reads schema {SCHEMA}"
+        )
+    for key in ("generated", "spack_version", "environment", "lock_sha256"):
+        if not isinstance(data[key], str) or not data[key]:
+            raise ManifestError(f"{where}: {key!r} must be a non-empty string, got {data[key]!r}")
+    if not re.match(r"^[0-9a-f]{64}$", data["lock_sha256"]):
+        raise ManifestError(f"{where}: 'lock_sha256' is not a sha256: {data['lock_sha256']!r}")
+    builds = data["builds"]
+    if not isinstance(builds, dict) or not builds:
+        raise ManifestError(f"{where}: 'builds' must be a non-empty object")
+    for build_id, build in builds.items():
+        at = f"{where}: builds[{build_id!r}]"
+        if not isinstance(build, dict):
+            raise ManifestError(f"{at} must be an object")
+        for key in ("hdf5", "tools"):
+            if not isinstance(build.get(key), dict):
+                raise ManifestError(f"{at}: missing or non-object {key!r}")
+        hdf5 = build["hdf5"]
+        for key in _HDF5_KEYS:
+            if not isinstance(hdf5.get(key), str) or not hdf5[key]:
+                raise ManifestError(
+                    f"{at}.hdf5: {key!r} must be a non-empty string, got {hdf5.get(key)!r}"
+                )
+        if not _HEX40.match(hdf5["commit"]):
+            raise ManifestError(f"{at}.hdf5: 'commit' is not a 40-hex commit: {hdf5['commit']!r}")
+        if build_id != f"hdf5-{hdf5['label']}":
+            raise ManifestError(
+                f"{at}: build id does not match its label {hdf5['label']!r} "
+                f"(expected 'hdf5-{hdf5['label']}')"
+            )
+        for tool, path in build["tools"].items():
+            if not isinstance(path, str) or not os.path.isabs(path):
+                raise ManifestError(f"{at}.tools[{tool!r}]: not an absolute path: {path!r}")
+
+
+def _lock_for(path: pathlib.Path, data: dict) -> pathlib.Path | None:
+    """The spack.lock this manifest must match: next to the manifest, else in
+    the environment it names; None when neither exists (a manifest copied
+    elsewhere as an artifact, say)."""
+    for candidate in (path.parent / "spack.lock", pathlib.Path(data["environment"]) / "spack.lock"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load(path=None, *, check_stale: bool = True, check_tools: bool = True) -> dict[str, Build]:
+    """Read and validate a manifest; return {build id: Build}.
+
+    Raises ManifestError, naming the file and the key or value at fault, when
+    the file is missing or malformed, when it is stale (its lock_sha256 no
+    longer matches the environment's spack.lock), or when a tool path does not
+    exist.
+    """
+    path = pathlib.Path(path) if path is not None else default_path()
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ManifestError(
+            f"{path}: no manifest: install the Spack environment with `spack-env/install` "
+            f"(or point {ENV_VAR} at a manifest)"
+        ) from None
+    except OSError as e:
+        raise ManifestError(f"{path}: cannot read: {e}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ManifestError(
+            f"{path}: not valid JSON (line {e.lineno}, column {e.colno}): {e.msg}; "
+            + REGENERATE_HINT
+        ) from None
+    _validate(data, str(path))
+
+    if check_stale:
+        lock = _lock_for(path, data)
+        if lock is not None:
+            actual = sha256_file(lock)
+            if actual != data["lock_sha256"]:
+                raise ManifestError(
+                    f"{path}: stale: 'lock_sha256' is {data['lock_sha256'][:12]}..., but "
+                    f"{lock} now has sha256 {actual[:12]}... (the environment was "
+                    f"re-concretized since); {REGENERATE_HINT}"
+                )
+
+    builds: dict[str, Build] = {}
+    for build_id, b in data["builds"].items():
+        if check_tools:
+            for tool, tool_path in b["tools"].items():
+                if not os.path.exists(tool_path):
+                    raise ManifestError(
+                        f"{path}: build {build_id!r}: tool {tool!r} does not exist at {tool_path}"
+                    )
+        h = b["hdf5"]
+        builds[build_id] = Build(
+            id=build_id,
+            hdf5_version=h["version"],
+            hdf5_label=h["label"],
+            hdf5_commit=h["commit"],
+            variants=h["variants"],
+            spec_hash=h["hash"],
+            prefix=h["prefix"],
+            tools=dict(b["tools"]),
+        )
+    return builds
+
+
+def write(path, manifest: dict) -> pathlib.Path:
+    """Write the manifest atomically: a temporary file in the same directory,
+    flushed and fsynced, then os.replace.  A reader sees the old manifest or
+    the new one, never half of one."""
+    path = pathlib.Path(path)
+    _validate(manifest, str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(manifest, f, indent=2, sort_keys=False)
+            f.write("\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    try:
+        dfd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+    return path
+
+
+# --------------------------------------------------------------------------
+# running Spack
+
+
+def find_spack() -> str:
+    """$SPACK_ROOT/bin/spack, else `spack` on PATH."""
+    root = os.environ.get("SPACK_ROOT")
+    if root:
+        exe = os.path.join(root, "bin", "spack")
+        if os.access(exe, os.X_OK):
+            return exe
+    exe = shutil.which("spack")
+    if exe:
+        return exe
+    raise ManifestError(
+        "spack not found: set SPACK_ROOT or put spack on PATH (spack-env/install clones one)"
+    )
+
+
+def _run_spack(spack: str, args: list[str]) -> str:
+    cmd = [spack, *args]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise ManifestError(
+            f"`{' '.join(cmd)}` failed (exit {p.returncode}): {p.stderr.strip()[-2000:]}"
+        )
+    return p.stdout
+
+
+def from_spack(env_dir, *, spack: str | None = None, spack_args: list[str] | None = None) -> dict:
+    """Run Spack on an installed environment and return the manifest dict."""
+    spack = spack or find_spack()
+    env_dir = os.path.abspath(os.fspath(env_dir))
+    base = [*(spack_args or []), "-e", env_dir]
+    records = json.loads(_run_spack(spack, [*base, "find", "--json"]) or "[]")
+    prefixes = {}
+    for line in _run_spack(spack, [*base, "find", "--format", "{hash} {prefix}"]).splitlines():
+        parts = line.split(None, 1)
+        if len(parts) == 2 and re.match(r"^[a-z0-9]{32}$", parts[0]):
+            prefixes[parts[0]] = parts[1].strip()
+    version = _run_spack(spack, ["--version"]).strip()
+    return generate(
+        records,
+        env_dir,
+        os.path.join(env_dir, "spack.lock"),
+        prefixes=prefixes,
+        spack_version=version,
+    )
+
+
+# --------------------------------------------------------------------------
+# command line (wired as `h5regress manifest write|show`)
+
+
+def main_write(argv: list[str] | None = None) -> int:
+    """h5regress manifest write [--env DIR] [--output PATH]"""
+    ap = argparse.ArgumentParser(
+        prog="h5regress manifest write",
+        description="Generate the manifest from an installed Spack environment "
+        "(spack -e ENV find --json) and write it atomically.",
+    )
+    ap.add_argument("--env", default=None, help="Spack environment dir (default: <repo>/spack-env)")
+    ap.add_argument("--output", default=None,
+                    help="manifest path (default: $H5REGRESS_MANIFEST, else ENV/manifest.json)")
+    ap.add_argument("--spack", default=None, help="spack executable (default: $SPACK_ROOT, PATH)")
+    args = ap.parse_args(argv)
+    env_dir = pathlib.Path(args.env) if args.env else default_env_dir()
+    if args.output:
+        out = pathlib.Path(args.output)
+    elif args.env:
+        out = env_dir / "manifest.json"
+    else:
+        out = default_path()
+    try:
+        manifest = from_spack(env_dir, spack=args.spack)
+        write(out, manifest)
+    except ManifestError as e:
+        print(f"h5regress manifest write: error: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {out}: {len(manifest['builds'])} HDF5 builds "
+          f"({', '.join(manifest['builds'])})")
+    return 0
+
+
+def main_show(argv: list[str] | None = None) -> int:
+    """h5regress manifest show [PATH] [--json]"""
+    ap = argparse.ArgumentParser(prog="h5regress manifest show",
+                                 description="Validate the manifest and list its builds and tools.")
+    ap.add_argument("path", nargs="?", default=None,
+                    help="manifest (default: $H5REGRESS_MANIFEST, else spack-env/manifest.json)")
+    ap.add_argument("--json", action="store_true", help="print the builds as JSON")
+    args = ap.parse_args(argv)
+    path = pathlib.Path(args.path) if args.path else default_path()
+    try:
+        builds = load(path)
+    except ManifestError as e:
+        print(f"h5regress manifest show: error: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        json.dump({k: b.__dict__ for k, b in builds.items()}, sys.stdout, indent=2)
+        print()
+        return 0
+    print(f"{path}")
+    for b in builds.values():
+        print(f"{b.id}: HDF5 {b.hdf5_version} (label {b.hdf5_label}) commit {b.hdf5_commit} "
+              f"hash {b.spec_hash[:7]}\n  variants {b.variants}\n  prefix {b.prefix}")
+        for tool in sorted(b.tools):
+            print(f"  {tool:22s} {b.tools[tool]}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "write":
+        return main_write(argv[1:])
+    if argv and argv[0] == "show":
+        return main_show(argv[1:])
+    print("usage: python -m h5regress.manifest write|show [options]", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

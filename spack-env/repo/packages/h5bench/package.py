@@ -1,0 +1,33 @@
+# h5regress: h5bench with version 1.6, extending Spack's builtin recipe.
+#
+# The builtin recipe stops at 1.4 and clones every git submodule (AMReX,
+# openPMD-api, E3SM-IO, MACSio), which the metadata and exerciser benchmarks
+# do not need and which an air-gapped source mirror would have to carry.
+# Here only the submodules of the selected benchmarks are initialised.
+from spack.package import *
+
+try:  # Spack >= 1.0: builtin packages live in the spack_repo.builtin namespace
+    from spack_repo.builtin.packages.h5bench.package import H5bench as BuiltinH5bench
+except ImportError:  # Spack 0.x
+    from spack.pkg.builtin.h5bench import H5bench as BuiltinH5bench
+
+
+def _needed_submodules(pkg):
+    """Submodules the selected variants build from (none for +metadata +exerciser)."""
+    spec = pkg.spec
+    if spec.satisfies("+all"):
+        return ["amrex", "openpmd", "e3sm", "macsio"]
+    return [name for name in ("amrex", "openpmd", "e3sm") if spec.satisfies(f"+{name}")]
+
+
+class H5bench(BuiltinH5bench):
+    # h5bench 1.6 (tag 1.6).
+    version(
+        "1.6",
+        commit="675c86d11832c625f1d71e63d7626308170ba8c5",
+        submodules=_needed_submodules,
+    )
+
+    # CMakeLists.txt calls find_package(Python REQUIRED) (it installs the
+    # `h5bench` driver script).
+    depends_on("python@3:", type="build", when="@1.6:")

@@ -1,0 +1,21 @@
+# h5regress: IOR, extending Spack's builtin recipe with the upstream git
+# repository, so that the environment can pin IOR by commit
+# (ior@git.<sha>=4.0.0) and a source mirror can carry that commit.
+import os
+
+from spack.package import *
+
+try:  # Spack >= 1.0
+    from spack_repo.builtin.packages.ior.package import Ior as BuiltinIor
+except ImportError:  # Spack 0.x
+    from spack.pkg.builtin.ior import Ior as BuiltinIor
+
+
+class Ior(BuiltinIor):
+    git = "https://github.com/hpc/ior.git"
+
+    @run_after("install")
+    def check_binaries(self):
+        for exe in ("ior", "mdtest"):
+            if not os.path.exists(join_path(self.prefix.bin, exe)):
+                raise InstallError(f"ior: bin/{exe} was not installed")

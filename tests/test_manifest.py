@@ -1,0 +1,422 @@
+"""h5regress.manifest: generate from `spack find --json`, write atomically,
+load and validate; the checks' parameterisation over the manifest's builds.
+
+Fixtures (tests/fixtures/manifest/): the real output of
+`spack -e spack-env find --json` and `spack -e spack-env find --format
+'{hash} {prefix}'` after installing the environment with Spack 0.23 on a
+Debian 12 workstation, with the machine's paths replaced: install prefixes by
+@PREFIX@ and the repository by /src/h5regress.  The tests lay out a fake
+install tree under tmp_path (empty files where the tools are).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import pathlib
+import stat
+import sys
+
+import pytest
+
+from h5regress import manifest as mf
+
+FIX = pathlib.Path(__file__).resolve().parent / "fixtures" / "manifest"
+BASELINE = "hdf5-1.14.1"
+CANDIDATE = "hdf5-1.15.0"
+ALL_TOOLS = {"ior", "mdtest", "macsio", "h5bench_write", "h5bench_read",
+             "h5bench_exerciser", "h5bench_hdf5_iotest", "flash-io"}
+
+
+def find_json() -> list[dict]:
+    return json.loads((FIX / "spack-find.json").read_text())
+
+
+def prefixes(root: pathlib.Path) -> dict[str, str]:
+    out = {}
+    for line in (FIX / "prefixes.txt").read_text().splitlines():
+        h, p = line.split(None, 1)
+        out[h] = p.replace("@PREFIX@", str(root))
+    return out
+
+
+def lay_out_install(root: pathlib.Path, records, pfx, skip=()):
+    """Empty executables where the environment installs its tools, and the
+    HDF5 header the version comes from."""
+    layout = {
+        "ior": ["bin/ior", "bin/mdtest"],
+        "macsio": ["macsio"],
+        "h5bench": ["bin/h5bench_write", "bin/h5bench_read", "bin/h5bench_exerciser",
+                    "bin/h5bench_hdf5_iotest"],
+        "flash-io": ["bin/flash-io"],
+    }
+    for rec in records:
+        prefix = pathlib.Path(pfx[rec["hash"]])
+        if rec["name"] == "hdf5":
+            label = rec["version"].split("=")[1]
+            major, minor, release = label.split(".")
+            (prefix / "include").mkdir(parents=True, exist_ok=True)
+            (prefix / "include" / "H5public.h").write_text(
+                f'#define H5_VERS_MAJOR {major}\n#define H5_VERS_MINOR {minor}\n'
+                f'#define H5_VERS_RELEASE {release}\n#define H5_VERS_SUBRELEASE ""\n')
+        for rel in layout.get(rec["name"], []):
+            if rel in skip:
+                continue
+            f = prefix / rel
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_text("#!/bin/sh\n")
+            f.chmod(f.stat().st_mode | stat.S_IXUSR)
+
+
+@pytest.fixture
+def env(tmp_path):
+    """(env dir with a spack.lock, records, prefixes) over a fake install tree."""
+    env_dir = tmp_path / "spack-env"
+    env_dir.mkdir()
+    (env_dir / "spack.lock").write_text('{"_meta": {"file-type": "spack-lockfile"}}\n')
+    records = find_json()
+    pfx = prefixes(tmp_path / "install")
+    lay_out_install(tmp_path / "install", records, pfx)
+    return env_dir, records, pfx
+
+
+def gen(env_dir, records, pfx, **kw):
+    return mf.generate(records, env_dir, env_dir / "spack.lock", prefixes=pfx,
+                       spack_version="0.23.0.dev0 (test)", **kw)
+
+
+# --------------------------------------------------------------- generate
+
+
+def test_fixture_is_real_spack_output():
+    records = find_json()
+    names = sorted({r["name"] for r in records})
+    assert {"hdf5", "ior", "macsio", "h5bench", "flash-io"} <= set(names)
+    for r in records:
+        assert len(r["hash"]) == 32 and "parameters" in r and "version" in r
+    text = (FIX / "spack-find.json").read_text() + (FIX / "prefixes.txt").read_text()
+    for local in ("/work/", "/opt/", "/root/", "/tmp/"):
+        assert local not in text
+
+
+def test_generate_from_spack_find(env):
+    env_dir, records, pfx = env
+    m = gen(env_dir, records, pfx, now=dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc))
+    assert m["schema"] == 1
+    assert m["generated"] == "2026-01-02T03:04:05Z"
+    assert m["spack_version"] == "0.23.0.dev0 (test)"
+    assert m["environment"] == str(env_dir)
+    assert m["lock_sha256"] == mf.sha256_file(env_dir / "spack.lock")
+    assert sorted(m["builds"]) == [BASELINE, CANDIDATE]
+    b = m["builds"][BASELINE]
+    assert b["hdf5"]["commit"] == "577c192518598c7e2945683655feffcdbdf5a91b"
+    assert b["hdf5"]["label"] == "1.14.1" and b["hdf5"]["version"] == "1.14.1"
+    assert b["hdf5"]["variants"].startswith("~cxx~fortran+hl")
+    for v in ("+mpi", "+hl", "+subfiling", "+shared"):
+        assert v in b["hdf5"]["variants"]
+    assert "api=default" in b["hdf5"]["variants"]
+    assert len(b["hdf5"]["hash"]) == 32
+    assert b["hdf5"]["prefix"] == pfx[b["hdf5"]["hash"]]
+    c = m["builds"][CANDIDATE]
+    assert c["hdf5"]["commit"] == "b382a8ef85acaedb63d05fc29305ac24d9b1805a"
+    for build in m["builds"].values():
+        assert set(build["tools"]) == ALL_TOOLS
+        for tool, path in build["tools"].items():
+            assert os.path.isabs(path) and os.path.exists(path), (tool, path)
+        assert build["tools"]["macsio"].endswith("/macsio")
+        assert "/bin/" not in build["tools"]["macsio"]
+    # the tools of a build are the ones linked with that build's HDF5
+    ior = {r["hash"]: r for r in records if r["name"] == "ior"}
+    for build in m["builds"].values():
+        ior_prefix = build["tools"]["ior"].rsplit("/bin/", 1)[0]
+        (rec,) = [r for h, r in ior.items() if pfx[h] == ior_prefix]
+        (dep,) = [d for d in rec["dependencies"] if d["name"] == "hdf5"]
+        assert dep["hash"] == build["hdf5"]["hash"]
+
+
+def test_macsio_in_bin_is_found_too(env, tmp_path):
+    env_dir, records, pfx = env
+    for rec in records:
+        if rec["name"] == "macsio":
+            p = pathlib.Path(pfx[rec["hash"]])
+            (p / "macsio").unlink()
+            (p / "bin").mkdir()
+            (p / "bin" / "macsio").write_text("")
+    m = gen(env_dir, records, pfx)
+    assert all(b["tools"]["macsio"].endswith("/bin/macsio") for b in m["builds"].values())
+
+
+def test_a_tool_missing_from_its_prefix_is_an_error(env):
+    env_dir, records, pfx = env
+    rec = next(r for r in records if r["name"] == "h5bench")
+    missing = pathlib.Path(pfx[rec["hash"]]) / "bin" / "h5bench_exerciser"
+    missing.unlink()
+    with pytest.raises(mf.ManifestError) as e:
+        gen(env_dir, records, pfx)
+    msg = str(e.value)
+    assert "h5bench_exerciser" in msg and str(missing) in msg and "build hdf5-" in msg
+
+
+def test_h5bench_absent_for_a_build_is_not_an_error(env):
+    """The matrix excludes h5bench for a 2.x HDF5: that build has no h5bench_*."""
+    env_dir, records, pfx = env
+    candidate_hash = next(r["hash"] for r in records
+                          if r["name"] == "hdf5" and r["version"].endswith("=1.15.0"))
+    records = [r for r in records if not (r["name"] == "h5bench" and any(
+        d["hash"] == candidate_hash for d in r["dependencies"]))]
+    m = gen(env_dir, records, pfx)
+    assert set(m["builds"][CANDIDATE]["tools"]) == ALL_TOOLS - {
+        "h5bench_write", "h5bench_read", "h5bench_exerciser", "h5bench_hdf5_iotest"}
+    assert set(m["builds"][BASELINE]["tools"]) == ALL_TOOLS
+
+
+def test_generate_rejects_what_it_cannot_name(env):
+    env_dir, records, pfx = env
+    # an HDF5 that is not a commit pin
+    bad = json.loads(json.dumps(records))
+    next(r for r in bad if r["name"] == "hdf5")["version"] = "1.14.3"
+    with pytest.raises(mf.ManifestError, match="not a commit pin"):
+        gen(env_dir, bad, pfx)
+    # two builds with one label
+    bad = json.loads(json.dumps(records))
+    for r in bad:
+        if r["name"] == "hdf5":
+            r["version"] = r["version"].split("=")[0] + "=1.14.1"
+    with pytest.raises(mf.ManifestError, match="used by two HDF5 builds"):
+        gen(env_dir, bad, pfx)
+    # a tool linked with an HDF5 that is none of the builds
+    bad = json.loads(json.dumps(records))
+    tool = next(r for r in bad if r["name"] == "ior")
+    next(d for d in tool["dependencies"] if d["name"] == "hdf5")["hash"] = "x" * 32
+    with pytest.raises(mf.ManifestError, match="none of the environment's HDF5 builds"):
+        gen(env_dir, bad, pfx)
+    # nothing installed
+    with pytest.raises(mf.ManifestError, match="no installed hdf5"):
+        gen(env_dir, [r for r in records if r["name"] != "hdf5"], pfx)
+    # no prefix for a record
+    with pytest.raises(mf.ManifestError, match="no install prefix"):
+        gen(env_dir, records, {})
+    # no lock
+    with pytest.raises(mf.ManifestError, match="no spack.lock"):
+        mf.generate(records, env_dir, env_dir / "nope.lock", prefixes=pfx)
+
+
+# ------------------------------------------------------------ write, load
+
+
+def test_write_then_load(env):
+    env_dir, records, pfx = env
+    m = gen(env_dir, records, pfx)
+    path = mf.write(env_dir / "manifest.json", m)
+    assert json.loads(path.read_text()) == m
+    assert [p.name for p in env_dir.iterdir() if p.name.endswith(".tmp")] == []
+    builds = mf.load(path)
+    assert sorted(builds) == [BASELINE, CANDIDATE]
+    b = builds[BASELINE]
+    assert isinstance(b, mf.Build)
+    assert (b.id, b.hdf5_version, b.hdf5_label) == (BASELINE, "1.14.1", "1.14.1")
+    assert b.hdf5_commit == "577c192518598c7e2945683655feffcdbdf5a91b"
+    assert b.spec_hash == m["builds"][BASELINE]["hdf5"]["hash"]
+    assert b.prefix == m["builds"][BASELINE]["hdf5"]["prefix"]
+    assert b.variants == m["builds"][BASELINE]["hdf5"]["variants"]
+    assert set(b.tools) == ALL_TOOLS
+    with pytest.raises(Exception):
+        b.id = "other"  # frozen
+
+
+def test_write_is_atomic(env, monkeypatch):
+    env_dir, records, pfx = env
+    path = env_dir / "manifest.json"
+    good = gen(env_dir, records, pfx)
+    mf.write(path, good)
+    before = path.read_text()
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(mf.json, "dump", boom)
+    with pytest.raises(OSError, match="disk full"):
+        mf.write(path, good)
+    assert path.read_text() == before, "the old manifest is intact"
+    assert [p.name for p in env_dir.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_write_refuses_an_invalid_manifest(env):
+    env_dir, records, pfx = env
+    m = gen(env_dir, records, pfx)
+    m["builds"][BASELINE]["hdf5"]["commit"] = "577c192"
+    with pytest.raises(mf.ManifestError, match="commit"):
+        mf.write(env_dir / "manifest.json", m)
+    assert not (env_dir / "manifest.json").exists()
+
+
+def _written(env):
+    env_dir, records, pfx = env
+    path = env_dir / "manifest.json"
+    mf.write(path, gen(env_dir, records, pfx))
+    return path
+
+
+def _edit(path, fn):
+    data = json.loads(path.read_text())
+    fn(data)
+    path.write_text(json.dumps(data))
+
+
+def test_missing_manifest(tmp_path):
+    with pytest.raises(mf.ManifestError) as e:
+        mf.load(tmp_path / "manifest.json")
+    assert str(tmp_path / "manifest.json") in str(e.value)
+    assert "spack-env/install" in str(e.value)
+
+
+def test_not_json(tmp_path):
+    p = tmp_path / "manifest.json"
+    p.write_text('{"schema": 1,\n "builds": ')
+    with pytest.raises(mf.ManifestError, match=r"manifest.json: not valid JSON \(line 2"):
+        mf.load(p)
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda d: d.pop("lock_sha256"), ["'lock_sha256'"]),
+    (lambda d: d.update(schema=2), ["'schema'", "2"]),
+    (lambda d: d.update(builds={}), ["'builds'"]),
+    (lambda d: d["builds"][BASELINE]["hdf5"].update(commit="zz" * 20), ["commit", "zz"]),
+    (lambda d: d["builds"][BASELINE]["hdf5"].pop("hash"), [BASELINE, "'hash'"]),
+    (lambda d: d["builds"][BASELINE]["hdf5"].update(label="9.9.9"),
+     [BASELINE, "9.9.9"]),
+    (lambda d: d["builds"][BASELINE]["tools"].update(ior="bin/ior"), ["'ior'", "bin/ior"]),
+])
+def test_malformed_manifest_names_the_key(env, edit, words):
+    path = _written(env)
+    _edit(path, edit)
+    with pytest.raises(mf.ManifestError) as e:
+        mf.load(path)
+    msg = str(e.value)
+    assert str(path) in msg
+    for w in words:
+        assert w in msg, (w, msg)
+
+
+def test_a_tool_that_disappeared(env):
+    path = _written(env)
+    ior = json.loads(path.read_text())["builds"][CANDIDATE]["tools"]["ior"]
+    os.unlink(ior)
+    with pytest.raises(mf.ManifestError) as e:
+        mf.load(path)
+    assert CANDIDATE in str(e.value) and "'ior'" in str(e.value) and ior in str(e.value)
+
+
+def test_stale_manifest(env):
+    path = _written(env)
+    mf.load(path)
+    (path.parent / "spack.lock").write_text('{"re": "concretized"}\n')
+    with pytest.raises(mf.ManifestError) as e:
+        mf.load(path)
+    msg = str(e.value)
+    assert "stale" in msg and str(path) in msg and "spack.lock" in msg
+    assert "spack-env/install --manifest-only" in msg
+    assert mf.load(path, check_stale=False)
+
+
+def test_a_copied_manifest_without_its_lock_is_not_stale(env, tmp_path):
+    path = _written(env)
+    data = json.loads(path.read_text())
+    data["environment"] = str(tmp_path / "gone")
+    copy = tmp_path / "artifacts" / "manifest.json"
+    copy.parent.mkdir()
+    copy.write_text(json.dumps(data))
+    assert sorted(mf.load(copy)) == [BASELINE, CANDIDATE]
+
+
+def test_default_path(monkeypatch, tmp_path):
+    monkeypatch.delenv(mf.ENV_VAR, raising=False)
+    repo = pathlib.Path(mf.__file__).resolve().parent.parent
+    assert mf.default_path() == repo / "spack-env" / "manifest.json"
+    monkeypatch.setenv(mf.ENV_VAR, str(tmp_path / "m.json"))
+    assert mf.default_path() == tmp_path / "m.json"
+
+
+# ----------------------------------------------------------- command line
+
+
+@pytest.fixture
+def fake_spack(tmp_path, env):
+    """A `spack` that answers find --json / find --format / --version with the fixtures."""
+    env_dir, records, pfx = env
+    (tmp_path / "find.json").write_text(json.dumps(records))
+    (tmp_path / "prefixes.txt").write_text("".join(f"{h} {p}\n" for h, p in pfx.items()))
+    exe = tmp_path / "spack"
+    exe.write_text(f"""#!{sys.executable}
+import sys
+a = sys.argv[1:]
+if a == ["--version"]:
+    print("0.23.0.dev0 (fake)")
+elif a[-2:] == ["find", "--json"]:
+    print(open({str(tmp_path / 'find.json')!r}).read())
+elif "--format" in a:
+    print(open({str(tmp_path / 'prefixes.txt')!r}).read())
+else:
+    sys.exit("fake spack: " + " ".join(a))
+""")
+    exe.chmod(0o755)
+    return exe
+
+
+def test_main_write_and_show(env, fake_spack, capsys, monkeypatch):
+    env_dir, _, _ = env
+    monkeypatch.delenv(mf.ENV_VAR, raising=False)
+    assert mf.main(["write", "--env", str(env_dir), "--spack", str(fake_spack)]) == 0
+    out = env_dir / "manifest.json"
+    data = json.loads(out.read_text())
+    assert data["spack_version"] == "0.23.0.dev0 (fake)"
+    assert sorted(data["builds"]) == [BASELINE, CANDIDATE]
+    assert mf.main(["show", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert BASELINE in text and "577c192518598c7e2945683655feffcdbdf5a91b" in text
+    assert mf.main(["show", str(out), "--json"]) == 0
+
+
+def test_main_write_reports_errors(env, tmp_path, capsys):
+    env_dir, _, _ = env
+    bad = tmp_path / "spack-bad"
+    bad.write_text("#!/bin/sh\necho '==> Error: no environment' >&2\nexit 1\n")
+    bad.chmod(0o755)
+    assert mf.main(["write", "--env", str(env_dir), "--spack", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "h5regress manifest write: error:" in err and "no environment" in err
+    assert not (env_dir / "manifest.json").exists()
+
+
+def test_show_reports_a_missing_manifest(tmp_path, capsys):
+    assert mf.main(["show", str(tmp_path / "none.json")]) == 2
+    assert "no manifest" in capsys.readouterr().err
+
+
+# ------------------------------------- checks parameterised over the builds
+
+
+def test_checks_take_the_builds_from_the_manifest(env, monkeypatch):
+    from h5regress import tools
+
+    path = _written(env)
+    monkeypatch.setenv(mf.ENV_VAR, str(path))
+    assert tools.builds() == [BASELINE, CANDIDATE]
+    data = json.loads(path.read_text())
+    for build in (BASELINE, CANDIDATE):
+        t = tools.find("ior", build)
+        assert t.path == data["builds"][build]["tools"]["ior"]
+        assert t.build == build and t.source == "spack-manifest"
+        assert t.hdf5_commit == data["builds"][build]["hdf5"]["commit"]
+        assert t.spec_hash == data["builds"][build]["hdf5"]["hash"]
+        assert tools.find("flash-io", build).path.endswith("/bin/flash-io")
+    with pytest.raises(tools.ToolNotFound):
+        tools.find("ior", "hdf5-9.9.9")
+
+
+def test_without_a_manifest_the_checks_use_path(monkeypatch, tmp_path):
+    from h5regress import tools
+
+    monkeypatch.setenv(mf.ENV_VAR, str(tmp_path / "none.json"))
+    assert tools.builds() == [tools.PATH_BUILD]
