@@ -67,3 +67,36 @@ def test_dry_run_on_the_example_slurm_cluster(tmp_path):
             assert re.search(r'^srun \S+/ior -a MPIIO -b 1073741824 -t 1073741824 -s 8 ',
                              script, re.M)
         assert {re.search(r'--ntasks=(\d+)', s).group(1) for s in ior} == {'32', '128'}
+
+
+def test_checks_are_parameterised_over_the_manifest_builds(tmp_path):
+    """One run compares HDF5 A against HDF5 B: every HDF5 check has a test per build."""
+    import hashlib
+
+    from h5regress import manifest
+
+    def build(label, commit):
+        bindir = tmp_path / label / 'bin'
+        bindir.mkdir(parents=True)
+        for tool in ('ior', 'flash-io'):
+            (bindir / tool).write_text('#!/bin/sh\n')
+            (bindir / tool).chmod(0o755)
+        return {'hdf5': {'version': label, 'label': label, 'commit': commit,
+                         'variants': '+mpi+hl', 'hash': label, 'prefix': str(tmp_path)},
+                'tools': {t: str(bindir / t) for t in ('ior', 'flash-io')}}
+
+    path = tmp_path / 'manifest.json'
+    manifest.write(path, {
+        'schema': 1, 'generated': '2026-11-21T00:00:00Z', 'spack_version': 'test',
+        'environment': str(tmp_path), 'lock_sha256': hashlib.sha256(b'').hexdigest(),
+        'builds': {'hdf5-1.14.1': build('1.14.1', 'a' * 40),
+                   'hdf5-1.15.0': build('1.15.0', 'b' * 40)}})
+    out = run_reframe(['-c', 'reframe/checks/ior.py', '-c', 'reframe/checks/flashio.py',
+                       '-l'], tmp_path, env={'H5REGRESS_MANIFEST': str(path)})
+    assert out.returncode == 0, out.stdout + out.stderr
+    for check, rows in (('ior_check', 8), ('flashio_check', 4)):
+        for build_id in ('hdf5-1.14.1', 'hdf5-1.15.0'):
+            names = re.findall(rf'^- {check} .*%hdf5_build={build_id} ', out.stdout, re.M)
+            assert len(names) == rows, (check, build_id)
+    # the fixture-built kernel stands down when the manifest provides one
+    assert 'flashio_build_check' not in out.stdout
