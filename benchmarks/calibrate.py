@@ -13,7 +13,14 @@ It measures and prints; it asserts nothing. Sections:
    regression among 299 unchanged metrics.
 4. Normal-theory bound: the best any test can do at that noise (an oracle
    z-test with known variance), to judge how far the gate is from it.
-5. ``--real``: real runs on this machine: fio (buffered sequential write), A/B
+5. With history: the variance of the pair log-ratios pooled from past nights
+   of the same metric (30 A/A nights of 20 pairs at the history's CV), then
+   tonight (fixed n = 10/15/20 and the rerun loop) at 0/5/10/15/20 %
+   slowdown: false alarms, detection, how often the pooled t test was used;
+   and nights noisier than their history (CV x1.1 .. x2), where the
+   consistency check must keep the false alarms down. Section 1 and 2 are
+   the same gate without history.
+6. ``--real``: real runs on this machine: fio (buffered sequential write), A/B
    pairs back to back, the candidate slowed by ``delay_shim.so`` (LD_PRELOAD,
    built here with gcc), gated like a night: A/A, 10 % and 30 % nominal.
 
@@ -81,12 +88,72 @@ def sequential(noise: Noise, ratio: float, start: int = 10, step: int = 5,
 
 
 def rates(fn, noise, reps, *args) -> dict[str, float]:
-    out = {'FAIL': 0, 'PASS': 0, 'INCONCLUSIVE': 0, 'pairs': 0}
+    out = {'FAIL': 0, 'PASS': 0, 'INCONCLUSIVE': 0, 'pairs': 0, 'pooled': 0}
     for _ in range(reps):
-        v, n = fn(noise, *args)
+        v, n, *used = fn(noise, *args)
         out[v] += 1
         out['pairs'] += n
+        out['pooled'] += bool(used and used[0])
     return {k: v / reps for k, v in out.items()}
+
+
+# ------------------------------------------------------------ with history
+HV = CFG['history_variance']
+
+
+def past_nights(noise: Noise, nights: int = 30, n: int = 20) -> stats.PooledVariance:
+    """Pool of ``nights`` simulated A/A nights of ``n`` pairs (as the gate pools them)."""
+    per_night = []
+    for _ in range(nights):
+        d = []
+        for _ in range(n):
+            a, b = noise.pair()
+            d.append(math.log(b) - math.log(a))
+        per_night.append((n, stats.variance(d)))
+    return stats.pool_variance(per_night, HV['min_nights'], HV['min_pairs'], HV['window'],
+                               HV['screen_level'])
+
+
+def judge_with_history(d: list[float], pooled: stats.PooledVariance,
+                       cap: int | None) -> tuple[str, bool]:
+    """The gate's choice (h5regress.gate._variance_choice) and verdict for one metric."""
+    var = gate._variance_choice(d, stats.variance(d), pooled, HV['consistency_level'])
+    if var['source'] == 'history':
+        comp = stats.pooled_t(d, pooled, CFG['confidence'])
+    else:
+        comp = stats.signed_rank(d, CFG['confidence'])
+    return gate.decide(comp, comp.p_worse, CFG, cap)[0], var['source'] == 'history'
+
+
+def one_gate_hist(noises: tuple[Noise, Noise], n: int, ratio: float,
+                  hist_nights: int = 30) -> tuple[str, int, bool]:
+    """``noises``: (history's noise, tonight's noise); a fresh history per replication."""
+    past, tonight = noises
+    pooled = past_nights(past, hist_nights)
+    lr = math.log(ratio)
+    d = []
+    for _ in range(n):
+        a, b = tonight.pair()
+        d.append(math.log(b) - math.log(a) + lr)
+    verdict, used = judge_with_history(d, pooled, None)
+    return verdict, n, used
+
+
+def sequential_hist(noises: tuple[Noise, Noise], ratio: float, start: int = 10,
+                    step: int = 5, cap: int = 20) -> tuple[str, int, bool]:
+    past, tonight = noises
+    pooled = past_nights(past)
+    lr = math.log(ratio)
+    d: list[float] = []
+    n = start
+    while True:
+        while len(d) < n:
+            a, b = tonight.pair()
+            d.append(math.log(b) - math.log(a) + lr)
+        verdict, used = judge_with_history(d, pooled, cap)
+        if verdict != 'INCONCLUSIVE' or n >= cap:
+            return verdict, n, used
+        n = min(cap, n + step)
 
 
 def min_detectable(fail_rate, power: float = 0.8) -> float:
@@ -169,6 +236,50 @@ def section_sequential(models, reps, slowdowns) -> None:
               + ''.join(f'{x:>9.1%}' for x in det) + f'{mdd:>14.1%}')
 
 
+def section_history(cvs, pairs, reps, slowdowns, rng, model: str = 'lognormal',
+                    mismatch: bool = True) -> None:
+    print(f'\n== 5. With history: variance pooled from 30 past A/A nights x 20 pairs '
+          f'(needs >= {HV["min_nights"]} nights of >= {HV["min_pairs"]} pairs; t with '
+          f'sum(n_i - 1) df), used when tonight passes the upper F test at '
+          f'{HV["consistency_level"]:.0%}; else signed-rank. Noise: {model}')
+    print(f'{"noise":<22}{"pairs":>7}{"false alarm":>13}{"PASS@1.0":>10}{"pooled@1.0":>12}'
+          + ''.join(f'{"det " + format(s, ".0%"):>9}' for s in slowdowns)
+          + f'{"80% power at":>14}')
+    for cv in cvs:
+        name = f'{model} CV {cv:.0%}'
+        noises = (Noise(model, cv, rng=rng), Noise(model, cv, rng=rng))
+        for n in pairs:
+            null = rates(one_gate_hist, noises, reps, n, 1.0)
+            det = [rates(one_gate_hist, noises, max(reps // 2, 500), n, 1 - s)['FAIL']
+                   for s in slowdowns]
+            mdd = min_detectable(lambda r: rates(one_gate_hist, noises, max(reps // 4, 500),
+                                                 n, r)['FAIL'])
+            print(f'{name:<22}{n:>7}{null["FAIL"]:>13.2%}{null["PASS"]:>10.1%}'
+                  f'{null["pooled"]:>12.1%}' + ''.join(f'{x:>9.1%}' for x in det)
+                  + f'{mdd:>14.1%}')
+        null = rates(sequential_hist, noises, reps, 1.0)
+        det = [rates(sequential_hist, noises, max(reps // 2, 500), 1 - s)['FAIL']
+               for s in slowdowns]
+        mdd = min_detectable(lambda r: rates(sequential_hist, noises, max(reps // 4, 500),
+                                             r)['FAIL'])
+        print(f'{name:<22}{"10-20":>7}{null["FAIL"]:>13.2%}{null["PASS"]:>10.1%}'
+              f'{null["pooled"]:>12.1%}' + ''.join(f'{x:>9.1%}' for x in det)
+              + f'{mdd:>14.1%}   (rerun loop, mean pairs@1.0 {null["pairs"]:.1f})')
+    if not mismatch:
+        return
+    print(f'\n   Nights noisier than their history (history CV 8 %, A/A, 20 pairs and the '
+          f'rerun loop): false alarms and how often the pooled variance was still used')
+    print(f'{"tonight CV":>12}{"x hist":>8}{"FA n=20":>10}{"pooled":>9}{"FA loop":>10}'
+          f'{"pooled":>9}')
+    base_cv = 0.08
+    for k in (1.0, 1.1, 1.2, 1.3, 1.5, 2.0, 3.0):
+        noises = (Noise(model, base_cv, rng=rng), Noise(model, base_cv * k, rng=rng))
+        fixed = rates(one_gate_hist, noises, reps, 20, 1.0)
+        loop = rates(sequential_hist, noises, reps, 1.0)
+        print(f'{base_cv * k:>12.1%}{k:>8.1f}{fixed["FAIL"]:>10.2%}{fixed["pooled"]:>9.1%}'
+              f'{loop["FAIL"]:>10.2%}{loop["pooled"]:>9.1%}')
+
+
 def section_nights(nights: int, n_metrics: int, n_pairs: int, cv: float, seed: int) -> None:
     print(f'\n== 3. Whole nights through run_gate: {n_metrics} gated metrics x {n_pairs} '
           f'pairs, CV {cv:.0%}, BH across the night, {nights} nights per row')
@@ -239,14 +350,14 @@ def fio_run(datadir: Path, size: str, shim: Path | None, fraction: float) -> flo
 
 def section_real(nights: int, pairs: int, size: str, fractions: list[float]) -> None:
     if not shutil.which('fio') or not shutil.which('gcc'):
-        print('\n== 5. real runs skipped: needs fio and gcc')
+        print('\n== 6. real runs skipped: needs fio and gcc')
         return
     work = Path(tempfile.mkdtemp(prefix='h5r-calib-'))
     try:
         shim = build_shim(work)
         data = work / 'data'
         data.mkdir()
-        print(f'\n== 5. Real runs: fio sequential buffered write of {size} (1 MiB blocks), '
+        print(f'\n== 6. Real runs: fio sequential buffered write of {size} (1 MiB blocks), '
               f'{pairs} ABBA pairs per night, {nights} nights per row; candidate slowed by '
               f'delay_shim.so (LD_PRELOAD)')
         print(f'  build: gcc -shared -fPIC -O2 -o delay_shim.so benchmarks/delay_shim.c -ldl')
@@ -299,7 +410,9 @@ def main() -> int:
     ap.add_argument('--seed', type=int, default=20250101)
     ap.add_argument('--noise-from', help='records JSONL of repeated real runs (resampled)')
     ap.add_argument('--nights', type=int, default=100, help='nights for section 3')
-    ap.add_argument('--real', action='store_true', help='also run section 5 (fio + shim)')
+    ap.add_argument('--real', action='store_true', help='also run section 6 (fio + shim)')
+    ap.add_argument('--only-history', action='store_true',
+                    help='run only section 5 (with history)')
     ap.add_argument('--real-nights', type=int, default=5)
     ap.add_argument('--real-pairs', type=int, default=20)
     ap.add_argument('--real-size', default='256m')
@@ -317,10 +430,14 @@ def main() -> int:
     t0 = time.perf_counter()
     print(f'gate config: margin {CFG["margin"]}, alpha (BH) {CFG["alpha"]}, confidence '
           f'{CFG["confidence"]}; {reps} replications per null cell')
-    section_single(models, args.pairs, reps, slowdowns, rng)
-    section_sequential(models, reps, slowdowns)
-    section_nights(20 if args.quick else args.nights, 300, 20, 0.08, args.seed)
-    section_oracle(args.pairs, slowdowns, [0.08, 0.10])
+    if not args.only_history:
+        section_single(models, args.pairs, reps, slowdowns, rng)
+        section_sequential(models, reps, slowdowns)
+        section_nights(20 if args.quick else args.nights, 300, 20, 0.08, args.seed)
+    section_history([0.08, 0.10], args.pairs, reps, slowdowns, rng)
+    if not args.only_history:
+        section_history([0.08], [20], reps, slowdowns, rng, model='heavy', mismatch=False)
+        section_oracle(args.pairs, slowdowns, [0.08, 0.10])
     if args.real:
         section_real(args.real_nights, args.real_pairs, args.real_size, [0.0, 0.111, 0.4286])
     print(f'\n(total {time.perf_counter() - t0:.0f} s)')

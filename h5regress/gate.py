@@ -20,7 +20,18 @@ Roles (rules in ``ci/gate.yaml``, defaults in :data:`DEFAULTS`):
 Per gated metric (see :mod:`h5regress.stats`): log performance ratios of the
 pairs, Wilcoxon signed-rank p-value (one-sided, slowdown) and Hodges-Lehmann
 estimate with its exact 95 % interval; Benjamini-Hochberg across the night's
-gated metrics. Verdicts, with m = margin (default 5 %) and alpha the FDR level
+gated metrics.
+
+Variance from history (``history_variance`` in the config): when at least
+``min_nights`` (8) of the newest ``window`` (30) past nights of the same
+metric key had at least ``min_pairs`` (10) pairs, the variance of their pair
+log-ratios is pooled (outlier nights screened out, df = sum(n_i - 1)) and,
+if tonight's own variance passes an upper F test against it at
+``consistency_level`` (5 %), tonight is judged by a one-sided t test of the
+mean log-ratio with that variance and the pooled df (interval mean +- t *
+sigma / sqrt(n)): ``method: pooled-t``. Otherwise, and without history, the
+signed-rank method; ``variance`` in each metric's result says which was
+used and why (pooled sigma, df, nights, tonight's sigma, F and its p). Verdicts, with m = margin (default 5 %) and alpha the FDR level
 (default 1 %):
 
 * FAIL: BH-adjusted p <= alpha and estimate < 1 - m;
@@ -102,6 +113,11 @@ DEFAULTS: dict[str, Any] = {
                       'min_side': 4},
     'ceiling': {'tool': 'fio', 'operation': ['write', 'read'], 'metric': 'bw'},
     'refs': {'index': {}},
+    # borrow the variance of the pair log-ratios from past nights (see the docstring)
+    'history_variance': {'enabled': True, 'min_nights': stats.POOL_MIN_NIGHTS,
+                         'min_pairs': stats.POOL_MIN_PAIRS, 'window': stats.POOL_WINDOW,
+                         'screen_level': stats.POOL_SCREEN_LEVEL,
+                         'consistency_level': stats.CONSISTENCY_LEVEL},
 }
 
 
@@ -315,7 +331,54 @@ def decide(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
                             f'more pairs needed')
 
 
-def _compare(g: _Group, confidence: float) -> tuple[stats.Comparison | None, dict[str, Any]]:
+def pooled_from_history(history: hist_mod.History, key: str,
+                        hv: Mapping[str, Any]) -> stats.PooledVariance | None:
+    """Variance of pair log-ratios of ``key`` pooled from its past nights.
+
+    Per night it takes ``lr_n``/``lr_var`` from the summary line; nights
+    written before those fields existed get them from their samples file (the
+    first ``n_pairs`` values of both sides are the aligned pairs), read only
+    for the newest ``window`` nights. Degraded nights are left out.
+    """
+    if not hv.get('enabled', True):
+        return None
+    rows = history.series.get(key)
+    if not rows:
+        return None
+    bad_nights = {n['index'] for n in history.nights if n.get('degraded')}
+    window, min_pairs = int(hv['window']), int(hv['min_pairs'])
+    picked: list[tuple[int, float]] = []
+    for x in reversed(rows):
+        if len(picked) >= window:
+            break
+        if x['night_index'] in bad_nights:
+            continue
+        n, var = x.get('lr_n'), x.get('lr_var')
+        if n is None and (x.get('n_pairs') or 0) >= min_pairs:   # an older night
+            n, var = _lr_var_from_samples(history, key, x)
+        if isinstance(n, int) and n >= min_pairs and isinstance(var, (int, float)):
+            picked.append((n, float(var)))
+    picked.reverse()
+    return stats.pool_variance(picked, int(hv['min_nights']), min_pairs, window,
+                               float(hv['screen_level']))
+
+
+def _lr_var_from_samples(history: hist_mod.History, key: str, row: Mapping[str, Any]
+                         ) -> tuple[int | None, float | None]:
+    n = int(row.get('n_pairs') or 0)
+    base, cand = history.samples(key, row['night_index'])
+    if n < 2 or len(base) < n or len(cand) < n:
+        return None, None
+    try:
+        d = [math.log(c) - math.log(b) for b, c in zip(base[:n], cand[:n])]
+    except (ValueError, TypeError):
+        return None, None
+    return n, stats.variance(d)
+
+
+def _compare(g: _Group, confidence: float, pooled: stats.PooledVariance | None = None,
+             consistency_level: float = stats.CONSISTENCY_LEVEL
+             ) -> tuple[stats.Comparison | None, dict[str, Any]]:
     sign = 1.0 if g.rec.higher_is_better else -1.0
     pair_ids = sorted(set(g.base) & set(g.cand))
     gmean = lambda vs: math.exp(math.fsum(math.log(v) for v in vs) / len(vs))  # noqa: E731
@@ -328,14 +391,52 @@ def _compare(g: _Group, confidence: float) -> tuple[stats.Comparison | None, dic
         'incomplete_pairs': len(set(g.base) ^ set(g.cand)),
         'base': base_p + base_rest,
         'cand': cand_p + cand_rest,
+        'lr_n': None, 'lr_var': None, 'variance': None,
     }
     if pair_ids:
         d = [sign * (math.log(c) - math.log(b)) for b, c in zip(base_p, cand_p)]
+        info['lr_n'] = len(d)
+        info['lr_var'] = stats.variance(d) if len(d) >= 2 else None
+        var = _variance_choice(d, info['lr_var'], pooled, consistency_level)
+        info['variance'] = var
+        if var['source'] == 'history':
+            return stats.pooled_t(d, pooled, confidence), info
         return stats.signed_rank(d, confidence), info
     if base_rest and cand_rest:
         return stats.rank_sum([sign * math.log(v) for v in base_rest],
                               [sign * math.log(v) for v in cand_rest], confidence), info
     return None, info
+
+
+def _variance_choice(d: Sequence[float], var_t: float | None,
+                     pooled: stats.PooledVariance | None, level: float) -> dict[str, Any]:
+    """Whether tonight borrows the history's variance, and why (recorded per metric)."""
+    out: dict[str, Any] = {'source': 'tonight', 'tonight_sigma':
+                           math.sqrt(var_t) if var_t is not None else None}
+    if pooled is None:
+        out['note'] = 'no history of this metric: signed-rank test'
+        return out
+    out.update({'pooled_sigma': pooled.sigma if pooled.usable else None,
+                'pooled_df': pooled.df if pooled.usable else None,
+                'pooled_nights': pooled.nights, 'outlier_nights': pooled.outliers})
+    if not pooled.usable:
+        out['note'] = f'history too short ({pooled.reason}): signed-rank test'
+        return out
+    if len(d) < 3 or var_t is None:
+        out['note'] = f'{len(d)} pair(s): too few to check against history; signed-rank test'
+        return out
+    ok, f, p = stats.variance_consistent(var_t, len(d), pooled, level)
+    out.update({'F': f, 'p_F': p})
+    if not ok:
+        out['note'] = (f"tonight's spread {math.sqrt(var_t):.3g} is {math.sqrt(f):.2f}x the "
+                       f"history's {pooled.sigma:.3g} (F={f:.2f}, p={p:.2g} <= {level}): "
+                       f'noisier than its history, signed-rank test on its own pairs')
+        return out
+    out['source'] = 'history'
+    out['note'] = (f'pooled-t: sigma {pooled.sigma:.3g} from {pooled.nights} past night(s) '
+                   f'({pooled.df} df); tonight {math.sqrt(var_t):.3g} consistent '
+                   f'(F={f:.2f}, p={p:.2g})')
+    return out
 
 
 def _fmt_ratio(x: float) -> float | None:
@@ -422,10 +523,13 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
                       datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d'))
     metrics: list[dict[str, Any]] = []
     comps: list[stats.Comparison | None] = []
+    hv = dict(DEFAULTS['history_variance'], **(cfg.get('history_variance') or {}))
     for key, g in groups.items():
         r = g.rec
         role = role_of(cfg, r.tool, r.operation, r.metric, r.params)
-        comp, info = _compare(g, cfg['confidence'])
+        pooled = (pooled_from_history(history, hist_mod.metric_key(*key), hv)
+                  if role != 'reported' else None)
+        comp, info = _compare(g, cfg['confidence'], pooled, float(hv['consistency_level']))
         sign = 1.0 if r.higher_is_better else -1.0
         true_ratio = None
         if role in ('canary', 'control') or aa:
@@ -717,7 +821,7 @@ def history_lines(result: Mapping[str, Any]) -> tuple[dict[str, Any], list[dict[
     keep = ('key', 'label', 'tool', 'operation', 'metric', 'unit', 'higher_is_better', 'test',
             'test_class', 'perf_var', 'system', 'params', 'role', 'n_pairs', 'base', 'cand',
             'base_median', 'cand_median', 'median_all', 'ratio', 'ratio_lo', 'ratio_hi',
-            'q', 'verdict', 'true_ratio')
+            'q', 'verdict', 'true_ratio', 'lr_n', 'lr_var')
     lines = [{k: m.get(k) for k in keep} for m in result['metrics']]
     return header, lines
 
@@ -733,7 +837,7 @@ def format_text(result: Mapping[str, Any]) -> str:
         lo = '-' if m['ratio_lo'] is None else f'{m["ratio_lo"]:.3f}'
         hi = '-' if m['ratio_hi'] is None else f'{m["ratio_hi"]:.3f}'
         out.append(f'  {m["verdict"]:<12} {m["label"]}: ratio {ratio} [{lo}, {hi}] '
-                   f'n={m["n_pairs"]} ({m["reason"]})')
+                   f'n={m["n_pairs"]} {m.get("method") or ""} ({m["reason"]})')
     for c in result['canary']:
         if c['verdict'] == 'WARN':
             out.append(f'  WARN         {c["metric"]}: {c["reason"]}')

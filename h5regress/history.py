@@ -13,8 +13,12 @@ metric, unit, direction, test, test class, performance variable, system,
 parameters); each further line is one metric's summary (``"kind":
 "metric"``): key, role (``gated``, ``canary``, ``control``, ``reported``),
 pairs, medians of baseline, candidate and both, ratio and interval, q,
-verdict, and the true ratio when it is known (A/A nights, controls,
-injections). The samples file holds ``{key: [baseline values, candidate
+verdict, the true ratio when it is known (A/A nights, controls,
+injections), and ``lr_n``/``lr_var``: the number of pairs and the sample
+variance of their log-ratios, which later nights pool (the gate's
+``history_variance``). Nights written before ``lr_n``/``lr_var`` existed are
+read as they are; the gate derives the two from their samples file when it
+needs them. The samples file holds ``{key: [baseline values, candidate
 values]}``; the first ``n_pairs`` values of both lists are the aligned pairs.
 
 Why this shape: a year of nights at 300 metrics and 20 pairs is 4.4 million
@@ -158,7 +162,7 @@ class History:
     ``series``: metric key -> summary lines (``night_index`` added), in night
     order: ``role``, ``n_pairs``, ``base_median``, ``cand_median``,
     ``median_all``, ``ratio``, ``ratio_lo``, ``ratio_hi``, ``q``, ``verdict``,
-    ``true_ratio``. :meth:`meta` describes a metric (label, tool, params, ...),
+    ``true_ratio``, ``lr_n``, ``lr_var`` (absent in older nights). :meth:`meta` describes a metric (label, tool, params, ...),
     :meth:`samples` gives the per-run values of one night; both read lazily.
     ``problems``: unreadable files or lines, skipped.
     """

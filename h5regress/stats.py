@@ -421,3 +421,230 @@ def change_points(series: Sequence[float], window: int = 10, alpha: float = 0.00
             continue
         kept.append(cp)
     return kept
+
+
+# ------------------------------------------------------- variance from history
+# Tonight's 10-20 pairs estimate the noise of the pair log-ratios poorly: a
+# t-test at 19 df needs t > 2.54 where a z-test with the variance known needs
+# 2.33 (one-sided 1 %), and the rank test pays about as much. The history of
+# the same metric (same configuration, tool, operation and metric) holds many
+# nights of pairs of the same kind: their pooled variance is known far better
+# (30 nights x 19 df = 570 df: t > 2.33), so a night's test can borrow it --
+# but only when tonight's own spread agrees with it. See :func:`pool_variance`,
+# :func:`variance_consistent` and :func:`pooled_t`.
+
+#: fewest past nights, and fewest pairs in each, to pool a variance from
+POOL_MIN_NIGHTS = 8
+POOL_MIN_PAIRS = 10
+#: newest nights pooled
+POOL_WINDOW = 30
+#: a past night whose variance is beyond this two-sided level of the chi-square
+#: law around the others' median is an outlier night, left out of the pool
+POOL_SCREEN_LEVEL = 0.002
+#: tonight borrows only if its variance passes an upper F test at this level
+#: against the pool (lenient: a noisier night falls back to the rank test)
+CONSISTENCY_LEVEL = 0.05
+
+
+def t_cdf(t: float, df: float) -> float:
+    """P(T <= t) for Student's t with ``df`` degrees of freedom (df = inf: normal)."""
+    if math.isnan(t):
+        return float('nan')
+    if math.isinf(df) or df > 1e7:
+        return _NORMAL.cdf(t)
+    if math.isinf(t):
+        return 1.0 if t > 0 else 0.0
+    tail = 0.5 * betainc(df / 2.0, 0.5, df / (df + t * t))
+    return 1.0 - tail if t > 0 else tail
+
+
+def _bisect(f, lo: float, hi: float, target: float, increasing: bool = True,
+            tol: float = 1e-10) -> float:
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if (f(mid) < target) == increasing:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < tol * max(1.0, abs(mid)):
+            break
+    return 0.5 * (lo + hi)
+
+
+@functools.lru_cache(maxsize=4096)
+def t_ppf(p: float, df: float) -> float:
+    """Quantile of Student's t (df = inf: normal)."""
+    if not 0.0 < p < 1.0:
+        raise ValueError('t_ppf: p must be in (0, 1)')
+    if math.isinf(df) or df > 1e7:
+        return _NORMAL.inv_cdf(p)
+    if p < 0.5:
+        return -t_ppf(1.0 - p, df)
+    z = _NORMAL.inv_cdf(p)
+    hi = max(1.0, z)
+    while t_cdf(hi, df) < p:
+        hi *= 2.0
+    return _bisect(lambda x: t_cdf(x, df), 0.0, hi, p)
+
+
+def f_sf(f: float, df1: float, df2: float) -> float:
+    """Upper tail P(F >= f) of Fisher's F(df1, df2); df2 = inf: chi-square(df1)/df1."""
+    if f <= 0.0:
+        return 1.0
+    if math.isinf(f):
+        return 0.0
+    if math.isinf(df2) or df2 > 1e7:
+        return chi2_sf(f * df1, df1)
+    x = df2 / (df2 + df1 * f)
+    return betainc(df2 / 2.0, df1 / 2.0, x)
+
+
+def _gammainc_lower(a: float, x: float) -> float:
+    """Regularised lower incomplete gamma P(a, x) (series / continued fraction)."""
+    if x <= 0.0:
+        return 0.0
+    lg = math.lgamma(a)
+    if x < a + 1.0:
+        term = total = 1.0 / a
+        ap = a
+        for _ in range(1000):
+            ap += 1.0
+            term *= x / ap
+            total += term
+            if abs(term) < abs(total) * 1e-15:
+                break
+        return total * math.exp(-x + a * math.log(x) - lg)
+    tiny = 1e-300
+    b = x + 1.0 - a
+    c = 1.0 / tiny
+    d = 1.0 / b
+    h = d
+    for i in range(1, 1000):
+        an = -i * (i - a)
+        b += 2.0
+        d = an * d + b
+        d = tiny if abs(d) < tiny else d
+        c = b + an / c
+        c = tiny if abs(c) < tiny else c
+        d = 1.0 / d
+        delta = d * c
+        h *= delta
+        if abs(delta - 1.0) < 1e-15:
+            break
+    return 1.0 - math.exp(-x + a * math.log(x) - lg) * h
+
+
+def chi2_sf(x: float, df: float) -> float:
+    """Upper tail P(X >= x) of chi-square with ``df`` degrees of freedom."""
+    if x <= 0.0:
+        return 1.0
+    return max(0.0, 1.0 - _gammainc_lower(df / 2.0, x / 2.0))
+
+
+@functools.lru_cache(maxsize=4096)
+def chi2_ppf(p: float, df: float) -> float:
+    """Quantile of chi-square with ``df`` degrees of freedom."""
+    hi = max(1.0, df)
+    while 1.0 - chi2_sf(hi, df) < p:
+        hi *= 2.0
+    return _bisect(lambda x: 1.0 - chi2_sf(x, df), 0.0, hi, p)
+
+
+@dataclasses.dataclass
+class PooledVariance:
+    """Variance of pair log-ratios pooled from past nights of one metric.
+
+    ``var`` = sum((n_i - 1) s_i^2) / sum(n_i - 1) over the ``nights`` kept,
+    ``df`` = sum(n_i - 1); ``outliers``: nights left out by the screen;
+    ``usable`` is False (with ``reason``) when too few nights qualify.
+    """
+    var: float
+    df: int
+    nights: int
+    outliers: int
+    usable: bool
+    reason: str
+
+    @property
+    def sigma(self) -> float:
+        return math.sqrt(self.var) if self.var > 0 else 0.0
+
+
+def pool_variance(nights: Sequence[tuple[int, float]], min_nights: int = POOL_MIN_NIGHTS,
+                  min_pairs: int = POOL_MIN_PAIRS, window: int = POOL_WINDOW,
+                  screen: float = POOL_SCREEN_LEVEL) -> PooledVariance:
+    """Pool per-night (pairs, sample variance) of one metric, oldest first.
+
+    The newest ``window`` nights with at least ``min_pairs`` pairs count.
+    Robust screen: the median of their variances (corrected for the median
+    of chi-square(n-1)/(n-1) at the typical n) is the reference; a night
+    whose variance lies outside its chi-square(n_i - 1) band at two-sided
+    level ``screen`` around it (a storm on the file system, a broken node)
+    is left out. The rest are pooled the classical way -- the efficient
+    estimate, with its exact degrees of freedom ``sum(n_i - 1)``, which the
+    test then uses as the t reference (:func:`pooled_t`): a short history
+    stays conservative, a long one approaches the known-variance z-test.
+    """
+    good = [(int(n), float(v)) for n, v in nights
+            if n is not None and v is not None and n >= min_pairs and math.isfinite(v)
+            and v > 0][-window:]
+    if len(good) < min_nights:
+        return PooledVariance(0.0, 0, len(good), 0, False,
+                              f'{len(good)} past night(s) with >= {min_pairs} pairs, '
+                              f'need {min_nights}')
+    n_typ = int(median([n for n, _ in good]))
+    ref = median([v for _, v in good]) / (chi2_ppf(0.5, n_typ - 1) / (n_typ - 1))
+    kept = []
+    for n, v in good:
+        k = n - 1
+        lo = chi2_ppf(screen / 2, k) / k
+        hi = chi2_ppf(1 - screen / 2, k) / k
+        if lo <= v / ref <= hi:
+            kept.append((n, v))
+    outliers = len(good) - len(kept)
+    if len(kept) < min_nights:
+        return PooledVariance(0.0, 0, len(kept), outliers, False,
+                              f'{len(kept)} consistent past night(s), need {min_nights}')
+    df = sum(n - 1 for n, _ in kept)
+    var = math.fsum((n - 1) * v for n, v in kept) / df
+    return PooledVariance(var, df, len(kept), outliers, True,
+                          f'pooled from {len(kept)} night(s), {df} df')
+
+
+def variance_consistent(var_tonight: float, n: int, pooled: PooledVariance,
+                        level: float = CONSISTENCY_LEVEL) -> tuple[bool, float, float]:
+    """Upper F test of tonight's variance against the pooled one: (ok, F, p).
+
+    ``ok`` is False when tonight is significantly noisier than its history at
+    ``level``: then the night must not borrow the (too small) pooled variance.
+    A night quieter than its history may borrow it (conservative).
+    """
+    if n < 3 or pooled.var <= 0:
+        return False, math.nan, math.nan
+    f = var_tonight / pooled.var
+    p = f_sf(f, n - 1, pooled.df)
+    return p > level, f, p
+
+
+def pooled_t(d: Sequence[float], pooled: PooledVariance,
+             confidence: float = 0.95) -> Comparison:
+    """One-sample t test of the mean log-ratio with the history's variance.
+
+    ``t = mean(d) / (sigma_pooled / sqrt(n))`` against Student's t with the
+    pooled degrees of freedom (tonight's mean is independent of the past
+    nights' variances, so this is an exact t test under normal noise);
+    interval ``mean +- t_{df, (1+confidence)/2} sigma_pooled / sqrt(n)``.
+    """
+    n = len(d)
+    if n == 0:
+        return Comparison(0, 0.0, -math.inf, math.inf, 1.0, 1.0, 1.0, 'none')
+    m = mean(d)
+    se = pooled.sigma / math.sqrt(n)
+    if se <= 0:
+        return signed_rank(d, confidence)
+    t = m / se
+    p_worse = t_cdf(t, pooled.df)
+    p_better = t_cdf(-t, pooled.df)
+    half = t_ppf(0.5 + confidence / 2.0, pooled.df) * se
+    return Comparison(n, m, m - half, m + half, p_worse, p_better,
+                      min(1.0, 2.0 * min(p_worse, p_better)), 'pooled-t')

@@ -31,3 +31,18 @@ class H5bench(BuiltinH5bench):
     # CMakeLists.txt calls find_package(Python REQUIRED) (it installs the
     # `h5bench` driver script).
     depends_on("python@3:", type="build", when="@1.6:")
+
+    def cmake_args(self):
+        args = super().cmake_args()
+        hdf5 = self.spec["hdf5"]
+        if hdf5.satisfies("+subfiling"):
+            # h5bench 1.6 looks for H5FDsubfiling.h in HDF5_INCLUDE_DIRS, which a
+            # CMake-built HDF5's package config leaves empty: without these its
+            # SUBFILING option is compiled out ("HDF5 version does not support
+            # SUBFILING") although the VFD is there
+            args += [
+                self.define("H5FDsubfiling_H", join_path(hdf5.prefix.include,
+                                                         "H5FDsubfiling.h")),
+                self.define("HAVE_SUBFILING_VFD", True),
+            ]
+        return args
