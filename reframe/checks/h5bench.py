@@ -212,7 +212,8 @@ class h5bench_pattern_base(h5bench_base):
                              f'give a whole number and one of {", ".join(TIME_UNITS)} '
                              '(h5bench 1.6 misreads minutes)')
         dims = pattern_dims(num_dims, self.particles())
-        collective = 'NO' if io == 'independent' else 'YES'
+        # h5bench refuses collective data buffering through the subfiling VFD
+        collective = 'NO' if io in ('independent', 'subfiling') else 'YES'
         cfg = {
             'MEM_PATTERN': mem, 'FILE_PATTERN': file, 'TIMESTEPS': str(self.timesteps),
             'COLLECTIVE_DATA': collective, 'COLLECTIVE_METADATA': collective,
