@@ -44,8 +44,9 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field
+
+from h5regress import atomic
 
 SCHEMA = 1
 ENV_VAR = "H5REGRESS_MANIFEST"
@@ -446,30 +447,7 @@ def write(path, manifest: dict) -> pathlib.Path:
     the new one, never half of one."""
     path = pathlib.Path(path)
     _validate(manifest, str(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(manifest, f, indent=2, sort_keys=False)
-            f.write("\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-    try:
-        dfd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
-    return path
+    return atomic.write_text(path, json.dumps(manifest, indent=2, sort_keys=False) + "\n")
 
 
 # --------------------------------------------------------------------------

@@ -235,7 +235,8 @@ def test_write_is_atomic(env, monkeypatch):
     def boom(*a, **k):
         raise OSError("disk full")
 
-    monkeypatch.setattr(mf.json, "dump", boom)
+    # the disk fills while the new manifest is being written
+    monkeypatch.setattr(mf.atomic.os, "fsync", boom)
     with pytest.raises(OSError, match="disk full"):
         mf.write(path, good)
     assert path.read_text() == before, "the old manifest is intact"
