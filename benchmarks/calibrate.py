@@ -238,8 +238,9 @@ def section_sequential(models, reps, slowdowns) -> None:
 
 def section_history(cvs, pairs, reps, slowdowns, rng, model: str = 'lognormal',
                     mismatch: bool = True) -> None:
-    print(f'\n== 5. With history: variance pooled from 30 past A/A nights x 20 pairs '
-          f'(needs >= {HV["min_nights"]} nights of >= {HV["min_pairs"]} pairs; t with '
+    print(f'\n== 5. With history: 30 past A/A nights x 20 pairs, variance pooled from the '
+          f'newest {HV["window"]} (needs >= {HV["min_nights"]} nights of >= '
+          f'{HV["min_pairs"]} pairs; t with '
           f'sum(n_i - 1) df), used when tonight passes the upper F test at '
           f'{HV["consistency_level"]:.0%}; else signed-rank. Noise: {model}')
     print(f'{"noise":<22}{"pairs":>7}{"false alarm":>13}{"PASS@1.0":>10}{"pooled@1.0":>12}'

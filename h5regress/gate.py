@@ -23,7 +23,7 @@ estimate with its exact 95 % interval; Benjamini-Hochberg across the night's
 gated metrics.
 
 Variance from history (``history_variance`` in the config): when at least
-``min_nights`` (8) of the newest ``window`` (30) past nights of the same
+``min_nights`` (8) of the newest ``window`` (20) past nights of the same
 metric key had at least ``min_pairs`` (10) pairs, the variance of their pair
 log-ratios is pooled (outlier nights screened out, df = sum(n_i - 1)) and,
 if tonight's own variance passes an upper F test against it at

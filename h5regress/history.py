@@ -139,7 +139,8 @@ class History:
     ``series``: metric key -> summary lines (``night_index`` added), in night
     order: ``role``, ``n_pairs``, ``base_median``, ``cand_median``,
     ``median_all``, ``ratio``, ``ratio_lo``, ``ratio_hi``, ``q``, ``verdict``,
-    ``true_ratio``, ``lr_n``, ``lr_var`` (absent in older nights). :meth:`meta` describes a metric (label, tool, params, ...),
+    ``true_ratio``, ``lr_n``, ``lr_var`` (absent in older nights).
+    :meth:`meta` describes a metric (label, tool, params, ...),
     :meth:`samples` gives the per-run values of one night; both read lazily.
     ``problems``: unreadable files or lines, skipped.
     """

@@ -429,7 +429,7 @@ def change_points(series: Sequence[float], window: int = 10, alpha: float = 0.00
 # 2.33 (one-sided 1 %), and the rank test pays about as much. The history of
 # the same metric (same configuration, tool, operation and metric) holds many
 # nights of pairs of the same kind: their pooled variance is known far better
-# (30 nights x 19 df = 570 df: t > 2.33), so a night's test can borrow it --
+# (20 nights x 19 df = 380 df: t > 2.34), so a night's test can borrow it --
 # but only when tonight's own spread agrees with it. See :func:`pool_variance`,
 # :func:`variance_consistent` and :func:`pooled_t`.
 
@@ -437,10 +437,10 @@ def change_points(series: Sequence[float], window: int = 10, alpha: float = 0.00
 POOL_MIN_NIGHTS = 8
 POOL_MIN_PAIRS = 10
 #: newest nights pooled
-POOL_WINDOW = 30
+POOL_WINDOW = 20
 #: a past night whose variance is beyond this two-sided level of the chi-square
 #: law around the others' median is an outlier night, left out of the pool
-POOL_SCREEN_LEVEL = 0.002
+POOL_SCREEN_LEVEL = 1e-4
 #: tonight borrows only if its variance passes an upper F test at this level
 #: against the pool (lenient: a noisier night falls back to the rank test)
 CONSISTENCY_LEVEL = 0.05

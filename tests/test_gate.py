@@ -355,3 +355,96 @@ def test_repo_gate_config_loads():
     assert gate.role_of(cfg, 'ior', 'read', 'bw_mean', {'api': 'HDF5'}) == 'reported'
     assert gate.role_of(cfg, 'ior', 'write', 'bw_max', {'api': 'HDF5'}) == 'reported'
     assert gate.role_of(cfg, 'flash-io', 'checkpoint', 'bw', {'api': 'hdf5'}) == 'gated'
+
+
+# ------------------------------------------------------- variance from history
+def aa_history(root, nights, cv=0.08, n=20, start=1, strip_lr=False):
+    """``nights`` A/A-like nights of one gated metric written as the gate writes them."""
+    for k in range(start, start + nights):
+        night = f'2025-03-{k:02d}'
+        res = run(paired(n, 1.0, cv=cv, seed=100 + k, night=night), history=history.load(root))
+        header, lines = gate.history_lines(res)
+        if strip_lr:                       # a night written before lr_n / lr_var existed
+            lines = [{k2: v for k2, v in m.items() if k2 not in ('lr_n', 'lr_var')}
+                     for m in lines]
+        history.write_night(root, header, lines)
+
+
+def test_history_stores_pair_log_ratio_variance(tmp_path):
+    aa_history(tmp_path, 1)
+    (row,) = history.load(tmp_path).series.values()
+    assert row[0]['lr_n'] == 20 and 0.002 < row[0]['lr_var'] < 0.03
+
+
+def test_without_enough_history_signed_rank_is_used(tmp_path):
+    aa_history(tmp_path, 3)
+    res = run(paired(20, 0.9, seed=77, night='2025-04-01'), history=history.load(tmp_path))
+    (m,) = gated(res)
+    assert m['method'] == 'exact'
+    assert m['variance']['source'] == 'tonight' and 'history too short' in m['variance']['note']
+    (m,) = gated(run(paired(20, 0.9, seed=77, night='2025-04-01')))
+    assert m['variance']['note'].startswith('no history')
+
+
+def test_pooled_variance_used_and_recorded(tmp_path):
+    aa_history(tmp_path, 12)
+    hist = history.load(tmp_path)
+    res = run(paired(20, 0.88, seed=78, night='2025-04-01'), history=hist)
+    (m,) = gated(res)
+    v = m['variance']
+    assert m['method'] == 'pooled-t' and v['source'] == 'history'
+    assert v['pooled_nights'] == 12 and v['pooled_df'] == 12 * 19
+    assert v['pooled_sigma'] == pytest.approx(math.sqrt(2) * 0.08, rel=0.2)
+    assert v['p_F'] > 0.05 and 'pooled-t' in v['note']
+    assert m['verdict'] == 'FAIL'
+    # the JSON result carries it
+    assert json.loads(gate.dumps(res))['metrics'][0]['variance']['source'] == 'history'
+    # the mean log-ratio, with the history's sigma: a t interval of half-width t*sigma/sqrt(n)
+    half = math.log(m['ratio_hi'] / m['ratio_lo']) / 2
+    assert half == pytest.approx(2 * 0.0 + gate.stats.t_ppf(0.975, v['pooled_df'])
+                                 * v['pooled_sigma'] / math.sqrt(20), rel=1e-4)
+
+
+def test_night_noisier_than_history_falls_back(tmp_path):
+    aa_history(tmp_path, 12, cv=0.04)
+    res = run(paired(20, 1.0, cv=0.12, seed=79, night='2025-04-01'),
+              history=history.load(tmp_path))
+    (m,) = gated(res)
+    v = m['variance']
+    assert m['method'] == 'exact' and v['source'] == 'tonight'
+    assert v['F'] > 4 and v['p_F'] < 0.05
+    assert 'noisier than its history' in v['note']
+    assert v['pooled_sigma'] == pytest.approx(math.sqrt(2) * 0.04, rel=0.25)
+
+
+def test_old_history_nights_still_read_and_pooled_from_samples(tmp_path):
+    aa_history(tmp_path, 10, strip_lr=True)
+    hist = history.load(tmp_path)
+    assert not hist.problems
+    assert all('lr_var' not in x for rows in hist.series.values() for x in rows)
+    res = run(paired(20, 1.0, seed=80, night='2025-04-01'), history=hist)
+    (m,) = gated(res)
+    assert m['method'] == 'pooled-t' and m['variance']['pooled_nights'] == 10
+    # same pool as from nights that carry lr_n / lr_var
+    new = tmp_path / 'new'
+    aa_history(new, 10)
+    (m2,) = gated(run(paired(20, 1.0, seed=80, night='2025-04-01'),
+                      history=history.load(new)))
+    assert m2['variance']['pooled_sigma'] == pytest.approx(m['variance']['pooled_sigma'])
+
+
+def test_history_variance_can_be_disabled(tmp_path):
+    aa_history(tmp_path, 10)
+    cfg = gate.load_config()
+    cfg['history_variance'] = dict(cfg['history_variance'], enabled=False)
+    res = gate.run_gate(paired(20, 1.0, seed=81, night='2025-04-01'), BASE, CAND, cfg,
+                        history=history.load(tmp_path))
+    assert gated(res)[0]['method'] == 'exact'
+
+
+def test_a_against_a_with_history_is_not_fail(tmp_path):
+    aa_history(tmp_path, 10)
+    hist = history.load(tmp_path)
+    for seed in range(20):
+        (m,) = gated(run(paired(20, 1.0, seed=200 + seed, night='2025-04-01'), history=hist))
+        assert m['verdict'] != 'FAIL'

@@ -147,3 +147,75 @@ def test_no_change_point_in_noise():
     rng = random.Random(4)
     series = [rng.gauss(0, 0.02) for _ in range(200)]
     assert stats.change_points(series, window=10, alpha=0.001, min_shift=0.05) == []
+
+
+# ------------------------------------------------------- variance from history
+@pytest.mark.parametrize('p,df,expected', [(0.99, 19, 2.539), (0.975, 10, 2.228),
+                                           (0.95, 5, 2.015), (0.99, 120, 2.358)])
+def test_t_quantiles_match_tables(p, df, expected):
+    assert stats.t_ppf(p, df) == pytest.approx(expected, abs=5e-4)
+    assert stats.t_cdf(expected, df) == pytest.approx(p, abs=1e-4)
+
+
+def test_chi_square_and_f_match_tables():
+    assert stats.chi2_ppf(0.95, 19) == pytest.approx(30.144, abs=1e-3)
+    assert stats.chi2_ppf(0.05, 10) == pytest.approx(3.940, abs=1e-3)
+    assert stats.chi2_sf(30.144, 19) == pytest.approx(0.05, abs=1e-4)
+    assert stats.f_sf(3.478, 4, 10) == pytest.approx(0.05, abs=1e-4)     # F(4, 10) 95 %
+    assert stats.f_sf(2.168, 19, 19) == pytest.approx(0.05, abs=1e-3)    # F(19, 19) 95 %
+
+
+def test_pooled_variance_textbook_case():
+    # two samples, n1 = 10 with s1^2 = 4 and n2 = 15 with s2^2 = 9:
+    # sp^2 = (9 * 4 + 14 * 9) / 23 = 7.043, 23 df
+    pv = stats.pool_variance([(10, 4.0), (15, 9.0)], min_nights=2, min_pairs=2,
+                             screen=1e-9)
+    assert pv.usable and pv.df == 23 and pv.nights == 2
+    assert pv.var == pytest.approx(162 / 23)
+
+
+def test_pooled_variance_needs_enough_nights_and_pairs():
+    nights = [(20, 0.01)] * 7 + [(5, 0.01)] * 5
+    pv = stats.pool_variance(nights)                 # 7 nights with >= 10 pairs: too few
+    assert not pv.usable and 'need 8' in pv.reason
+    assert stats.pool_variance(nights + [(20, 0.01)]).usable
+
+
+def test_pooled_variance_screens_out_a_storm_night_and_keeps_the_window():
+    rng = random.Random(5)
+    nights = [(20, 0.01 * rng.gammavariate(9.5, 2) / 19) for _ in range(25)]
+    nights[-3] = (20, 0.2)                           # a storm: 20x the usual variance
+    pv = stats.pool_variance(nights, window=20)
+    assert pv.outliers == 1 and pv.nights == 19 and pv.df == 19 * 19
+    assert pv.var == pytest.approx(0.01, rel=0.2)
+
+
+def test_pooled_t_known_case():
+    # mean -0.0875, n = 4; sigma known from history with 10 df chosen so that
+    # t = -3.169, the one-sided 0.5 % point of t(10) in the tables: p = 0.005;
+    # 95 % interval mean +- 2.228 se (t(10) 97.5 % point)
+    d = [-0.1, -0.05, -0.12, -0.08]
+    se = 0.0875 / 3.169
+    pv = stats.PooledVariance((se * 2) ** 2, 10, 3, 0, True, '')
+    comp = stats.pooled_t(d, pv)
+    assert comp.method == 'pooled-t' and comp.n == 4
+    assert comp.estimate == pytest.approx(-0.0875)
+    assert comp.p_worse == pytest.approx(0.005, abs=2e-5)
+    assert comp.p_better == pytest.approx(0.995, abs=2e-5)
+    assert comp.lo == pytest.approx(-0.0875 - 2.2281 * se, abs=1e-5)
+    assert comp.hi == pytest.approx(-0.0875 + 2.2281 * se, abs=1e-5)
+    d = [-0.1, -0.05, -0.12, -0.08]
+    # a very long history is the known-variance z test: P(Z <= -3.5) = 2.326e-4
+    big = stats.PooledVariance(0.05 ** 2, 10 ** 9, 3, 0, True, '')
+    assert stats.pooled_t(d, big).p_worse == pytest.approx(2.326e-4, rel=1e-3)
+
+
+def test_variance_consistency_check():
+    pv = stats.PooledVariance(0.01, 380, 20, 0, True, '')
+    ok, f, p = stats.variance_consistent(0.011, 20, pv)
+    assert ok and f == pytest.approx(1.1)
+    ok, f, p = stats.variance_consistent(0.04, 20, pv)      # CV doubled: variance x4
+    assert not ok and p < 1e-6
+    ok, _, _ = stats.variance_consistent(0.003, 20, pv)     # quieter: may borrow
+    assert ok
+    assert not stats.variance_consistent(0.01, 2, pv)[0]    # too few pairs to check
