@@ -35,6 +35,7 @@ import datetime
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -110,14 +111,35 @@ def build_standins(out: Path, slowdown: float) -> Path:
     return path
 
 
-def install_environment(candidate: str | None) -> Path:
-    """Install the Spack environment with the night's candidate pinned; the manifest."""
-    cmd = [REPO / 'spack-env' / 'install']
+def install_environment(candidate: str | None, manifest_path: Path) -> None:
+    """Install the Spack environment with the night's candidate pinned; write its manifest."""
+    cmd = [REPO / 'spack-env' / 'install', '--manifest', manifest_path]
     if candidate:
         cmd += ['--candidate', candidate]
     if run(cmd).returncode:
         raise RuntimeError('spack-env/install failed (see its output above)')
-    return manifest.default_path()
+
+
+def pinned_candidate_build() -> str:
+    """Build id of the candidate that spack-env/spack.yaml pins (its marked line)."""
+    spack_yaml = REPO / 'spack-env' / 'spack.yaml'
+    for line in spack_yaml.read_text().splitlines():
+        m = re.search(r'hdf5@git\.[0-9a-f]{40}=(\S+).*# h5regress:candidate', line)
+        if m:
+            return f'hdf5-{m.group(1)}'
+    raise RuntimeError(f'{spack_yaml}: no line marked "# h5regress:candidate"')
+
+
+def choose_builds(builds: dict, args) -> tuple[str, str]:
+    """(baseline, candidate) build ids of a manifest."""
+    by_commit = [b for b, build in builds.items() if build.hdf5_commit == args.candidate]
+    candidate = args.candidate_build or (by_commit[0] if by_commit else pinned_candidate_build())
+    baseline = args.baseline_build or next((b for b in sorted(builds) if b != candidate), '')
+    for build in (baseline, candidate):
+        if build not in builds:
+            raise RuntimeError(f'the manifest has no build {build!r} '
+                               f'(builds: {", ".join(sorted(builds))})')
+    return baseline, candidate
 
 
 # -- pairs --------------------------------------------------------------------
@@ -157,7 +179,7 @@ def run_pairs(first: int, last: int, baseline: str, candidate: str, args, env) -
             run_once(build, pair_id, args, env)
 
 
-def gate_once(baseline: str, candidate: str, args, env, final: bool) -> int:
+def gate_once(baseline: str, candidate: str, args, final: bool) -> int:
     cmd = ['--perflogs', str(args.out / 'perflogs'), '--baseline', baseline,
            '--candidate', candidate, '--cap', str(args.max_pairs), '--night', args.night,
            '--json', str(args.out / 'gate.json')]
@@ -186,7 +208,7 @@ def parse_args(argv):
     ap.add_argument('--baseline-build', help='manifest build id of the baseline (default: '
                     'the first build of the manifest that is not the candidate)')
     ap.add_argument('--candidate-build', help='manifest build id of the candidate '
-                    '(default: hdf5-candidate)')
+                    '(default: the build of --candidate, else the one spack.yaml marks)')
     ap.add_argument('--stand-in', action='store_true',
                     help='no Spack: two stand-in builds of the FLASH-IO kernel (see above)')
     ap.add_argument('--inject-slowdown', type=float, default=0.0, metavar='FRACTION',
@@ -231,20 +253,18 @@ def main(argv=None) -> int:
         if args.stand_in:
             manifest_path = build_standins(args.out, args.inject_slowdown)
             baseline, candidate = f'hdf5-{STANDIN_A}', f'hdf5-{STANDIN_B}'
+        elif args.no_install:
+            manifest_path = manifest.default_path()
         else:
-            manifest_path = manifest.default_path() if args.no_install \
-                else install_environment(args.candidate)
-            builds = sorted(manifest.load(manifest_path))
-            candidate = args.candidate_build or 'hdf5-candidate'
-            baseline = args.baseline_build or next((b for b in builds if b != candidate), '')
-            for build in (baseline, candidate):
-                if build not in builds:
-                    raise RuntimeError(f'{manifest_path}: no build {build!r} '
-                                       f'(builds: {", ".join(builds)})')
+            manifest_path = args.out / 'manifest.json'
+            install_environment(args.candidate, manifest_path)
+        if not args.stand_in:
+            baseline, candidate = choose_builds(manifest.load(manifest_path), args)
     except (RuntimeError, manifest.ManifestError, OSError) as err:
         log(f'error: {err}')
         return gate.EXIT_ERROR
-    shutil.copy(manifest_path, args.out / 'manifest.json')
+    if manifest_path != args.out / 'manifest.json':
+        shutil.copy(manifest_path, args.out / 'manifest.json')
     env = {**os.environ, 'H5REGRESS_MANIFEST': str(manifest_path),
            'H5REGRESS_PERFLOG_DIR': str(args.out / 'perflogs')}
     log(f'night {args.night}: baseline {baseline}, candidate {candidate}, '
@@ -255,7 +275,7 @@ def main(argv=None) -> int:
         run_pairs(1, done, baseline, candidate, args, env)
         while True:
             final = done >= args.max_pairs
-            code = gate_once(baseline, candidate, args, env, final)
+            code = gate_once(baseline, candidate, args, final)
             if final or code != gate.EXIT_INCONCLUSIVE:
                 break
             more = min(args.more_pairs, args.max_pairs - done)
@@ -266,7 +286,7 @@ def main(argv=None) -> int:
         log(f'error: {err}')
         return gate.EXIT_ERROR
     if not final:
-        code = gate_once(baseline, candidate, args, env, final=True)
+        code = gate_once(baseline, candidate, args, final=True)
     if code == gate.EXIT_INCONCLUSIVE:
         log(f'warning: still INCONCLUSIVE after {done} pairs (the cap)')
     log(f'verdict: exit {code}; artifacts in {args.out}')

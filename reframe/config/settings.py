@@ -72,6 +72,28 @@ CI_SLURM_EXTRAS = {
 #: (and corrupt) them. TCP between all ranks: a harness artefact, not a site setting.
 CI_SLURM_MPI = [['OMPI_MCA_btl', 'self,tcp']]
 
+
+
+def ci_slurm_partition(name, descr, scheduler, launcher):
+    """A partition of the test SLURM: all share its one SLURM partition, exclusively."""
+    part = {
+        'name': name,
+        'descr': descr,
+        'scheduler': scheduler,
+        'launcher': launcher,
+        'environs': ['gnu-openmpi'],
+        'max_jobs': 1,
+        # srun launches Open MPI through PMIx; mpirun needs its run-as-root switches
+        'env_vars': ([['SLURM_MPI_TYPE', 'pmix']] if launcher == 'srun' else OMPI_AS_ROOT)
+        + CI_SLURM_MPI,
+        'extras': CI_SLURM_EXTRAS,
+    }
+    if scheduler != 'local':
+        part['access'] = ['--partition=debug', '--exclusive']
+        part['time_limit'] = '10m'
+    return part
+
+
 site_configuration = {
     'systems': [
         {
@@ -146,54 +168,16 @@ site_configuration = {
             'hostnames': ['^ci-slurm$'],
             'modules_system': 'nomod',
             'partitions': [
-                {
-                    'name': 'squeue-srun',
-                    'descr': 'squeue scheduler (no accounting), srun --mpi=pmix',
-                    'scheduler': 'squeue',
-                    'launcher': 'srun',
-                    'access': ['--partition=debug', '--exclusive'],
-                    'environs': ['gnu-openmpi'],
-                    'max_jobs': 1,
-                    'time_limit': '10m',
-                    'env_vars': [['SLURM_MPI_TYPE', 'pmix']] + CI_SLURM_MPI,
-                    'extras': CI_SLURM_EXTRAS,
-                },
-                {
-                    'name': 'squeue-mpirun',
-                    'descr': 'squeue scheduler, mpirun inside the job',
-                    'scheduler': 'squeue',
-                    'launcher': 'mpirun',
-                    'access': ['--partition=debug', '--exclusive'],
-                    'environs': ['gnu-openmpi'],
-                    'max_jobs': 1,
-                    'time_limit': '10m',
-                    'env_vars': OMPI_AS_ROOT + CI_SLURM_MPI,
-                    'extras': CI_SLURM_EXTRAS,
-                },
-                {
-                    'name': 'slurm-srun',
-                    'descr': 'slurm scheduler (polls sacct: accounting), srun --mpi=pmix',
-                    'scheduler': 'slurm',
-                    'launcher': 'srun',
-                    'access': ['--partition=debug', '--exclusive'],
-                    'environs': ['gnu-openmpi'],
-                    'max_jobs': 1,
-                    'time_limit': '10m',
-                    'env_vars': [['SLURM_MPI_TYPE', 'pmix']] + CI_SLURM_MPI,
-                    'extras': CI_SLURM_EXTRAS,
-                },
-                {
-                    # ReFrame inside one allocation (salloc -N2 ...): what ci/nightly
-                    # uses so that baseline and candidate run on the same nodes
-                    'name': 'alloc',
-                    'descr': 'inside an existing allocation: local scheduler, srun',
-                    'scheduler': 'local',
-                    'launcher': 'srun',
-                    'environs': ['gnu-openmpi'],
-                    'max_jobs': 1,
-                    'env_vars': [['SLURM_MPI_TYPE', 'pmix']] + CI_SLURM_MPI,
-                    'extras': CI_SLURM_EXTRAS,
-                },
+                ci_slurm_partition('squeue-srun', 'squeue scheduler (no accounting), srun',
+                                   'squeue', 'srun'),
+                ci_slurm_partition('squeue-mpirun', 'squeue scheduler, mpirun in the job',
+                                   'squeue', 'mpirun'),
+                ci_slurm_partition('slurm-srun', 'slurm scheduler (polls sacct: '
+                                   'accounting), srun', 'slurm', 'srun'),
+                # ReFrame inside one allocation (salloc -N2 ...): what ci/nightly uses so
+                # that baseline and candidate run on the same nodes
+                ci_slurm_partition('alloc', 'inside an existing allocation: local '
+                                   'scheduler, srun', 'local', 'srun'),
             ],
         },
         {
