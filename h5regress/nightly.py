@@ -111,6 +111,19 @@ def build_standins(out: Path, slowdown: float) -> Path:
     return path
 
 
+def resolve_commit(ref: str, repo: str) -> str:
+    """A full commit for ``ref``: itself when it is one, else the branch or tag's head."""
+    if re.fullmatch(r'[0-9a-f]{40}', ref):
+        return ref
+    out = subprocess.run(['git', 'ls-remote', repo, ref], capture_output=True, text=True,
+                         timeout=120)
+    heads = [line.split()[0] for line in out.stdout.splitlines() if line.strip()]
+    if out.returncode or not heads:
+        raise RuntimeError(f'cannot resolve {ref!r} in {repo}: '
+                           f'{out.stderr.strip() or "no such branch or tag"}')
+    return heads[0]
+
+
 def install_environment(candidate: str | None, manifest_path: Path) -> None:
     """Install the Spack environment with the night's candidate pinned; write its manifest."""
     cmd = [REPO / 'spack-env' / 'install', '--manifest', manifest_path]
@@ -203,8 +216,10 @@ def gate_once(baseline: str, candidate: str, args, final: bool) -> int:
 def parse_args(argv):
     ap = argparse.ArgumentParser(prog='ci/nightly', description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument('--candidate', help='HDF5 commit of the candidate (default: what '
-                    'spack-env/install pins: develop HEAD)')
+    ap.add_argument('--candidate', help='HDF5 commit, branch or tag of the candidate, '
+                    'e.g. develop (its head tonight); default: the commit spack.yaml pins')
+    ap.add_argument('--hdf5-repo', default='https://github.com/HDFGroup/hdf5.git',
+                    help='where --candidate branches and tags are looked up')
     ap.add_argument('--baseline-build', help='manifest build id of the baseline (default: '
                     'the first build of the manifest that is not the candidate)')
     ap.add_argument('--candidate-build', help='manifest build id of the candidate '
@@ -256,6 +271,8 @@ def main(argv=None) -> int:
         elif args.no_install:
             manifest_path = manifest.default_path()
         else:
+            if args.candidate:
+                args.candidate = resolve_commit(args.candidate, args.hdf5_repo)
             manifest_path = args.out / 'manifest.json'
             install_environment(args.candidate, manifest_path)
         if not args.stand_in:

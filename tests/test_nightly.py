@@ -65,3 +65,33 @@ def test_a_large_injected_slowdown_fails(tmp_path):
     verdict = json.loads((tmp_path / 'gate.json').read_text())
     failed = [m for m in verdict['metrics'] if m.get('verdict') == 'FAIL']
     assert failed and all(m['params']['api'] == 'hdf5' for m in failed)
+
+
+def test_the_candidate_is_resolved_and_chosen(tmp_path):
+    from types import SimpleNamespace
+
+    from h5regress import nightly
+    from h5regress.manifest import Build
+
+    repo = tmp_path / 'hdf5'
+    subprocess.run(['git', 'init', '-q', '-b', 'develop', str(repo)], check=True)
+    subprocess.run(['git', '-C', str(repo), '-c', 'user.name=t', '-c', 'user.email=t@t',
+                    'commit', '-q', '--allow-empty', '-m', 'x'], check=True)
+    head = subprocess.run(['git', '-C', str(repo), 'rev-parse', 'HEAD'], capture_output=True,
+                          text=True).stdout.strip()
+    assert nightly.resolve_commit('develop', str(repo)) == head
+    assert nightly.resolve_commit(head, 'unused') == head
+    with pytest.raises(RuntimeError, match="cannot resolve 'nope'"):
+        nightly.resolve_commit('nope', str(repo))
+
+    def build(label, commit):
+        return Build(f'hdf5-{label}', label, label, commit, '', '', '', {})
+
+    builds = {'hdf5-1.14.1': build('1.14.1', 'a' * 40), 'hdf5-dev': build('dev', head)}
+    args = SimpleNamespace(candidate=head, candidate_build=None, baseline_build=None)
+    assert nightly.choose_builds(builds, args) == ('hdf5-1.14.1', 'hdf5-dev')
+    # without a commit, the candidate is the build spack.yaml marks
+    args = SimpleNamespace(candidate=None, candidate_build=None, baseline_build=None)
+    with pytest.raises(RuntimeError, match='no build'):
+        nightly.choose_builds(builds, args)
+    assert nightly.pinned_candidate_build().startswith('hdf5-')
