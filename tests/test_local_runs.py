@@ -38,8 +38,12 @@ def test_fio_end_to_end(tmp_path):
         by_mode.setdefault(r.params['mode'], set()).add((r.run_id, r.config_hash))
     assert all(len(ids) == 1 for ids in by_mode.values())
     assert len({r.config_hash for r in records}) == 2
-    # the results database is on: ReFrame can compare against stored sessions
+    # the results database is on: ReFrame compares against stored sessions
     assert (tmp_path / 'perflogs' / 'results.db').exists()
+    out = run_reframe(['-c', 'reframe/checks/fio.py', '-n', 'fio_check',
+                       '--performance-compare=now-1d:now/now-1d:now/mean:+result/'], tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert out.stdout.count('write_bw') == 2 and out.stdout.count('read_bw') == 2
 
 
 def copy_check(tmp_path, check, references):
