@@ -146,6 +146,14 @@ def _skipped_text(result: Mapping[str, Any]) -> str:
             f'outside their reference envelope (perf_fail) kept as samples.')
 
 
+def _rule(cfg: Mapping[str, Any]) -> str:
+    """The verdict rule in words, the same in every format."""
+    return (f'FAIL when the slowdown is significant (Benjamini-Hochberg q ≤ {cfg["alpha"]}) '
+            f'and its estimate exceeds {cfg["margin"]:.0%}; PASS when the '
+            f'{cfg["confidence"]:.0%} interval of the ratio stays above '
+            f'{1 - cfg["margin"]:.2f}; otherwise INCONCLUSIVE (more pairs)')
+
+
 def _title(result: Mapping[str, Any]) -> str:
     return (f'h5regress night {result["night"]}: {result["overall"]} — '
             f'{result["candidate"]} vs {result["baseline"]}')
@@ -161,9 +169,7 @@ def markdown(result: Mapping[str, Any]) -> str:
     lines = [f'# {_title(result)}', '',
              f'- candidate: `{result["candidate"]}` at `{result.get("candidate_commit") or "?"}`',
              f'- baseline: `{result["baseline"]}` at `{result.get("baseline_commit") or "?"}`',
-             f'- rule: FAIL when the slowdown is significant (BH q ≤ {cfg["alpha"]}) and its '
-             f'estimate exceeds {cfg["margin"]:.0%}; PASS when the '
-             f'{cfg["confidence"]:.0%} interval stays above {1 - cfg["margin"]:.2f}',
+             f'- rule: {_rule(cfg)}',
              f'- records: {_skipped_text(result)}']
     if result.get('error'):
         lines.append(f'- **error**: {result["error"]}')
@@ -315,10 +321,7 @@ def to_html(result: Mapping[str, Any], history: hist_mod.History) -> str:
            f'<code>{e(str(result.get("candidate_commit") or "?"))}</code> vs baseline '
            f'<code>{e(result["baseline"])}</code> at '
            f'<code>{e(str(result.get("baseline_commit") or "?"))}</code></p>',
-           f'<p class="note">FAIL when the slowdown is significant (Benjamini-Hochberg q ≤ '
-           f'{cfg["alpha"]}) and its estimate exceeds {cfg["margin"]:.0%}; PASS when the '
-           f'{cfg["confidence"]:.0%} interval of the ratio stays above {1 - cfg["margin"]:.2f}; '
-           f'otherwise INCONCLUSIVE (more pairs). {e(_skipped_text(result))}</p>']
+           f'<p class="note">{e(_rule(cfg))}. {e(_skipped_text(result))}</p>']
     if result.get('error'):
         out.append(f'<p><b>error:</b> {e(result["error"])}</p>')
     if result['overall'] == 'DEGRADED':
