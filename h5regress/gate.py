@@ -36,12 +36,14 @@ used and why (pooled sigma, df, nights, tonight's sigma, F and its p). Verdicts,
 
 * FAIL: BH-adjusted p <= alpha and estimate < 1 - m;
 * PASS: interval lower bound > 1 - m;
-* INCONCLUSIVE otherwise (the nightly script runs more pairs up to its cap).
+* INCONCLUSIVE otherwise (the nightly script runs more pairs, up to its last look).
 
-With ``--cap N`` (the most pairs the nightly will run), a FAIL with fewer than
-N pairs needs q <= alpha * (n/N)^2 (a strong, early regression stops the
-reruns); weaker evidence stays INCONCLUSIVE until more pairs come. That
-keeps the false-alarm rate of the rerun loop at that of the final look.
+With ``--looks 10,15,20`` (the pair counts at which the nightly's rerun loop
+gates), a FAIL at look k needs q <= the k-th level of an alpha-spending
+boundary (:func:`h5regress.stats.sequential_levels`: alpha * (n_k/n_K)^3
+spent by look k, exact under the normal approximation), so a strong, early
+regression stops the reruns and the whole loop's false-alarm rate stays
+alpha; weaker evidence stays INCONCLUSIVE until more pairs come.
 
 Exit codes (:data:`EXIT_CODES`): 0 PASS, 1 FAIL, 2 INCONCLUSIVE, 3 DEGRADED
 (a canary far below its history: no verdict, rerun), 4 ERROR (bad usage,
@@ -87,7 +89,7 @@ DEFAULTS: dict[str, Any] = {
     'alpha': 0.01,
     'confidence': 0.95,
     'min_pairs': 3,
-    'cap': None,
+    'looks': None,
     'hdf5_overhead': 0.15,
     'history': None,
     # the shipped rules are in ci/gate.yaml; without it, the primary metrics of
@@ -195,7 +197,26 @@ def load_config(path: str | os.PathLike | None = None) -> dict[str, Any]:
     for key in ('margin', 'alpha', 'confidence', 'hdf5_overhead'):
         if not isinstance(cfg[key], (int, float)) or not 0 < cfg[key] < 1:
             raise ConfigError(f'{path}: key {key!r} must be a number in (0, 1)')
+    if cfg['looks'] is not None:
+        try:
+            cfg['looks'] = looks_arg(cfg['looks'])
+        except (argparse.ArgumentTypeError, TypeError) as err:
+            raise ConfigError(f"{path}: key 'looks': {err}") from None
     return cfg
+
+
+def looks_arg(value: str | Sequence[int]) -> list[int]:
+    """``'10,15,20'`` or ``[10, 15, 20]`` -> increasing positive pair counts."""
+    items = value.split(',') if isinstance(value, str) else list(value)
+    try:
+        looks = [int(x) for x in items]
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f'looks must be pair counts like 10,15,20, got '
+                                         f'{value!r}') from None
+    if not looks or looks[0] < 1 or any(b <= a for a, b in zip(looks, looks[1:])):
+        raise argparse.ArgumentTypeError(f'looks must be increasing positive pair counts, '
+                                         f'got {value!r}')
+    return looks
 
 
 def _match_value(pattern: Any, value: Any) -> bool:
@@ -309,17 +330,19 @@ class _Group:
 
 # ------------------------------------------------------------------ verdicts
 def decide(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
-           cap: int | None) -> tuple[str, str]:
+           looks: Sequence[int] | None) -> tuple[str, str]:
     """Verdict and reason for one judged metric (see the module docstring)."""
     margin, alpha = cfg['margin'], cfg['alpha']
     log_floor = math.log(1.0 - margin)
     if comp.n < cfg['min_pairs']:
         return 'INCONCLUSIVE', f'{comp.n} pair(s), fewer than {cfg["min_pairs"]}'
     if q <= alpha and comp.estimate < log_floor:
-        if cap and comp.n < cap and q > alpha * (comp.n / cap) ** 2:
-            return ('INCONCLUSIVE', f'slowdown suspected (q={q:.2g}); confirm with more '
-                    f'pairs ({comp.n}/{cap})')
-        return 'FAIL', (f'significant slowdown (BH q={q:.2g} <= {alpha}) beyond '
+        level = stats.look_level(comp.n, looks, alpha)
+        if q > level:
+            more = 'confirm with more pairs' if comp.n < looks[-1] else 'at the last look'
+            return ('INCONCLUSIVE', f'slowdown suspected (q={q:.2g} > {level:.2g}, the level '
+                    f'of a look at {comp.n} of up to {looks[-1]} pairs): {more}')
+        return 'FAIL', (f'significant slowdown (BH q={q:.2g} <= {level:.2g}) beyond '
                         f'the {margin:.0%} margin')
     if comp.lo > log_floor:
         return 'PASS', f'interval lower bound {math.exp(comp.lo):.3f} > {1 - margin:.2f}'
@@ -455,11 +478,11 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
              history: hist_mod.History | None = None,
              references: refs_mod.References | None = None,
              problems: Sequence[str] = (), night: str | None = None,
-             cap: int | None = None, baseline_commit: str | None = None,
+             looks: Sequence[int] | None = None, baseline_commit: str | None = None,
              candidate_commit: str | None = None) -> dict[str, Any]:
     """Gate one night; returns the result mapping (JSON-serialisable)."""
     cfg = dict(cfg or load_config())
-    cap = cap if cap is not None else cfg.get('cap')
+    looks = looks if looks is not None else cfg.get('looks')
     history = history or hist_mod.History()
     problems = list(problems)
     counts = {'records': 0, 'malformed': len(problems), 'other_build': 0, 'duplicates': 0,
@@ -576,7 +599,7 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
         qs = stats.benjamini_hochberg([comps[i].p_worse for i in idx])
         for i, q in zip(idx, qs):
             metrics[i]['q'] = q
-            metrics[i]['verdict'], metrics[i]['reason'] = decide(comps[i], q, cfg, cap)
+            metrics[i]['verdict'], metrics[i]['reason'] = decide(comps[i], q, cfg, looks)
     for m in metrics:
         m.setdefault('q', None)
         if 'verdict' not in m:
@@ -609,7 +632,7 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
         'baseline': baseline, 'candidate': candidate,
         'baseline_commit': base_commit, 'candidate_commit': cand_commit, 'a_a': aa,
         'config': {k: cfg[k] for k in ('margin', 'alpha', 'confidence', 'min_pairs',
-                                       'hdf5_overhead')} | {'cap': cap},
+                                       'hdf5_overhead')} | {'looks': looks},
         'metrics': metrics, 'counts': counts,
         'problems': problems[:50], 'problem_count': len(problems),
     }
@@ -902,8 +925,9 @@ def build_parser() -> ArgParser:
     p.add_argument('--margin', type=float, help='tolerated slowdown (default 0.05)')
     p.add_argument('--alpha', type=float, help='Benjamini-Hochberg FDR level (default 0.01)')
     p.add_argument('--confidence', type=float, help='interval confidence (default 0.95)')
-    p.add_argument('--cap', type=int, help='most pairs the nightly will run; below it a '
-                   'FAIL needs stronger evidence')
+    p.add_argument('--looks', type=looks_arg, metavar='N1,N2,...',
+                   help="pair counts at which the nightly's rerun loop gates (e.g. 10,15,20); "
+                        'a FAIL at each needs q below its alpha-spending level')
     p.add_argument('--history', help=f'history directory (default ${hist_mod.ENV}, then '
                    '"history:" in the config)')
     p.add_argument('--append-history', action='store_true',
@@ -953,7 +977,7 @@ def main_gate(argv: Sequence[str] | None = None) -> int:
         references = refs_mod.References.load(ref_paths)
         result = run_gate(records, args.baseline, args.candidate, cfg, history=history,
                           references=references, problems=problems, night=night,
-                          cap=args.cap, baseline_commit=args.baseline_commit,
+                          looks=args.looks, baseline_commit=args.baseline_commit,
                           candidate_commit=args.candidate_commit)
         if history.problems:
             result['problems'].extend(history.problems[:10])

@@ -648,3 +648,94 @@ def pooled_t(d: Sequence[float], pooled: PooledVariance,
     half = t_ppf(0.5 + confidence / 2.0, pooled.df) * se
     return Comparison(n, m, m - half, m + half, p_worse, p_better,
                       min(1.0, 2.0 * min(p_worse, p_better)), 'pooled-t')
+
+
+# ------------------------------------------------------------ sequential looks
+#: Cumulative false-alarm spending of the rerun loop: alpha * (n / cap) ** rho.
+#: rho = 3 spends little at the early looks (an O'Brien-Fleming-like shape), so
+#: the last look keeps nearly the whole alpha and with it the fixed design's power.
+SPENDING_RHO = 3.0
+
+
+@functools.lru_cache(maxsize=256)
+def sequential_levels(looks: tuple[int, ...], alpha: float,
+                      rho: float = SPENDING_RHO) -> tuple[float, ...]:
+    """One-sided nominal levels of a FAIL at each look of a rerun loop.
+
+    ``looks`` are the planned numbers of pairs (e.g. 10, 15, 20: gate, add
+    pairs while INCONCLUSIVE, gate again). Judging every look at ``alpha``
+    would raise the false-alarm rate of the loop above ``alpha`` (three looks
+    at 1 % give about 1.2-1.4 %). The levels returned spend ``alpha`` by the
+    function ``alpha * (n_k / n_K) ** rho`` (Lan & DeMets): under "no change"
+    the probability of a first FAIL at look k is exactly the k-th increment,
+    so the loop's false-alarm rate is ``alpha``. They are computed for the
+    test statistic ``Z_k`` of the mean of the first ``n_k`` pairs, whose
+    looks are correlated as ``sqrt(n_j / n_k)`` (independent increments), by
+    the recursive numerical integration of Armitage, McPherson and Rowe
+    (1969) on a grid; stopping early for PASS is ignored (non-binding), which
+    keeps the levels conservative. A single look returns ``(alpha,)``.
+    """
+    if not looks or any(b <= a for a, b in zip(looks, looks[1:])) or looks[0] < 1:
+        raise ValueError(f'looks must be increasing positive pair counts, got {looks}')
+    if len(looks) == 1:
+        return (alpha,)
+    info = [n / looks[-1] for n in looks]
+    grid_n = 241
+    lo_z = -8.0
+    levels: list[float] = []
+    spent = 0.0
+    density: list[float] = []   # density of Z_{k-1} on the continuation grid
+    grid: list[float] = []
+    for k, t in enumerate(info):
+        target = alpha * t ** rho - spent
+        if k == 0:
+            c = _NORMAL.inv_cdf(1.0 - target)
+        else:
+            prev_t = info[k - 1]
+            sd = math.sqrt(t - prev_t)
+            weights = _simpson_weights(grid)
+
+            def crossing(c: float) -> float:
+                return math.fsum(w * f * (1.0 - _NORMAL.cdf((c * math.sqrt(t)
+                                                             - z * math.sqrt(prev_t)) / sd))
+                                 for w, f, z in zip(weights, density, grid))
+            c = _bisect(crossing, -8.0, 12.0, target, increasing=False, tol=1e-9)
+        levels.append(1.0 - _NORMAL.cdf(c))
+        spent += target
+        # density of Z_k on (lo_z, c): continue only below the FAIL boundary
+        new_grid = [lo_z + (c - lo_z) * i / (grid_n - 1) for i in range(grid_n)]
+        if k == 0:
+            density = [_NORMAL.pdf(z) for z in new_grid]
+        else:
+            w = _simpson_weights(grid)
+            density = [math.fsum(wi * fi * _NORMAL.pdf((z2 * math.sqrt(t) - z * math.sqrt(prev_t))
+                                                         / sd) * math.sqrt(t) / sd
+                                 for wi, fi, z in zip(w, density, grid))
+                       for z2 in new_grid]
+        grid = new_grid
+    return tuple(levels)
+
+
+def _simpson_weights(grid: Sequence[float]) -> list[float]:
+    """Composite Simpson weights on an evenly spaced grid of odd length."""
+    n = len(grid)
+    h = (grid[-1] - grid[0]) / (n - 1)
+    return [h / 3.0 * (1 if i in (0, n - 1) else (4 if i % 2 else 2)) for i in range(n)]
+
+
+def look_level(n: int, looks: Sequence[int] | None, alpha: float,
+               rho: float = SPENDING_RHO) -> float:
+    """Nominal level of a FAIL with ``n`` pairs in a loop that looks at ``looks``.
+
+    ``n`` at or beyond the last look gets the last look's level; between two
+    planned looks (pairs lost to failed runs) the earlier look's, which is
+    the stricter. Without looks (a single fixed look): ``alpha``.
+    """
+    if not looks:
+        return alpha
+    levels = sequential_levels(tuple(looks), alpha, rho)
+    k = 0
+    for i, planned in enumerate(looks):
+        if n >= planned:
+            k = i
+    return levels[k]

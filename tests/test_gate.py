@@ -116,16 +116,17 @@ def from_log_ratios(d):
     return recs
 
 
-def test_cap_needs_strong_evidence_before_the_cap():
+def test_early_looks_need_strong_evidence():
     cfg = gate.load_config()
     # 8 of 10 pairs slower, T+ = 1 + 2 = 3: exact one-sided p = 5/1024
     d = [-0.10, -0.11, -0.12, -0.09, -0.13, -0.14, -0.08, -0.15, 0.01, 0.02]
-    moderate = gate.run_gate(from_log_ratios(d), BASE, CAND, cfg, cap=20)
+    moderate = gate.run_gate(from_log_ratios(d), BASE, CAND, cfg, looks=[10, 15, 20])
     (m,) = gated(moderate)
     assert m['p_worse'] == pytest.approx(5 / 1024)
+    # the first of three looks spends alpha * (10/20)^3 = 0.00125
     assert m['verdict'] == 'INCONCLUSIVE' and 'more pairs' in m['reason']
     assert gated(gate.run_gate(from_log_ratios(d), BASE, CAND, cfg))[0]['verdict'] == 'FAIL'
-    strong = gate.run_gate(paired(10, 0.5, cv=0.05), BASE, CAND, cfg, cap=20)
+    strong = gate.run_gate(paired(10, 0.5, cv=0.05), BASE, CAND, cfg, looks=[10, 15, 20])
     assert gated(strong)[0]['verdict'] == 'FAIL'
 
 
@@ -301,6 +302,19 @@ def test_exit_codes(tmp_path, capsys):
     assert gate.main_gate(['--baseline', BASE, '--candidate', BASE, '--records', 'x']) == 4
     assert gate.main_gate(['--help']) == 0
     assert 'exit codes' in capsys.readouterr().out
+
+
+def test_looks_are_validated_on_the_command_line_and_in_the_config(tmp_path, capsys):
+    assert gate.looks_arg('10,15,20') == [10, 15, 20]
+    assert cli(tmp_path, paired(20, 0.7), '--looks', '10,15,20') == 1
+    assert cli(tmp_path, paired(20, 0.7), '--looks', '20,10') == 4
+    assert 'increasing' in capsys.readouterr().err
+    cfg = tmp_path / 'gate.yaml'
+    cfg.write_text('looks: [10, ten]\n')
+    with pytest.raises(gate.ConfigError, match=r"gate.yaml: key 'looks'.*ten"):
+        gate.load_config(cfg)
+    cfg.write_text('looks: [10, 15, 20]\n')
+    assert gate.load_config(cfg)['looks'] == [10, 15, 20]
 
 
 def test_exit_code_degraded_via_cli(tmp_path):

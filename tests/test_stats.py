@@ -219,3 +219,43 @@ def test_variance_consistency_check():
     ok, _, _ = stats.variance_consistent(0.003, 20, pv)     # quieter: may borrow
     assert ok
     assert not stats.variance_consistent(0.01, 2, pv)[0]    # too few pairs to check
+
+
+def test_sequential_levels_spend_alpha_by_look():
+    assert stats.sequential_levels((20,), 0.01) == (0.01,)
+    levels = stats.sequential_levels((10, 15, 20), 0.01)
+    # the first look is a plain one-sided test at alpha * (10/20)^3
+    assert levels[0] == pytest.approx(0.01 * 0.5 ** 3)
+    # correlated looks: the last keeps more than alpha minus what was spent before
+    assert 0.01 * (1 - 0.75 ** 3) < levels[2] < 0.01
+    assert levels[0] < levels[1] < levels[2]
+    with pytest.raises(ValueError, match='increasing'):
+        stats.sequential_levels((15, 10), 0.01)
+
+
+def test_sequential_loop_false_alarm_rate_is_alpha():
+    """Simulated loop (z of the running mean at 10, 15, 20): total crossing = alpha."""
+    looks = (10, 15, 20)
+    bounds = [stats._NORMAL.inv_cdf(1 - p) for p in stats.sequential_levels(looks, 0.05)]
+    rng = random.Random(7)
+    reps, hits = 40000, 0
+    for _ in range(reps):
+        total, done = 0.0, 0
+        for n, c in zip(looks, bounds):
+            total += rng.gauss(0.0, math.sqrt(n - done))
+            done = n
+            if total / math.sqrt(n) > c:
+                hits += 1
+                break
+    # binomial sd at 5 %: 0.0011
+    assert hits / reps == pytest.approx(0.05, abs=0.004)
+
+
+def test_look_level_maps_pairs_to_the_planned_look():
+    levels = stats.sequential_levels((10, 15, 20), 0.01)
+    assert stats.look_level(10, [10, 15, 20], 0.01) == levels[0]
+    assert stats.look_level(14, [10, 15, 20], 0.01) == levels[0]   # pairs lost: stricter
+    assert stats.look_level(8, [10, 15, 20], 0.01) == levels[0]
+    assert stats.look_level(20, [10, 15, 20], 0.01) == levels[2]
+    assert stats.look_level(23, [10, 15, 20], 0.01) == levels[2]
+    assert stats.look_level(7, None, 0.01) == 0.01
