@@ -5,7 +5,8 @@
 1. **Builds.** Either the Spack environment, with that night's candidate commit
    pinned (``spack-env/install --candidate SHA``, which writes the manifest), or,
    with ``--stand-in``, two stand-in builds of this project's FLASH-IO kernel
-   built here against the HDF5 on the machine: ``hdf5-standin-a`` (baseline) and
+   built here against the HDF5 on the machine (and of ``ior`` when it is on
+   PATH, for ``--checks ior_check``): ``hdf5-standin-a`` (baseline) and
    ``hdf5-standin-b`` (candidate), the candidate optionally slowed by a known
    fraction (``--inject-slowdown``: an LD_PRELOAD shim that delays the writes of
    its HDF5 runs only, so the MPI-IO canary stays honest). Stand-ins are how CI
@@ -20,8 +21,8 @@
    with a partition whose scheduler is ``local`` and launcher ``srun``, so both
    builds run on the same nodes.
 3. **Gate.** ``h5regress gate`` on the night's perflogs; while INCONCLUSIVE, more
-   pairs up to ``--max-pairs`` (the gate knows the cap, so early looks need
-   stronger evidence), then the final verdict, which is appended to the history.
+   pairs up to ``--max-pairs`` (the gate knows the planned looks, so early
+   looks need stronger evidence and the loop keeps the gate's alpha), then the final verdict, which is appended to the history.
 4. **Publish.** Report (Markdown, HTML, JUnit XML), gate JSON, perflogs and the
    manifest in ``--out``: the CI job's artifacts.
 
@@ -51,7 +52,7 @@ STANDIN_A, STANDIN_B = 'standin-a', 'standin-b'
 
 #: checks of a night: HDF5 against MPI-IO through the same pattern (the canary)
 DEFAULT_CHECKS = r'^(ior_check|flashio_check)'
-#: stand-in builds have the FLASH-IO kernel only
+#: stand-in builds always have the FLASH-IO kernel (IOR only when it is on PATH)
 STANDIN_CHECKS = r'^flashio_check'
 
 
@@ -67,46 +68,58 @@ def run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
 # -- builds -------------------------------------------------------------------
 
 def build_standins(out: Path, slowdown: float) -> Path:
-    """Build the kernel and write a manifest of two stand-in builds; return its path."""
+    """Build the kernel and write a manifest of two stand-in builds; return its path.
+
+    Both builds have this project's FLASH-IO kernel; when ``ior`` is on PATH,
+    both also have it (the same binary, so an A/A night of ``ior_check`` runs
+    too). With ``slowdown``, the candidate's tools are wrapped so that their
+    HDF5 runs only are slowed by the shim.
+    """
     work = out / 'stand-in'
     build = work / 'build'
     if run(['cmake', '-S', KERNEL, '-B', build, '-DCMAKE_BUILD_TYPE=Release'],
            stdout=subprocess.DEVNULL).returncode or \
             run(['cmake', '--build', build, '-j', '2'], stdout=subprocess.DEVNULL).returncode:
         raise RuntimeError(f'building the FLASH-IO kernel from {KERNEL} failed')
-    binary = build / 'flash-io'
-    candidate = binary
+    # tool -> (binary, shell pattern of its arguments when it writes through HDF5)
+    tools = {'flash-io': (build / 'flash-io', '*" --api=hdf5 "*')}
+    if shutil.which('ior'):
+        tools['ior'] = (Path(shutil.which('ior')), '*" -a HDF5 "*')
+    base_tools = {name: str(binary) for name, (binary, _) in tools.items()}
+    cand_tools = dict(base_tools)
     if slowdown > 0:
         shim = work / 'delay_shim.so'
         if run(['gcc', '-shared', '-fPIC', '-O2', '-o', shim, SHIM, '-ldl']).returncode:
             raise RuntimeError(f'building {SHIM} failed')
         # the delay applies to the HDF5 runs only: MPI-IO is the canary, and an HDF5
         # regression does not slow MPI-IO down
-        candidate = work / 'flash-io-slowed'
-        candidate.write_text(
-            '#!/bin/sh\n'
-            f'# stand-in candidate: writes through HDF5 take {1 + slowdown:g}x their time\n'
-            'case " $* " in *" --api=hdf5 "*)\n'
-            f'  export LD_PRELOAD={shim} H5REGRESS_DELAY_FRACTION={slowdown:g} ;;\n'
-            'esac\n'
-            f'exec {binary} "$@"\n')
-        candidate.chmod(0o755)
+        for name, (binary, hdf5_args) in tools.items():
+            wrapper = work / f'{name}-slowed'
+            wrapper.write_text(
+                '#!/bin/sh\n'
+                f'# stand-in candidate: writes through HDF5 take {1 + slowdown:g}x their time\n'
+                f'case " $* " in {hdf5_args})\n'
+                f'  export LD_PRELOAD={shim} H5REGRESS_DELAY_FRACTION={slowdown:g} ;;\n'
+                'esac\n'
+                f'exec {binary} "$@"\n')
+            wrapper.chmod(0o755)
+            cand_tools[name] = str(wrapper)
     commit = subprocess.run(['git', '-C', REPO, 'rev-parse', 'HEAD'], capture_output=True,
                             text=True).stdout.strip() or '0' * 40
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')
 
-    def standin(label, tool):
+    def standin(label, tool_paths):
         return {'hdf5': {'version': 'system', 'label': label, 'commit': commit,
                          'variants': 'stand-in: the HDF5 on this machine',
                          'hash': label, 'prefix': str(work)},
-                'tools': {'flash-io': str(tool)}}
+                'tools': tool_paths}
 
     path = work / 'manifest.json'
     manifest.write(path, {
         'schema': manifest.SCHEMA, 'generated': now, 'spack_version': 'none (stand-in)',
         'environment': str(work), 'lock_sha256': hashlib.sha256(b'').hexdigest(),
-        'builds': {f'hdf5-{STANDIN_A}': standin(STANDIN_A, binary),
-                   f'hdf5-{STANDIN_B}': standin(STANDIN_B, candidate)},
+        'builds': {f'hdf5-{STANDIN_A}': standin(STANDIN_A, base_tools),
+                   f'hdf5-{STANDIN_B}': standin(STANDIN_B, cand_tools)},
     })
     return path
 
@@ -192,9 +205,18 @@ def run_pairs(first: int, last: int, baseline: str, candidate: str, args, env) -
             run_once(build, pair_id, args, env)
 
 
+def looks(args) -> list[int]:
+    """Pair counts at which the loop gates: --pairs, +--more-pairs, ..., --max-pairs."""
+    out = [args.pairs]
+    while out[-1] < args.max_pairs:
+        out.append(min(args.max_pairs, out[-1] + args.more_pairs))
+    return out
+
+
 def gate_once(baseline: str, candidate: str, args, final: bool) -> int:
     cmd = ['--perflogs', str(args.out / 'perflogs'), '--baseline', baseline,
-           '--candidate', candidate, '--cap', str(args.max_pairs), '--night', args.night,
+           '--candidate', candidate, '--looks', ','.join(map(str, looks(args))),
+           '--night', args.night,
            '--json', str(args.out / 'gate.json')]
     if args.history:
         cmd += ['--history', str(args.history)]
@@ -254,6 +276,8 @@ def parse_args(argv):
     args = ap.parse_args(argv)
     if args.pairs < 1 or args.max_pairs < args.pairs:
         ap.error('need 1 <= --pairs <= --max-pairs')
+    if args.more_pairs < 1:
+        ap.error('--more-pairs must be at least 1')
     if args.inject_slowdown and not args.stand_in:
         ap.error('--inject-slowdown works on stand-in builds only')
     args.checks = args.checks or (STANDIN_CHECKS if args.stand_in else DEFAULT_CHECKS)

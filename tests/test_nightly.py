@@ -7,6 +7,7 @@ needs all 10 pairs to agree by chance (p = 1/1024 per gated metric).
 """
 
 import json
+import os
 import subprocess
 import sys
 
@@ -95,3 +96,38 @@ def test_the_candidate_is_resolved_and_chosen(tmp_path):
     with pytest.raises(RuntimeError, match='no build'):
         nightly.choose_builds(builds, args)
     assert nightly.pinned_candidate_build().startswith('hdf5-')
+
+
+def test_stand_ins_carry_ior_from_path_and_slow_only_its_hdf5_runs(tmp_path, monkeypatch):
+    from h5regress import manifest, nightly as nightly_mod
+    bindir = tmp_path / 'bin'
+    bindir.mkdir()
+    fake_ior = bindir / 'ior'
+    fake_ior.write_text('#!/bin/sh\necho "preload=${LD_PRELOAD:-none} '
+                        'fraction=${H5REGRESS_DELAY_FRACTION:-none}"\n')
+    fake_ior.chmod(0o755)
+    monkeypatch.setenv('PATH', f'{bindir}:{os.environ["PATH"]}')
+    builds = manifest.load(nightly_mod.build_standins(tmp_path / 'out', 0.25),
+                           check_stale=False)
+    base = builds['hdf5-standin-a'].tools['ior']
+    cand = builds['hdf5-standin-b'].tools['ior']
+    assert base == str(fake_ior) and cand != base
+
+    def run(binary, *args):
+        return subprocess.run([binary, *args], capture_output=True, text=True,
+                              check=True).stdout
+    assert 'delay_shim.so fraction=0.25' in run(cand, '-a', 'HDF5', '-w')
+    assert run(cand, '-a', 'MPIIO', '-w').strip() == 'preload=none fraction=none'
+    assert run(base, '-a', 'HDF5', '-w').strip() == 'preload=none fraction=none'
+    assert 'flash-io' in builds['hdf5-standin-a'].tools
+
+
+def test_the_loop_tells_the_gate_its_looks():
+    from h5regress import nightly as nightly_mod
+    args = nightly_mod.parse_args(['--stand-in'])
+    assert nightly_mod.looks(args) == [10, 15, 20]
+    args = nightly_mod.parse_args(['--stand-in', '--pairs', '8', '--more-pairs', '5',
+                                   '--max-pairs', '20'])
+    assert nightly_mod.looks(args) == [8, 13, 18, 20]
+    with pytest.raises(SystemExit):
+        nightly_mod.parse_args(['--stand-in', '--more-pairs', '0'])
