@@ -6,8 +6,9 @@ It measures and prints; it asserts nothing. Sections:
 1. Single gated metric, fixed number of pairs: false alarms (FAIL at true
    ratio 1), PASS rate at ratio 1, detection (FAIL) of 5/10/15/20 %
    slowdowns, the smallest slowdown detected with 80 % power; per noise model.
-2. The nightly's rerun loop: 10 pairs, then +5 up to the cap of 20 while
-   INCONCLUSIVE (``--cap 20``: early FAIL only on strong evidence).
+2. The nightly's rerun loop: 10 pairs, then +5 up to 20 while INCONCLUSIVE
+   (``--looks 10,15,20``: a FAIL at each look needs q below its
+   alpha-spending level, so the loop keeps alpha).
 3. Whole nights through :func:`h5regress.gate.run_gate` (300 gated metrics,
    BH across them): per-night false-alarm rate, detection of one 10 %
    regression among 299 unchanged metrics.
@@ -23,14 +24,21 @@ It measures and prints; it asserts nothing. Sections:
 6. ``--real``: real runs on this machine: fio (buffered sequential write), A/B
    pairs back to back, the candidate slowed by ``delay_shim.so`` (LD_PRELOAD,
    built here with gcc), gated like a night: A/A, 10 % and 30 % nominal.
+7. ``--pairs-from FILE``: real pairs measured by ``benchmarks/real_pairs.py``
+   (A/A, and the candidate slowed by the shim): the file's pairs cut into
+   consecutive nights of 20 (real nights, as they ran) and nights resampled
+   from its pairs, gated at 20 pairs and through the rerun loop. Its A/A pair
+   log-ratios are also a noise model (``pairs``) of sections 1 and 2.
 
 Noise models: log-normal with the CV measured for IOR HDF5 writes on this VM
 (8 %) and on a parallel file system (10 %); ``shared`` (half the variance
 common to both runs of a pair); ``heavy`` (5 % of runs 30 % slow); and
 ``--noise-from FILE`` (records JSONL: log-residuals of real runs around their
-per-configuration median, resampled).
+per-configuration median, resampled); ``--pairs-from FILE`` (real A/A pair
+log-ratios, resampled: what the two runs of a pair share stays shared).
 
 Usage: python3 benchmarks/calibrate.py [--reps 4000] [--quick] [--real]
+                                      [--pairs-from FILE] [--only-history]
 """
 
 from __future__ import annotations
@@ -54,12 +62,16 @@ sys.path.insert(0, str(HERE))
 
 from h5regress import gate, stats  # noqa: E402
 from h5regress.record import Record, read_jsonl  # noqa: E402
+from real_pairs import pair_log_ratios  # noqa: E402
 from synth import Noise, metric_params, night_records  # noqa: E402
 
 CFG = gate.load_config()
 
 
-def one_gate(noise: Noise, n: int, ratio: float, cap: int | None = None) -> tuple[str, int]:
+LOOKS = [10, 15, 20]
+
+
+def one_gate(noise: Noise, n: int, ratio: float) -> tuple[str, int]:
     """Verdict of one metric with ``n`` pairs whose true candidate ratio is ``ratio``."""
     lr = math.log(ratio)
     d = []
@@ -67,24 +79,22 @@ def one_gate(noise: Noise, n: int, ratio: float, cap: int | None = None) -> tupl
         a, b = noise.pair()
         d.append(math.log(b) - math.log(a) + lr)
     comp = stats.signed_rank(d, CFG['confidence'])
-    return gate.decide(comp, comp.p_worse, CFG, cap)[0], n
+    return gate.decide(comp, comp.p_worse, CFG, None)[0], n
 
 
-def sequential(noise: Noise, ratio: float, start: int = 10, step: int = 5,
-               cap: int = 20) -> tuple[str, int]:
-    """The nightly loop: gate at 10 pairs, add 5 while INCONCLUSIVE, up to the cap."""
+def sequential(noise: Noise, ratio: float) -> tuple[str, int]:
+    """The nightly loop: gate at each of LOOKS while INCONCLUSIVE."""
     lr = math.log(ratio)
     d: list[float] = []
-    n = start
-    while True:
+    for n in LOOKS:
         while len(d) < n:
             a, b = noise.pair()
             d.append(math.log(b) - math.log(a) + lr)
         comp = stats.signed_rank(d, CFG['confidence'])
-        verdict = gate.decide(comp, comp.p_worse, CFG, cap)[0]
-        if verdict != 'INCONCLUSIVE' or n >= cap:
-            return verdict, n
-        n = min(cap, n + step)
+        verdict = gate.decide(comp, comp.p_worse, CFG, LOOKS)[0]
+        if verdict != 'INCONCLUSIVE':
+            break
+    return verdict, n
 
 
 def rates(fn, noise, reps, *args) -> dict[str, float]:
@@ -115,14 +125,14 @@ def past_nights(noise: Noise, nights: int = 30, n: int = 20) -> stats.PooledVari
 
 
 def judge_with_history(d: list[float], pooled: stats.PooledVariance,
-                       cap: int | None) -> tuple[str, bool]:
+                       looks: list[int] | None) -> tuple[str, bool]:
     """The gate's choice (h5regress.gate._variance_choice) and verdict for one metric."""
     var = gate._variance_choice(d, stats.variance(d), pooled, HV['consistency_level'])
     if var['source'] == 'history':
         comp = stats.pooled_t(d, pooled, CFG['confidence'])
     else:
         comp = stats.signed_rank(d, CFG['confidence'])
-    return gate.decide(comp, comp.p_worse, CFG, cap)[0], var['source'] == 'history'
+    return gate.decide(comp, comp.p_worse, CFG, looks)[0], var['source'] == 'history'
 
 
 def one_gate_hist(noises: tuple[Noise, Noise], n: int, ratio: float,
@@ -139,21 +149,19 @@ def one_gate_hist(noises: tuple[Noise, Noise], n: int, ratio: float,
     return verdict, n, used
 
 
-def sequential_hist(noises: tuple[Noise, Noise], ratio: float, start: int = 10,
-                    step: int = 5, cap: int = 20) -> tuple[str, int, bool]:
+def sequential_hist(noises: tuple[Noise, Noise], ratio: float) -> tuple[str, int, bool]:
     past, tonight = noises
     pooled = past_nights(past)
     lr = math.log(ratio)
     d: list[float] = []
-    n = start
-    while True:
+    for n in LOOKS:
         while len(d) < n:
             a, b = tonight.pair()
             d.append(math.log(b) - math.log(a) + lr)
-        verdict, used = judge_with_history(d, pooled, cap)
-        if verdict != 'INCONCLUSIVE' or n >= cap:
-            return verdict, n, used
-        n = min(cap, n + step)
+        verdict, used = judge_with_history(d, pooled, LOOKS)
+        if verdict != 'INCONCLUSIVE':
+            break
+    return verdict, n, used
 
 
 def min_detectable(fail_rate, power: float = 0.8) -> float:
@@ -223,8 +231,9 @@ def section_single(models, pairs, reps, slowdowns, rng) -> None:
 
 
 def section_sequential(models, reps, slowdowns) -> None:
-    print('\n== 2. Rerun loop: 10 pairs, +5 while INCONCLUSIVE, cap 20 (early FAIL needs '
-          'q <= alpha*(n/20)^2)')
+    levels = ', '.join(f'{x:.4f}' for x in stats.sequential_levels(tuple(LOOKS), CFG['alpha']))
+    print(f'\n== 2. Rerun loop: gate at {LOOKS} pairs while INCONCLUSIVE (FAIL at each look '
+          f'needs q <= {levels}: alpha spent as alpha*(n/{LOOKS[-1]})^3)')
     print(f'{"noise":<22}{"false alarm":>13}{"PASS@1.0":>10}{"mean pairs@1.0":>16}'
           + ''.join(f'{"det " + format(s, ".0%"):>9}' for s in slowdowns)
           + f'{"80% power at":>14}')
@@ -329,6 +338,41 @@ def section_oracle(pairs, slowdowns, cvs) -> None:
 
 
 # ------------------------------------------------------------------ real runs
+def gate_log_ratios(d: list[float]) -> tuple[str, str]:
+    """(verdict at len(d) pairs, verdict of the rerun loop over d's first LOOKS pairs)."""
+    def at(n: int, looks) -> str:
+        comp = stats.signed_rank(d[:n], CFG['confidence'])
+        return gate.decide(comp, comp.p_worse, CFG, looks)[0]
+    loop = 'INCONCLUSIVE'
+    for n in LOOKS:
+        loop = at(n, LOOKS)
+        if loop != 'INCONCLUSIVE':
+            break
+    return at(len(d), None), loop
+
+
+def section_real_pairs(path: str, reps: int, rng: random.Random, night: int = 20) -> None:
+    by_fraction = pair_log_ratios(path)
+    print(f'\n== 7. Real pairs from {Path(path).name} (benchmarks/real_pairs.py): consecutive '
+          f'nights of {night} pairs as they ran, and {reps} nights resampled from the pairs; '
+          f'FAIL / PASS / INCONCLUSIVE at {night} pairs and in the rerun loop {LOOKS}')
+    print(f'{"fraction":>9}{"pairs":>7}{"ratio":>8}{"sd(d)":>7}  {"real nights, fixed":<24}'
+          f'{"real nights, loop":<24}{"resampled FAIL/PASS fixed":>27}{"loop":>14}')
+    for f, d in by_fraction.items():
+        if len(d) < night:
+            continue
+        real = [gate_log_ratios(d[i:i + night]) for i in range(0, len(d) - night + 1, night)]
+        fixed = {v: sum(r[0] == v for r in real) for v in ('FAIL', 'PASS', 'INCONCLUSIVE')}
+        loop = {v: sum(r[1] == v for r in real) for v in ('FAIL', 'PASS', 'INCONCLUSIVE')}
+        res = [gate_log_ratios([rng.choice(d) for _ in range(night)]) for _ in range(reps)]
+        rate = lambda k, v: sum(r[k] == v for r in res) / reps  # noqa: E731
+        fmt = lambda c: '/'.join(str(c[v]) for v in ('FAIL', 'PASS', 'INCONCLUSIVE'))  # noqa
+        print(f'{f:>9.3f}{len(d):>7}{math.exp(stats.mean(d)):>8.3f}'
+              f'{math.sqrt(stats.variance(d)):>7.3f}  {fmt(fixed):<24}{fmt(loop):<24}'
+              f'{rate(0, "FAIL"):>17.2%} / {rate(0, "PASS"):<7.1%}'
+              f'{rate(1, "FAIL"):>7.2%} / {rate(1, "PASS"):.1%}')
+
+
 def build_shim(workdir: Path) -> Path:
     so = workdir / 'delay_shim.so'
     cmd = ['gcc', '-shared', '-fPIC', '-O2', '-o', str(so), str(HERE / 'delay_shim.c'), '-ldl']
@@ -410,6 +454,7 @@ def main() -> int:
     ap.add_argument('--pairs', type=int, nargs='+', default=[10, 15, 20])
     ap.add_argument('--seed', type=int, default=20250101)
     ap.add_argument('--noise-from', help='records JSONL of repeated real runs (resampled)')
+    ap.add_argument('--pairs-from', help='real pairs of benchmarks/real_pairs.py (section 7)')
     ap.add_argument('--nights', type=int, default=100, help='nights for section 3')
     ap.add_argument('--real', action='store_true', help='also run section 6 (fio + shim)')
     ap.add_argument('--only-history', action='store_true',
@@ -427,6 +472,11 @@ def main() -> int:
     if args.noise_from:
         models.append((f'measured {Path(args.noise_from).name}',
                        Noise('empirical', residuals=residuals_from(args.noise_from), rng=rng)))
+    if args.pairs_from:
+        aa = pair_log_ratios(args.pairs_from).get(0.0)
+        if not aa or len(aa) < 20:
+            raise SystemExit(f'{args.pairs_from}: fewer than 20 A/A pairs (fraction 0)')
+        models.append((f'real A/A pairs ({len(aa)})', Noise('pairs', residuals=aa, rng=rng)))
     slowdowns = [0.05, 0.10, 0.15, 0.20]
     t0 = time.perf_counter()
     print(f'gate config: margin {CFG["margin"]}, alpha (BH) {CFG["alpha"]}, confidence '
@@ -439,6 +489,8 @@ def main() -> int:
     if not args.only_history:
         section_history([0.08], [20], reps, slowdowns, rng, model='heavy', mismatch=False)
         section_oracle(args.pairs, slowdowns, [0.08, 0.10])
+    if args.pairs_from:
+        section_real_pairs(args.pairs_from, reps, rng)
     if args.real:
         section_real(args.real_nights, args.real_pairs, args.real_size, [0.0, 0.111, 0.4286])
     print(f'\n(total {time.perf_counter() - t0:.0f} s)')

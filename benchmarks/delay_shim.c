@@ -1,11 +1,14 @@
 /*
  * delay_shim.c: LD_PRELOAD library that makes writes slower by a known factor.
- * Used only by benchmarks/calibrate.py (--real) to inject a true slowdown into
+ * Used by the benchmarks (calibrate.py --real, real_pairs.py) and by the stand-in
+ * candidate of `ci/nightly --inject-slowdown` to inject a true slowdown into
  * real runs; never part of the suite's checks.
  *
- * Each intercepted write call is timed and followed by a sleep of
- * H5REGRESS_DELAY_FRACTION x its own duration (e.g. 0.111 turns every write
- * into 1.111x its time: a ~10 % bandwidth loss on write-bound runs).
+ * Each intercepted write or flush call (write, pwrite, writev, fsync,
+ * fdatasync) is timed and followed by a sleep of H5REGRESS_DELAY_FRACTION x
+ * its own duration (e.g. 0.111 turns every write into 1.111x its time: a
+ * ~10 % bandwidth loss on write-bound runs). Flushes are delayed too because
+ * a run that ends in fsync spends much of its write time there.
  * H5REGRESS_DELAY_US adds a fixed delay per call on top.
  *
  * Build: gcc -shared -fPIC -O2 -o delay_shim.so delay_shim.c -ldl
@@ -79,3 +82,5 @@ WRAP(ssize_t, pwrite64, (int fd, const void *buf, size_t n, off_t off), (fd, buf
 WRAP(ssize_t, writev, (int fd, const struct iovec *iov, int cnt), (fd, iov, cnt))
 WRAP(ssize_t, pwritev, (int fd, const struct iovec *iov, int cnt, off_t off),
      (fd, iov, cnt, off))
+WRAP(int, fsync, (int fd), (fd))
+WRAP(int, fdatasync, (int fd), (fd))

@@ -6,7 +6,10 @@ Noise models (per run, multiplicative, mean 1):
 * ``shared``: half of the variance is shared by the two runs of a pair (file
   system load that lasts longer than a pair), half is per run;
 * ``heavy``: log-normal plus 5 % of runs 30 % slow (a busy file system);
-* ``empirical``: resample measured log-residuals (a list passed in).
+* ``empirical``: resample measured log-residuals (a list passed in), each run
+  of a pair on its own;
+* ``pairs``: resample measured pair log-ratios ln(B/A) of real A/A pairs (a
+  list passed in): whatever the two runs of a real pair share stays shared.
 
 The numbers are what ``h5regress.record.Record`` carries; values are MiB/s.
 """
@@ -50,6 +53,8 @@ class Noise:
             return one(), one()
         if self.model == 'empirical':
             return (math.exp(r.choice(self.residuals)), math.exp(r.choice(self.residuals)))
+        if self.model == 'pairs':
+            return 1.0, math.exp(r.choice(self.residuals))
         raise ValueError(self.model)
 
 
