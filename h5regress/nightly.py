@@ -22,7 +22,8 @@
    builds run on the same nodes.
 3. **Gate.** ``h5regress gate`` on the night's perflogs; while INCONCLUSIVE, more
    pairs up to ``--max-pairs`` (the gate knows the planned looks, so early
-   looks need stronger evidence and the loop keeps the gate's alpha), then the final verdict, which is appended to the history.
+   looks need stronger evidence and the loop keeps the gate's alpha), then
+   the final verdict, which is appended to the history.
 4. **Publish.** Report (Markdown, HTML, JUnit XML), gate JSON, perflogs and the
    manifest in ``--out``: the CI job's artifacts.
 
