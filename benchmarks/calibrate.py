@@ -44,6 +44,7 @@ Usage: python3 benchmarks/calibrate.py [--reps 4000] [--quick] [--real]
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -53,6 +54,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from statistics import NormalDist
 
@@ -62,7 +64,7 @@ sys.path.insert(0, str(HERE))
 
 from h5regress import gate, stats  # noqa: E402
 from h5regress.record import Record, read_jsonl  # noqa: E402
-from real_pairs import pair_log_ratios  # noqa: E402
+from real_pairs import build_shim, pair_log_ratios  # noqa: E402
 from synth import Noise, metric_params, night_records  # noqa: E402
 
 CFG = gate.load_config()
@@ -71,30 +73,41 @@ CFG = gate.load_config()
 LOOKS = [10, 15, 20]
 
 
+def log_ratios(noise: Noise, ratio: float) -> Iterator[float]:
+    """Endless pair log-ratios ln(B/A) of ``noise`` with true candidate ratio ``ratio``."""
+    lr = math.log(ratio)
+    while True:
+        a, b = noise.pair()
+        yield math.log(b) - math.log(a) + lr
+
+
+def judge_signed_rank(d: list[float], looks: list[int] | None) -> tuple[str]:
+    comp = stats.signed_rank(d, CFG['confidence'])
+    return (gate.decide(comp, comp.p_worse, CFG, looks)[0],)
+
+
+def through_looks(pairs: Iterator[float], judge) -> tuple:
+    """The nightly loop: ``judge(d, LOOKS)`` at each of LOOKS while INCONCLUSIVE.
+
+    Returns (verdict, pairs used, whatever else ``judge`` returned).
+    """
+    d: list[float] = []
+    for n in LOOKS:
+        d += itertools.islice(pairs, n - len(d))
+        verdict, *extra = judge(d, LOOKS)
+        if verdict != 'INCONCLUSIVE':
+            break
+    return (verdict, n, *extra)
+
+
 def one_gate(noise: Noise, n: int, ratio: float) -> tuple[str, int]:
     """Verdict of one metric with ``n`` pairs whose true candidate ratio is ``ratio``."""
-    lr = math.log(ratio)
-    d = []
-    for _ in range(n):
-        a, b = noise.pair()
-        d.append(math.log(b) - math.log(a) + lr)
-    comp = stats.signed_rank(d, CFG['confidence'])
-    return gate.decide(comp, comp.p_worse, CFG, None)[0], n
+    d = list(itertools.islice(log_ratios(noise, ratio), n))
+    return judge_signed_rank(d, None)[0], n
 
 
 def sequential(noise: Noise, ratio: float) -> tuple[str, int]:
-    """The nightly loop: gate at each of LOOKS while INCONCLUSIVE."""
-    lr = math.log(ratio)
-    d: list[float] = []
-    for n in LOOKS:
-        while len(d) < n:
-            a, b = noise.pair()
-            d.append(math.log(b) - math.log(a) + lr)
-        comp = stats.signed_rank(d, CFG['confidence'])
-        verdict = gate.decide(comp, comp.p_worse, CFG, LOOKS)[0]
-        if verdict != 'INCONCLUSIVE':
-            break
-    return verdict, n
+    return through_looks(log_ratios(noise, ratio), judge_signed_rank)
 
 
 def rates(fn, noise, reps, *args) -> dict[str, float]:
@@ -140,11 +153,7 @@ def one_gate_hist(noises: tuple[Noise, Noise], n: int, ratio: float,
     """``noises``: (history's noise, tonight's noise); a fresh history per replication."""
     past, tonight = noises
     pooled = past_nights(past, hist_nights)
-    lr = math.log(ratio)
-    d = []
-    for _ in range(n):
-        a, b = tonight.pair()
-        d.append(math.log(b) - math.log(a) + lr)
+    d = list(itertools.islice(log_ratios(tonight, ratio), n))
     verdict, used = judge_with_history(d, pooled, None)
     return verdict, n, used
 
@@ -152,16 +161,8 @@ def one_gate_hist(noises: tuple[Noise, Noise], n: int, ratio: float,
 def sequential_hist(noises: tuple[Noise, Noise], ratio: float) -> tuple[str, int, bool]:
     past, tonight = noises
     pooled = past_nights(past)
-    lr = math.log(ratio)
-    d: list[float] = []
-    for n in LOOKS:
-        while len(d) < n:
-            a, b = tonight.pair()
-            d.append(math.log(b) - math.log(a) + lr)
-        verdict, used = judge_with_history(d, pooled, LOOKS)
-        if verdict != 'INCONCLUSIVE':
-            break
-    return verdict, n, used
+    return through_looks(log_ratios(tonight, ratio),
+                         lambda d, looks: judge_with_history(d, pooled, looks))
 
 
 def min_detectable(fail_rate, power: float = 0.8) -> float:
@@ -340,15 +341,7 @@ def section_oracle(pairs, slowdowns, cvs) -> None:
 # ------------------------------------------------------------------ real runs
 def gate_log_ratios(d: list[float]) -> tuple[str, str]:
     """(verdict at len(d) pairs, verdict of the rerun loop over d's first LOOKS pairs)."""
-    def at(n: int, looks) -> str:
-        comp = stats.signed_rank(d[:n], CFG['confidence'])
-        return gate.decide(comp, comp.p_worse, CFG, looks)[0]
-    loop = 'INCONCLUSIVE'
-    for n in LOOKS:
-        loop = at(n, LOOKS)
-        if loop != 'INCONCLUSIVE':
-            break
-    return at(len(d), None), loop
+    return judge_signed_rank(d, None)[0], through_looks(iter(d), judge_signed_rank)[0]
 
 
 def section_real_pairs(path: str, reps: int, rng: random.Random, night: int = 20) -> None:
@@ -371,13 +364,6 @@ def section_real_pairs(path: str, reps: int, rng: random.Random, night: int = 20
               f'{math.sqrt(stats.variance(d)):>7.3f}  {fmt(fixed):<24}{fmt(loop):<24}'
               f'{rate(0, "FAIL"):>17.2%} / {rate(0, "PASS"):<7.1%}'
               f'{rate(1, "FAIL"):>7.2%} / {rate(1, "PASS"):.1%}')
-
-
-def build_shim(workdir: Path) -> Path:
-    so = workdir / 'delay_shim.so'
-    cmd = ['gcc', '-shared', '-fPIC', '-O2', '-o', str(so), str(HERE / 'delay_shim.c'), '-ldl']
-    subprocess.run(cmd, check=True)
-    return so
 
 
 def fio_run(datadir: Path, size: str, shim: Path | None, fraction: float) -> float:
