@@ -176,3 +176,14 @@ def test_wanted_and_registry():
 def test_empty_output_file_is_run_failed():
     with pytest.raises(RunFailed, match='empty'):
         fio.parse({'fio-write.json': '', 'stdout': 'h5regress-exit-code: 1\n'})
+
+
+@pytest.mark.parametrize('value, expected', [
+    ('1m', MIB), ('64M', 64 * MIB), ('32m', 32 * MIB), ('33554432', 32 * MIB), ('1000', 1000),
+    ('4k', 4096), ('1g', 1024 * MIB), ('1mb', MIB), (4096, 4096),
+    # not a plain size: kept as given
+    ('4k:64k', '4k:64k'), ('1.5m', '1.5m'), ('50%', '50%')])
+def test_bs_and_size_spellings(value, expected):
+    """fio's plain sizes as the JSON repeats them (``"1m"``, ``"64m"``): powers of 1024."""
+    params, _, _ = fio.job_params({}, {'bs': value, 'size': value}, 'fio-3.33')
+    assert params['bs'] == expected and params['size'] == expected

@@ -255,3 +255,57 @@ def test_kernel_stderr_errors():
     with pytest.raises(RunFailed, match='HDF5 errors'):
         flashio.parse({'rfm_job.out': KERNEL_TEXT,
                        'rfm_job.err': 'HDF5-DIAG: Error detected in HDF5 (1.10.8) MPI-process 0:\n'})
+
+
+def _on_disk(summary: dict) -> dict[str, int]:
+    return {f'run/{Path(r["name"]).name}': r['size_bytes'] for r in summary['results']}
+
+
+def test_check_files_against_the_kernel_json():
+    """Each reported file on disk at its reported size, holding its data (HDF5: at most
+    2 % + 64 KiB of metadata on top)."""
+    summary = _summary()
+    run = flashio.parse({'flashio.json': json.dumps(summary)})[0]
+    written = _on_disk(summary)
+    assert flashio.check_files(run, written) == []
+    del written['run/f_plotfile_1']
+    written['run/f_corner_0'] = 100
+    written['run/f_checkpoint_1'] = 15870580 + 1
+    written['run/f_checkpoint_0'] = 17_000_000
+    assert flashio.check_files(run, written) == [
+        'f_checkpoint_0: 17000000 B on disk, 15870580 B reported',
+        'f_checkpoint_0: 17000000 B, expected 15861580 B of data up to 16244347 B',
+        'f_corner_0: 100 B on disk, 1905620 B reported',
+        'f_corner_0: 100 B, expected 1896620 B of data up to 2000088 B',
+        'f_checkpoint_1: 15870581 B on disk, 15870580 B reported',
+        'f_plotfile_1: reported but not on disk',
+    ]
+
+
+def test_check_files_mpiio_is_exactly_the_data():
+    summary = _summary()
+    summary['options']['api'] = 'mpiio'
+    for r in summary['results']:
+        r['size_bytes'] = r['data_bytes']
+    run = flashio.parse({'flashio.json': json.dumps(summary)})[0]
+    written = _on_disk(summary)
+    assert flashio.check_files(run, written) == []
+    written['run/f_corner_1'] += 1
+    assert flashio.check_files(run, written) == [
+        'f_corner_1: 1896621 B on disk, 1896620 B reported',
+        'f_corner_1: 1896621 B, expected 1896620 B of data']
+
+
+def test_check_files_without_the_kernel_json_has_nothing_to_check():
+    run = flashio.parse({'rfm_job.out': KERNEL_TEXT})[0]
+    assert flashio.check_files(run, {'f_hdf5_chk_0000': 1}) == []
+
+
+@needs_fixtures
+def test_unported_original_names_the_short_file():
+    case = next(c for c in CASES if c.startswith('fail-unpatched-hdf5-1.10.8'))
+    with pytest.raises(RunFailed) as err:
+        flashio.parse(_case_files(case, drop=('stderr.txt',)))
+    assert str(err.value) == (
+        'flash-io: stdout.txt: flash_io_test_hdf5_chk_0000 is 4792 B, smaller than the '
+        '15826944 B of data a checkpoint of 161 blocks holds: the writes failed')

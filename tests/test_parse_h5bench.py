@@ -261,3 +261,13 @@ def test_empty_csv_and_no_stdout_is_incomplete():
 def test_not_h5bench_output():
     with pytest.raises(ParseError):
         h5bench.parse({'notes.txt': 'hello'})
+
+
+def test_csv_units_are_1024_based_too():
+    text = ('metric, value, unit\noperation, write, \nranks, 2, \ntotal size, 1.500, GB\n'
+            'raw rate, 512.000, KB/s\nobserved rate, 2.000, MB/s\n')
+    res = h5bench.parse_csv_results(text, 'output.csv')
+    assert res['size'] == 1.5 * 1024 ** 3
+    assert res['raw_rate'] == pytest.approx(0.5) and res['observed_rate'] == pytest.approx(2.0)
+    with pytest.raises(ParseError, match='not a number'):
+        h5bench.parse_csv_results('metric, value, unit\ntotal size, 1.0, parsecs\n', 'x.csv')

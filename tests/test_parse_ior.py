@@ -636,3 +636,14 @@ read         4929.66    3089.87    4009.76     919.89    0.00842 0 2 2 2 0 1 1 0
 
 Finished: Sat Nov 21 20:15:06 2026
 """
+
+
+@pytest.mark.parametrize('value, expected', [
+    ('4096', 4096), ('1m', 1024 ** 2), ('1M', 1024 ** 2), ('4k', 4096), ('1g', 1024 ** 3),
+    ('2t', 2 * 1024 ** 4), ('1p', 1024 ** 5), ('1MiB', 1024 ** 2), ('1mb', 1024 ** 2),
+    # not an integer before the suffix, or not a size: kept as IOR was given it
+    ('1.5m', '1.5m'), ('auto', 'auto')])
+def test_module_option_sizes_are_powers_of_1024(value, expected):
+    """IOR's string_to_bytes: an integer, then k/m/g/t/p (any case) as powers of 1024."""
+    params = ior.module_options(f'ior -a HDF5 --hdf5.chunkSize={value}', 'HDF5', '4.1.0+dev')
+    assert params['hdf5.chunkSize'] == expected

@@ -356,3 +356,98 @@ def test_miftmpl_one_file_two_ranks_from_the_check():
     files = {'macsio_json_00000_000.json': 15829383, 'macsio_json_root_000.json': 418}
     assert 15.0963 * MI > 15829383 + 52        # more than the data file alone
     assert macsio.check_files(run, files) == []
+
+
+@pytest.mark.parametrize('size, decimal, expected', [
+    ('80000', False, 80000), ('2M', False, 2 * 1024 ** 2), ('10K', False, 10240),
+    ('1k', False, 1024), ('3G', False, 3 * 1024 ** 3), ('10B', False, 10), ('1.5K', False, 1536),
+    ('2M', True, 2_000_000), ('10K', True, 10_000), ('80000', True, 80000)])
+def test_part_size_spellings(size, decimal, expected):
+    """``--part_size``: binary prefixes, decimal with ``--units_prefix_system decimal``."""
+    args = ['--part_size', size] + (['--units_prefix_system', 'decimal'] if decimal else [])
+    params, _ = macsio.params_from_args(args)
+    assert params['part_size'] == expected
+
+
+def test_part_size_that_is_no_size():
+    with pytest.raises(ParseError, match='part size'):
+        macsio.params_from_args(['--part_size', 'big'])
+
+
+def test_log_units_binary_and_decimal():
+    """``Mi``/``Gi`` are powers of 1024; with decimal units MACSio prints ``Mb``/``Gb``."""
+    log = macsio.parse_log(
+        '-----Processor 000000-----\n'
+        'Info:"macsio_main.c":556:Dump 00 BW:  37.9303 Mb/ 15.7877 msecs =   2.3462 Gb/sec:::\n'
+        'Info:"macsio_main.c":561:Dump 00 Stat BW:  37.9321 Mi/ 15.7877 msecs =   1.0 Gi/sec:::\n'
+        'Info:"macsio_main.c":587:Overall BW: 151.7211 Kb/181.7016 usecs = 835.0019 Mb/sec:::\n'
+        'Info:"macsio_main.c":607:Summed  BW:   1.5568 Gb/sec:::\n'
+        'Info:"macsio_main.c":609:Total Bytes: 303.4423 Mi; Last finisher - First starter = '
+        '218.3613 msecs; BW =   1.3571 Gi/sec:::\n'
+        'Info:"macsio_main.c":610:Dump 01 BW:  12.0000 b/  1.0000 secs =  12.0000 b/sec:::\n')
+    dump = log.dumps[(0, 0)]
+    assert dump.nbytes == pytest.approx(37.9303e6) and dump.seconds == pytest.approx(0.0157877)
+    assert dump.stat_bytes == pytest.approx(37.9321 * MI)
+    assert dump.stat_tol == pytest.approx(0.00005 * MI)
+    assert log.overall[0] == pytest.approx((151.7211e3, 181.7016e-6))
+    assert log.summed == pytest.approx(1.5568e9 / MI)
+    assert log.total == pytest.approx((303.4423 * MI, 0.2183613, 1.3571 * GI))
+    assert log.dumps[(0, 1)].nbytes == 12.0 and log.dumps[(0, 1)].seconds == 1.0
+    with pytest.raises(ParseError, match='unknown size unit'):
+        macsio.parse_log('-----Processor 000000-----\n'
+                         'Info:"macsio_main.c":609:Summed  BW:   1.5568 Qi/sec:::\n')
+
+
+@needs_fixtures
+def test_check_files_messages():
+    """Every kind of problem, word for word (one real MIF 2 run, its listing altered)."""
+    run = one('hdf5-mif2-p2M-d4')
+    written = written_of('hdf5-mif2-p2M-d4')
+    claim = 'MACSio claims 318182313 B'
+    missing = {k: v for k, v in written.items() if k != 'macsio_hdf5_00001_003.h5'}
+    assert macsio.check_files(run, missing) == [
+        'expected 2 file(s) per dump, found 1 for dump 3',
+        f'data files hold 278422704 B, {claim}']
+    assert macsio.check_files(one('hdf5-mif2-p2M-d4', with_command=False), missing) == [
+        'dumps have different file counts: 2 for dump 0, 2 for dump 1, 2 for dump 2, '
+        '1 for dump 3',
+        f'data files hold 278422704 B, {claim}']
+    extra = dict(written, **{'macsio_hdf5_00000_004.h5': 5, 'macsio_hdf5_00001_004.h5': 5})
+    assert macsio.check_files(run, extra) == ['files for unexpected dump(s) 4']
+    no_first = {k: v for k, v in written.items() if not k.endswith('_000.h5')}
+    assert macsio.check_files(run, no_first) == [
+        'no files for dump(s) 0 of 4', f'data files hold 238648032 B, {claim}']
+    empty = dict(written, **{'macsio_hdf5_00000_002.h5': 0})
+    assert macsio.check_files(run, empty) == [
+        'empty file(s): macsio_hdf5_00000_002.h5',
+        'rank 0 saw 39774690 B on disk after dump 2, more than macsio_hdf5_00000_002.h5 '
+        'has (0 B)',
+        'macsio_hdf5_00000_002.h5 has 0 B, but the rank(s) writing it saw at most 39774690 B '
+        'after dump 2',
+        f'data files hold 278422704 B, {claim}']
+    assert macsio.check_files(run, {'macsio-log.log': 24576}) == [
+        'no data files named macsio_hdf5_* among the 1 files written']
+
+
+def test_check_files_without_a_root_file_compares_the_data_file_alone():
+    run = macsio.parse({macsio.LOG_NAME: MIFTMPL_MIF2_LOG}, command=MIFTMPL_MIF2_CMD)[0]
+    files = {k: v for k, v in MIFTMPL_MIF2_FILES.items() if k != 'macsio_json_root_001.json'}
+    assert macsio.check_files(run, files) == [
+        'rank 0 saw 7845655 B on disk after dump 1, more than macsio_json_00000_001.json '
+        'has (7845403 B)',
+        'rank 1 saw 7845865 B on disk after dump 1, more than macsio_json_00000_001.json '
+        'has (7845403 B)',
+        'macsio_json_00000_001.json has 7845403 B, but the rank(s) writing it saw at most '
+        '7845865 B after dump 1',
+        'rank 2 saw 7743419 B on disk after dump 1, more than macsio_json_00001_001.json '
+        'has (7742937 B)',
+        'rank 3 saw 7743419 B on disk after dump 1, more than macsio_json_00001_001.json '
+        'has (7742937 B)',
+        'macsio_json_00001_001.json has 7742937 B, but the rank(s) writing it saw at most '
+        '7743419 B after dump 1']
+
+
+def test_stat_sizes_of_files_from_2_gib_are_not_compared():
+    """MACSio sums st_size into an int: its Stat sizes of such files are wrapped."""
+    run = macsio.parse({macsio.LOG_NAME: HDF5_MIF1_LOG}, command=HDF5_MIF1_CMD)[0]
+    assert macsio.check_files(run, {k: v + 2 ** 31 for k, v in HDF5_MIF1_FILES.items()}) == []
