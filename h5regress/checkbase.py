@@ -5,7 +5,8 @@ row, which files hold its results). What every I/O check must do the same way
 lives here, once:
 
 - the binary comes from :mod:`h5regress.tools` (the Spack manifest, else PATH); a
-  missing tool skips the test with a message naming the tool and how to get it;
+  missing tool skips the test with a message naming the tool and how to get it (fails
+  it instead when ``$H5REGRESS_REQUIRE_TOOLS`` is set);
 - node and rank counts are parameters whose values come from the partitions'
   ``extras`` (``num_nodes``, ``tasks_per_node``), so ``--dry-run`` needs no scheduler;
 - data go to a fresh directory under the partition's ``scratch``; a shell trap
@@ -38,7 +39,7 @@ import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import (deferrable, parameter, run_after, run_before,
                                    sanity_function, variable)
-from reframe.core.exceptions import ReframeFatalError, SanityError
+from reframe.core.exceptions import ReframeError, ReframeFatalError, SanityError
 
 from h5regress import tools
 from h5regress.parsers import ParsedRun, ParseError, parser_for
@@ -49,6 +50,9 @@ CACHE_MARK = 'h5regress-page-cache:'
 PROBE_FILE = 'h5r-probe.json'
 FILES_LIST = 'h5r-files.txt'
 HINTS_FILE = 'h5r-mpiio-hints'
+#: set (to anything) where every tool must be there (CI with the Spack bundle): a check
+#: whose tool is missing fails, naming it, instead of being skipped
+REQUIRE_TOOLS_ENV = 'H5REGRESS_REQUIRE_TOOLS'
 
 
 def partition_values(key: str, default: list) -> list:
@@ -185,6 +189,9 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
             self.resolved_tool = tools.find(
                 self.binary or self.tool, tools.PATH_BUILD if build == 'none' else build)
         except tools.ToolNotFound as err:
+            if os.environ.get(REQUIRE_TOOLS_ENV):
+                raise ReframeError(f'{err} ({REQUIRE_TOOLS_ENV} is set: a missing '
+                                   'tool is a failure, not a skip)') from None
             self.skip(str(err))
         self.executable = self.resolved_tool.path
 
