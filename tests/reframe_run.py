@@ -23,11 +23,13 @@ def reframe_env(workdir: Path, env: dict | None = None) -> dict:
     """This process's environment, with the repository's config and perflogs in ``workdir``.
 
     No Spack manifest unless ``env`` names one: a Spack environment installed in this
-    checkout must not change what the tests run.
+    checkout must not change what the tests run. Likewise a missing tool is skipped
+    unless ``env`` sets ``H5REGRESS_REQUIRE_TOOLS``.
     """
     return {**os.environ, 'RFM_CONFIG_FILES': str(SETTINGS),
             'H5REGRESS_PERFLOG_DIR': str(workdir / 'perflogs'),
-            'H5REGRESS_MANIFEST': str(workdir / 'no-spack-manifest.json'), **(env or {})}
+            'H5REGRESS_MANIFEST': str(workdir / 'no-spack-manifest.json'),
+            'H5REGRESS_REQUIRE_TOOLS': '', **(env or {})}
 
 
 def reframe_command(args: list[str], workdir: Path) -> list[str]:

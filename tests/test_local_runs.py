@@ -140,3 +140,11 @@ def test_flashio_built_from_this_tree_end_to_end(tmp_path):
         assert r.provenance['hdf5_version'].startswith('1.')
     # HDF5 and MPI-IO runs of one transfer mode differ only in the API
     assert len({r.config_hash for r in records}) == 4
+
+
+def test_a_missing_tool_fails_where_every_tool_is_required(tmp_path):
+    out = run_reframe(['-c', 'reframe/checks/ior.py', '-r', '-n', 'ior_check.*POSIX'],
+                      tmp_path, env={'PATH': '/usr/bin:/bin', 'H5REGRESS_REQUIRE_TOOLS': '1'})
+    assert out.returncode != 0
+    assert 'ior not found on PATH' in out.stdout and 'H5REGRESS_REQUIRE_TOOLS' in out.stdout
+    assert 'skipped' not in out.stdout.split('SUMMARY')[-1]
