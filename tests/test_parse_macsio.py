@@ -393,7 +393,10 @@ def test_log_units_binary_and_decimal():
     assert log.summed == pytest.approx(1.5568e9 / MI)
     assert log.total == pytest.approx((303.4423 * MI, 0.2183613, 1.3571 * GI))
     assert log.dumps[(0, 1)].nbytes == 12.0 and log.dumps[(0, 1)].seconds == 1.0
-    with pytest.raises(ParseError, match='unknown size unit'):
+    with pytest.raises(ParseError, match="unknown size unit 'Qi'"):
+        macsio.parse_log('-----Processor 000000-----\n'
+                         'Info:"macsio_main.c":587:Overall BW: 1.0 Qi/1.0 secs = 1.0 Mi/sec:::\n')
+    with pytest.raises(ParseError, match="unknown bandwidth unit 'Qi/s'"):
         macsio.parse_log('-----Processor 000000-----\n'
                          'Info:"macsio_main.c":609:Summed  BW:   1.5568 Qi/sec:::\n')
 

@@ -9,12 +9,18 @@ A parser raises :class:`RunFailed` when the output shows a failed or
 incomplete run (error lines, a truncated summary, an absurd rate), and
 :class:`ParseError` when the text is not what it claims to be. Both name the
 source and the problem.
+
+The helpers every parser shares live here too: one size parser
+(:func:`parse_size`), one bandwidth converter (:func:`to_mib_per_s`), file names
+(:func:`basename`, :func:`by_directory`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
+import posixpath
+import re
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -23,13 +29,9 @@ from h5regress.record import Record, comparable_config, config_hash
 
 MIB = 1024 * 1024
 
-#: Bandwidth unit scale factors to MiB/s. Decimal units (MB = 10^6) and binary
-#: units (MiB = 2^20) are kept apart; tools that print "MB" but mean MiB
-#: (h5bench) map their unit before calling :func:`to_mib_per_s`.
-_BW_SCALE = {
-    'B/s': 1 / MIB, 'KiB/s': 1 / 1024, 'MiB/s': 1.0, 'GiB/s': 1024.0, 'TiB/s': 1024.0 ** 2,
-    'KB/s': 1e3 / MIB, 'MB/s': 1e6 / MIB, 'GB/s': 1e9 / MIB, 'TB/s': 1e12 / MIB,
-}
+#: A size: a number, then an optional prefix K M G T P (any case), ``i``, ``B``/``b``.
+_SIZE = re.compile(r'\s*(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*([kmgtp]?)(i?)b?\s*', re.I)
+_POWERS = {'': 0, 'k': 1, 'm': 2, 'g': 3, 't': 4, 'p': 5}
 
 
 class ParseError(ValueError):
@@ -98,15 +100,58 @@ class ParsedRun:
                 for m in self.measurements]
 
 
-def to_mib_per_s(value: float, unit: str) -> float:
-    try:
-        return value * _BW_SCALE[unit]
-    except KeyError:
-        raise ParseError(f'unknown bandwidth unit {unit!r}') from None
+def parse_size(text: Any, unit: str = '', *, decimal: bool = False,
+               whole: bool = False) -> int | float | None:
+    """Bytes of a size, or None when it is not one; the one size parser of h5regress.
+
+    ``text`` holds the number and its unit (``4096``, ``1m``, ``64M``, ``1 MiB``,
+    ``10KiB``, ``2.5g``, ``10B``), or ``unit`` comes apart (``'37.9303', 'Mi'``;
+    ``'640.000', 'MB'``). Units: ``B``/``b`` or nothing (bytes), a prefix ``K M G
+    T P`` in any case, with ``i`` and ``B`` or ``b`` optional. The prefix steps by
+    1024, the meaning IOR, fio, h5bench and MACSio give it by default; with
+    ``decimal`` a prefix without ``i`` steps by 1000 (MACSio's ``Kb``/``Mb`` and
+    ``--units_prefix_system decimal``), ``Ki``/``Mi`` staying 1024. ``whole``
+    refuses a fraction (IOR and fio read an integer before the suffix). An int
+    when the number is whole, else a float.
+    """
+    m = _SIZE.fullmatch(f'{text} {unit}' if unit else str(text))
+    if not m:
+        return None
+    number, prefix, binary = m.groups()
+    if whole and not number.isdigit():
+        return None
+    scale = (1000 if decimal and not binary else 1024) ** _POWERS[prefix.lower()]
+    return int(number) * scale if number.isdigit() else float(number) * scale
+
+
+def to_mib_per_s(value: float | str, unit: str, *, decimal: bool = False,
+                 source: str = '') -> float:
+    """A bandwidth in MiB/s; ``unit`` is a size unit of :func:`parse_size` per second
+    (``B/s``, ``KiB/s``, ``MiB/s``, h5bench's ``MB/s``, MACSio's ``Gi/s``), with the
+    same meaning of its prefix (``decimal``). The one bandwidth converter."""
+    size_unit, per = unit.strip()[:-2], unit.strip()[-2:]
+    scale = parse_size(1, size_unit, decimal=decimal) if per == '/s' else None
+    if scale is None:
+        raise ParseError(f'{source + ": " if source else ""}unknown bandwidth unit {unit!r}')
+    return float(value) * scale / MIB
 
 
 def utcnow() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')
+
+
+def basename(relpath: str) -> str:
+    """The file name of a relative path (``/`` or ``\\`` separated)."""
+    return posixpath.basename(relpath.replace('\\', '/'))
+
+
+def by_directory(files: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """``files`` (relative path -> text) by directory, then by file name."""
+    groups: dict[str, dict[str, str]] = {}
+    for rel, text in files.items():
+        rel = rel.replace('\\', '/')
+        groups.setdefault(posixpath.dirname(rel), {})[basename(rel)] = text
+    return groups
 
 
 def bandwidth_stats(operation: str, samples_mib: list[float]) -> list[Measurement]:

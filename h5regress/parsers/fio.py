@@ -67,7 +67,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from h5regress.parsers.base import Measurement, ParsedRun, ParseError, RunFailed, \
-    to_mib_per_s
+    basename, parse_size, to_mib_per_s
 from h5regress.parsers.ior import raise_if_empty_json
 
 TOOL = 'fio'
@@ -87,13 +87,11 @@ _DIRECTIONS = {'read': ('read',), 'randread': ('read',), 'write': ('write',),
                'rw': ('read', 'write'), 'readwrite': ('read', 'write'),
                'randrw': ('read', 'write'), 'trimwrite': ('trim', 'write'),
                'randtrimwrite': ('trim', 'write')}
-_SIZE_UNITS = {'': 1, 'k': 1024, 'm': 1024 ** 2, 'g': 1024 ** 3, 't': 1024 ** 4,
-               'p': 1024 ** 5}
 
 
 def wanted(relpath: str) -> bool:
     """fio outputs: ``*.json``, ``stdout*``/``stderr*``, ``*.txt *.log *.out *.err``."""
-    name = posixpath.basename(relpath.replace('\\', '/'))
+    name = basename(relpath)
     return name.endswith(('.json', '.txt', '.log', '.out', '.err')) or \
         name.startswith(('stdout', 'stderr'))
 
@@ -219,14 +217,6 @@ def directions_of(rw: str) -> tuple[str, ...]:
     return _DIRECTIONS.get(str(rw).split(':')[0], ())
 
 
-def fio_size(text: Any) -> int | Any:
-    """fio's plain sizes (``1m``, ``64M``, ``4096``; base 1024) as bytes, else as given."""
-    match = re.fullmatch(r'\s*(\d+)\s*([kmgtp]?)(?:i?b)?\s*', str(text), re.I)
-    if not match:
-        return text
-    return int(match.group(1)) * _SIZE_UNITS[match.group(2).lower()]
-
-
 def job_params(global_options: Mapping[str, Any], job_options: Mapping[str, Any],
                version: str) -> tuple[dict[str, Any], list[str], dict[str, Any]]:
     """(params, names taken from defaults, path options) of one job."""
@@ -237,9 +227,10 @@ def job_params(global_options: Mapping[str, Any], job_options: Mapping[str, Any]
         defaults['fallocate'] = 'posix'
     defaulted = sorted(k for k in defaults if k not in options)
     params = {**defaults, **options}
-    for key in ('bs', 'size'):
-        if key in params:
-            params[key] = fio_size(params[key])
+    for key in ('bs', 'size'):      # plain sizes (1m, 64M, 4096; base 1024) as bytes
+        size = parse_size(params[key], whole=True) if key in params else None
+        if size is not None:
+            params[key] = size
     return params, defaulted, paths
 
 

@@ -115,15 +115,14 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from h5regress.parsers.base import MIB, Measurement, ParsedRun, ParseError, RunFailed
+from h5regress.parsers.base import MIB, Measurement, ParsedRun, ParseError, RunFailed, \
+    basename, by_directory, parse_size, to_mib_per_s
 
 TOOL = 'h5bench'
 
 #: Plausibility ceiling for any rate, per rank (MiB/s): 64 GiB/s.
 MAX_RATE_PER_RANK = 64 * 1024.0
 
-#: h5bench's size prefixes (format_human_readable): powers of 1024.
-_PREFIX = {'': 1.0, 'K': 1024.0, 'M': 1024.0 ** 2, 'G': 1024.0 ** 3, 'T': 1024.0 ** 4}
 #: EMULATED_COMPUTE_TIME_PER_TIMESTEP units as h5bench's parse_time reads them.
 _TIME_UNIT_S = {'s': 1.0, 'ms': 1e-3, 'us': 1e-6, 'min': 60.0}
 #: Configuration keys that are paths, not parameters.
@@ -145,10 +144,6 @@ class UnsupportedFeature(RunFailed):
 
 # --------------------------------------------------------------------------- helpers
 
-def _base(relpath: str) -> str:
-    return posixpath.basename(relpath.replace('\\', '/'))
-
-
 def _is_stdout(name: str) -> bool:
     return name in ('stdout', 'stdout.txt') or name.endswith('.out')
 
@@ -163,26 +158,23 @@ def _is_runner_log(name: str) -> bool:
 
 def wanted(relpath: str) -> bool:
     """stdout/stderr, ``*.cfg``, ``*.ini``, ``*.csv`` and the runner's log."""
-    name = _base(relpath)
+    name = basename(relpath)
     return (_is_stdout(name) or _is_stderr(name) or _is_runner_log(name)
             or name.endswith(('.cfg', '.ini', '.csv')))
 
 
 def to_bytes(value: float | str, unit: str, source: str = 'h5bench') -> float:
-    """h5bench size (``640.000``, ``MB``) -> bytes; its prefixes are powers of 1024."""
-    unit = unit.strip()
-    m = re.fullmatch(r'([KMGT]?)B', unit)
-    if not m:
+    """h5bench size (``640.000``, ``MB``) -> bytes: the prefixes of its
+    ``format_human_readable`` (K, M, G, T) step by 1024, so its "MB" is MiB."""
+    size = parse_size(value, unit)
+    if size is None:
         raise ParseError(f'{source}: unknown h5bench size unit {unit!r}')
-    return float(value) * _PREFIX[m.group(1)]
+    return float(size)
 
 
 def to_mib_s(value: float | str, unit: str, source: str = 'h5bench') -> float:
-    """h5bench rate (``393.198``, ``MB/s``) -> MiB/s (its "MB" is MiB)."""
-    unit = unit.strip()
-    if not unit.endswith('/s'):
-        raise ParseError(f'{source}: unknown h5bench rate unit {unit!r}')
-    return to_bytes(value, unit[:-2], source) / MIB
+    """h5bench rate (``393.198``, ``MB/s``) -> MiB/s (its "MB" is MiB, as in :func:`to_bytes`)."""
+    return to_mib_per_s(value, unit, source=source)
 
 
 def compute_time_s(text: str) -> float | None:
@@ -493,8 +485,8 @@ def _pick_cfg(group: Mapping[str, str], stdout: str) -> tuple[str, str] | None:
     """The ``*.cfg`` stdout names (``Configuration file: ...``), else the only one."""
     cfgs = sorted(n for n in group if n.endswith('.cfg'))
     named = re.search(r'^Configuration file:\s*(\S+)', stdout, re.M)
-    if named and _base(named.group(1)) in cfgs:
-        name = _base(named.group(1))
+    if named and basename(named.group(1)) in cfgs:
+        name = basename(named.group(1))
         return name, group[name]
     if len(cfgs) > 1:
         raise ParseError(f'several configuration files ({", ".join(cfgs)}) and stdout names '
@@ -506,8 +498,8 @@ def _pick_csv(group: Mapping[str, str], cfg: str) -> tuple[str, str] | None:
     """The CSV the configuration's ``CSV_FILE`` names, else the only ``*.csv``."""
     csvs = sorted(n for n in group if n.endswith('.csv'))
     named = re.search(r'^\s*CSV_FILE\s*=\s*(\S+)', cfg, re.M)
-    if named and _base(named.group(1)) in csvs:
-        name = _base(named.group(1))
+    if named and basename(named.group(1)) in csvs:
+        name = basename(named.group(1))
         return name, group[name]
     return (csvs[0], group[csvs[0]]) if len(csvs) == 1 else None
 
@@ -525,7 +517,7 @@ _EXER_FLAG_NAMES = {'useMetaDataCollectives': 'metadata_collectives',
 def exerciser_args(command: str) -> dict[str, Any]:
     """``--numdims 2 --minels 8 8 --indepio`` -> ``{"numdims": 2, "minels": [8, 8], ...}``."""
     tokens = shlex.split(command)
-    start = next((i + 1 for i, t in enumerate(tokens) if _base(t) == 'h5bench_exerciser'), 0)
+    start = next((i + 1 for i, t in enumerate(tokens) if basename(t) == 'h5bench_exerciser'), 0)
     out: dict[str, Any] = {}
     key = None
     for tok in tokens[start:]:
@@ -656,14 +648,6 @@ def parse_metadata(group: Mapping[str, str], where: str, command: str | None = N
 
 # --------------------------------------------------------------------------- runner & parse
 
-def _groups(files: Mapping[str, str]) -> dict[str, dict[str, str]]:
-    groups: dict[str, dict[str, str]] = {}
-    for rel, text in files.items():
-        rel = rel.replace('\\', '/')
-        groups.setdefault(posixpath.dirname(rel), {})[_base(rel)] = text
-    return groups
-
-
 def detect_kind(group: Mapping[str, str]) -> str | None:
     """write, read, exerciser or metadata, from what a directory holds."""
     stdout = (_pick(group, _is_stdout) or ('', ''))[1]
@@ -751,7 +735,7 @@ def outcomes(files: Mapping[str, str], max_rate_per_rank: float = MAX_RATE_PER_R
     For callers that keep the successful benchmarks of a runner directory
     where another failed; :func:`parse` raises on any failure.
     """
-    groups = _groups(files)
+    groups = by_directory(files)
     logs = [(d, n) for d, g in groups.items() for n in g if _is_runner_log(n)]
     if len(logs) > 1:
         raise ParseError(f'several h5bench runner logs: {", ".join(d + "/" + n for d, n in logs)}')

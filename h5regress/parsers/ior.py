@@ -92,7 +92,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from h5regress.parsers.base import MIB, Measurement, ParsedRun, ParseError, RunFailed, \
-    to_mib_per_s
+    basename, parse_size, to_mib_per_s
 
 TOOL = 'ior'
 
@@ -105,7 +105,7 @@ _WANTED_SUFFIXES = ('.json', '.txt', '.log', '.out', '.err')
 def wanted(relpath: str) -> bool:
     """JSON summaries, stdout/stderr captures and logs (``*.json *.txt *.log *.out *.err``,
     ``stdout*``, ``stderr*``)."""
-    name = posixpath.basename(relpath.replace('\\', '/'))
+    name = basename(relpath)
     return name.endswith(_WANTED_SUFFIXES) or name.startswith(('stdout', 'stderr'))
 
 
@@ -413,16 +413,6 @@ MODULE_DEFAULTS: dict[str, dict[str, int]] = {
     'POSIX': {'posix.odirect': 0, 'posix.rangelocks': 0},
 }
 _NOT_PARAMETERS = {'showHints', 'hintsFileName'}
-_SIZE_SUFFIX = {'': 1, 'k': 1024, 'm': 1024 ** 2, 'g': 1024 ** 3, 't': 1024 ** 4,
-                'p': 1024 ** 5}
-
-
-def ior_size(text: str) -> int | str:
-    """IOR's ``string_to_bytes``: ``4k``/``2m``/``1g`` are powers of 1024."""
-    match = re.fullmatch(r'\s*(\d+)\s*([kmgtp]?)[iI]?[bB]?\s*', text, re.I)
-    if not match:
-        return text
-    return int(match.group(1)) * _SIZE_SUFFIX[match.group(2).lower()]
 
 
 def split_command(command: str) -> list[str]:
@@ -451,7 +441,9 @@ def module_options(command: str, api: str, version: str | None) -> dict[str, Any
             continue
         if value is None and i + 1 < len(args) and not args[i + 1].startswith('-'):
             value = args[i + 1]
-        params[key] = ior_size(value) if value is not None else 1
+        # IOR's string_to_bytes: an integer, k/m/g/t/p as powers of 1024
+        size = parse_size(value, whole=True) if value is not None else 1
+        params[key] = value if size is None else size
     return params
 
 

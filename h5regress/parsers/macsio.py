@@ -73,18 +73,13 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from h5regress.parsers.base import MIB, Measurement, ParsedRun, ParseError, RunFailed
+from h5regress.parsers.base import MIB, Measurement, ParsedRun, ParseError, RunFailed, \
+    basename, by_directory, parse_size, to_mib_per_s
 
 TOOL = 'macsio'
 LOG_NAME = 'macsio-log.log'
 TIMINGS_NAME = 'macsio-timings.log'
 
-#: Size unit -> bytes (MACSio's print_bytes: binary by default, decimal on request).
-_SIZE_UNITS = {
-    'b': 1.0,
-    'Ki': 1024.0, 'Mi': 1024.0 ** 2, 'Gi': 1024.0 ** 3, 'Ti': 1024.0 ** 4, 'Pi': 1024.0 ** 5,
-    'Kb': 1e3, 'Mb': 1e6, 'Gb': 1e9, 'Tb': 1e12, 'Pb': 1e15,
-}
 #: Time unit -> seconds (MACSio's MACSIO_UTILS_PrintSeconds).
 _TIME_UNITS = {
     'nsecs': 1e-9, 'usecs': 1e-6, 'msecs': 1e-3, 'secs': 1.0, 'mins': 60.0,
@@ -155,12 +150,13 @@ class MacsioRun(ParsedRun):
 
 # --------------------------------------------------------------------------- units
 
-def size_bytes(value: str | float, unit: str, source: str = LOG_NAME) -> float:
-    """``37.9303``, ``Mi`` -> bytes."""
-    try:
-        return float(value) * _SIZE_UNITS[unit]
-    except KeyError:
-        raise ParseError(f'{source}: unknown size unit {unit!r}') from None
+def size_bytes(value: str, unit: str, source: str = LOG_NAME) -> float:
+    """``37.9303``, ``Mi`` -> bytes. MACSio's print_bytes: ``Ki``, ``Mi``.. are powers of
+    1024, and with ``--units_prefix_system decimal`` ``Kb``, ``Mb``.. powers of 1000."""
+    size = parse_size(value, unit, decimal=True)
+    if size is None:
+        raise ParseError(f'{source}: unknown size unit {unit!r}')
+    return float(size)
 
 
 def seconds(value: str | float, unit: str, source: str = LOG_NAME) -> float:
@@ -171,21 +167,12 @@ def seconds(value: str | float, unit: str, source: str = LOG_NAME) -> float:
         raise ParseError(f'{source}: unknown time unit {unit!r}') from None
 
 
-def bw_mib_s(value: str | float, unit: str, source: str = LOG_NAME) -> float:
-    """``2.3462``, ``Gi`` (of ``Gi/sec``) -> MiB/s."""
-    return size_bytes(value, unit, source) / MIB
-
-
 def _precision(unit: str) -> float:
     """Half of the last printed digit (4 decimals) in bytes."""
-    return 0.00005 * _SIZE_UNITS.get(unit, 1.0)
+    return 0.00005 * size_bytes(1, unit)
 
 
 # --------------------------------------------------------------------------- files
-
-def _base(relpath: str) -> str:
-    return posixpath.basename(relpath.replace('\\', '/'))
-
 
 def _is_stream(name: str) -> bool:
     return (name in ('stdout', 'stderr', 'stdout.txt', 'stderr.txt')
@@ -194,7 +181,7 @@ def _is_stream(name: str) -> bool:
 
 def wanted(relpath: str) -> bool:
     """The log, the timings file, stdout/stderr (``*.out``, ``*.err``), job scripts (``*.sh``)."""
-    name = _base(relpath)
+    name = basename(relpath)
     return name in (LOG_NAME, TIMINGS_NAME) or _is_stream(name) or name.endswith('.sh')
 
 
@@ -204,7 +191,7 @@ def command_args(command: str | Sequence[str]) -> list[str]:
     """MACSio's own arguments out of a command line (launcher and its options dropped)."""
     tokens = shlex.split(command) if isinstance(command, str) else list(command)
     for i, tok in enumerate(tokens):
-        if _base(tok) == 'macsio':
+        if basename(tok) == 'macsio':
             return tokens[i + 1:]
     return tokens if tokens and tokens[0].startswith('--') else []
 
@@ -218,7 +205,7 @@ def find_command(text: str) -> list[str] | None:
             tokens = shlex.split(line)
         except ValueError:
             continue
-        if any(_base(t) == 'macsio' for t in tokens):
+        if any(basename(t) == 'macsio' for t in tokens):
             return command_args(tokens)
     return None
 
@@ -231,16 +218,6 @@ def _number(text: str) -> int | float | str:
             return float(text)
         except ValueError:
             return text
-
-
-def parse_size_arg(text: str, decimal: bool = False) -> int:
-    """``--part_size`` value: ``80000``, ``2M``, ``1K``, ``3G`` or ``10B`` -> bytes."""
-    m = re.fullmatch(r'\s*(\d+(?:\.\d*)?)\s*([BbKkMmGg]?)\s*', text)
-    if not m:
-        raise ParseError(f'command line: part size {text!r} is not a size')
-    base = 1000 if decimal else 1024
-    power = {'': 0, 'b': 0, 'k': 1, 'm': 2, 'g': 3}[m.group(2).lower()]
-    return int(float(m.group(1)) * base ** power)
 
 
 def params_from_args(args: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -292,8 +269,11 @@ def params_from_args(args: Sequence[str]) -> tuple[dict[str, Any], dict[str, Any
         (prov if name in _PROVENANCE_OPTS else params)[name] = value
     decimal = str(params.get('units_prefix_system', 'binary')).strip('"').lower() == 'decimal'
     params['units_prefix_system'] = 'decimal' if decimal else 'binary'
-    if raw_part_size is not None:
-        params['part_size'] = parse_size_arg(raw_part_size, decimal)
+    if raw_part_size is not None:       # 80000, 2M, 1K, 3G, 10B
+        part_size = parse_size(raw_part_size, decimal=decimal)
+        if part_size is None:
+            raise ParseError(f'command line: part size {raw_part_size!r} is not a size')
+        params['part_size'] = int(part_size)
     if params['parallel_file_mode'] in ('MIFFPP', 'MIFOPT'):
         params['file_count'] = None          # MACSio ignores the count there
     for key in ('avg_num_parts',):
@@ -400,13 +380,13 @@ def _read_message(log: _Log, rank: int, msg: str, where: str) -> None:
         return
     m = _SUMMED_RE.match(msg)
     if m and rank == 0:
-        log.summed = bw_mib_s(m.group(1), m.group(2), where)
+        log.summed = to_mib_per_s(m.group(1), f'{m.group(2)}/s', decimal=True, source=where)
         return
     m = _TOTAL_RE.match(msg)
     if m and rank == 0:
         log.total = (size_bytes(m.group(1), m.group(2), where),
                      seconds(m.group(3), m.group(4), where),
-                     bw_mib_s(m.group(5), m.group(6), where))
+                     to_mib_per_s(m.group(5), f'{m.group(6)}/s', decimal=True, source=where))
 
 
 def stream_failure(text: str) -> str | None:
@@ -433,15 +413,6 @@ def _timings_params(text: str) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- parse
 
-def _group(files: Mapping[str, str]) -> dict[str, dict[str, str]]:
-    """Files by directory (one MACSio run per directory)."""
-    groups: dict[str, dict[str, str]] = {}
-    for rel, text in files.items():
-        rel = rel.replace('\\', '/')
-        groups.setdefault(posixpath.dirname(rel), {})[_base(rel)] = text
-    return groups
-
-
 def parse(files: Mapping[str, str],
           command: str | Sequence[str] | None = None) -> list[ParsedRun]:
     """One :class:`MacsioRun` per directory holding a ``macsio-log.log``.
@@ -450,7 +421,7 @@ def parse(files: Mapping[str, str],
     when the caller knows it; else a job script (``*.sh``) among the files is
     searched for it.
     """
-    groups = _group(files)
+    groups = by_directory(files)       # one MACSio run per directory
     scripts = {d + '/' + n if d else n: t for d, g in groups.items() for n, t in g.items()
                if n.endswith('.sh')}
     args = command_args(command) if command is not None else None
@@ -600,14 +571,14 @@ def check_files(run: ParsedRun, written: Mapping[str, int]) -> list[str]:
     groups: dict[str, int | None] = {}          # data file -> its MIF group (None: SIF)
     roots: dict[int, int] = {}
     for name, size in written.items():
-        m = file_re.match(_base(name))
+        m = file_re.match(basename(name))
         if not m or (tag and m.group('tag') != tag):
             continue
         if m.group('group') == 'root':      # miftmpl's per-dump root file: metadata
             roots[int(m.group('dump'))] = roots.get(int(m.group('dump')), 0) + int(size)
             continue
-        by_dump.setdefault(int(m.group('dump')), {})[_base(name)] = int(size)
-        groups[_base(name)] = int(m.group('group')) if m.group('group') else None
+        by_dump.setdefault(int(m.group('dump')), {})[basename(name)] = int(size)
+        groups[basename(name)] = int(m.group('group')) if m.group('group') else None
     if not by_dump:
         return [f'no data files named {base}_{tag or "*"}_* among the {len(written)} '
                 'files written']

@@ -59,12 +59,11 @@ command line's options by name with mdtest's defaults (``api``, ``items``,
 from __future__ import annotations
 
 import datetime
-import posixpath
 import re
 from collections.abc import Mapping
 from typing import Any
 
-from h5regress.parsers.base import Measurement, ParsedRun, ParseError, RunFailed
+from h5regress.parsers.base import Measurement, ParsedRun, ParseError, RunFailed, basename
 from h5regress.parsers.ior import find_failure, raise_if_no_output, split_command, \
     warning_lines
 
@@ -110,7 +109,7 @@ _ROW = re.compile(r'^\s+([A-Z][A-Za-z ]*?)\s*:?((?:\s+' + _NUMBER + r'){4,7})\s*
 
 def wanted(relpath: str) -> bool:
     """stdout/stderr captures and logs (``stdout* stderr* *.txt *.log *.out *.err``)."""
-    name = posixpath.basename(relpath.replace('\\', '/'))
+    name = basename(relpath)
     return name.endswith(('.txt', '.log', '.out', '.err')) or \
         name.startswith(('stdout', 'stderr'))
 
