@@ -1,12 +1,12 @@
 """The parsers' shared helpers (h5regress.parsers.base): the one size parser, the one
-bandwidth converter, file names."""
+bandwidth converter, the one check of the files a run left, file names."""
 
 from __future__ import annotations
 
 import pytest
 
-from h5regress.parsers.base import MIB, ParseError, basename, by_directory, parse_size, \
-    to_mib_per_s
+from h5regress.parsers.base import MIB, ExpectedFile, ParseError, basename, by_directory, \
+    check_files, parse_size, to_mib_per_s
 
 
 @pytest.mark.parametrize('text, expected', [
@@ -69,6 +69,33 @@ def test_to_mib_per_s_unknown_unit(unit):
         to_mib_per_s(1.0, unit)
     with pytest.raises(ParseError, match='^here: unknown bandwidth unit'):
         to_mib_per_s(1.0, unit, source='here')
+
+
+def test_check_files_exact_size_and_range():
+    written = {'run/a.h5': 100, 'run/sub/b.h5': 50, 'c.h5': 7}
+    assert check_files([ExpectedFile(('a.h5',), size=100, min_size=90, max_size=110),
+                        ExpectedFile(('b.h5',), min_size=1)], written) == []
+    assert check_files([ExpectedFile(('a.h5',), size=99, min_size=101),
+                        ExpectedFile(('x.h5',), size=1)], written) == [
+        'a.h5: 100 B on disk, 99 B reported',
+        'a.h5: 100 B, expected 101 to inf B',
+        'x.h5: reported but not on disk']
+
+
+def test_check_files_sizes_of_several_names_add_up():
+    written = {'d.json': 10, 'root.json': 5}
+    exp = ExpectedFile(('d.json', 'root.json'), max_size=12, out_of_range='{name}+: {size} B')
+    assert check_files([exp], written) == ['d.json+: 15 B']
+
+
+def test_check_files_own_texts_and_fields():
+    exp = ExpectedFile(('gone',), min_size=3, missing=None)
+    assert check_files([exp], {}) == []
+    exp = ExpectedFile(('f',), min_size=3, fields={'rank': 2, 'name': 'ignored'},
+                       out_of_range='rank {rank}: {name} has {size} of {min_size} B',
+                       missing='{name} of rank {rank} is gone')
+    assert check_files([exp], {'f': 1}) == ['rank 2: f has 1 of 3 B']
+    assert check_files([exp], {}) == ['f of rank 2 is gone']
 
 
 def test_file_names():

@@ -11,18 +11,21 @@ incomplete run (error lines, a truncated summary, an absurd rate), and
 source and the problem.
 
 The helpers every parser shares live here too: one size parser
-(:func:`parse_size`), one bandwidth converter (:func:`to_mib_per_s`), file names
-(:func:`basename`, :func:`by_directory`).
+(:func:`parse_size`), one bandwidth converter (:func:`to_mib_per_s`), one check
+of the files a run left against what its output says (:func:`check_files`
+with :class:`ExpectedFile`), file names (:func:`basename`,
+:func:`by_directory`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
+import math
 import posixpath
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from h5regress.record import Record, comparable_config, config_hash
@@ -140,6 +143,20 @@ def utcnow() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')
 
 
+def bandwidth_stats(operation: str, samples_mib: list[float]) -> list[Measurement]:
+    """Mean, max, min and standard deviation of per-repetition bandwidths (MiB/s)."""
+    n = len(samples_mib)
+    mean = sum(samples_mib) / n
+    std = (sum((x - mean) ** 2 for x in samples_mib) / n) ** 0.5
+    return [
+        Measurement(operation, 'bw_mean', mean, 'MiB/s', True, list(samples_mib)),
+        Measurement(operation, 'bw_max', max(samples_mib), 'MiB/s', True),
+        Measurement(operation, 'bw_min', min(samples_mib), 'MiB/s', True),
+        # spread: lower is better (a steadier file system)
+        Measurement(operation, 'bw_std', std, 'MiB/s', False),
+    ]
+
+
 def basename(relpath: str) -> str:
     """The file name of a relative path (``/`` or ``\\`` separated)."""
     return posixpath.basename(relpath.replace('\\', '/'))
@@ -154,15 +171,50 @@ def by_directory(files: Mapping[str, str]) -> dict[str, dict[str, str]]:
     return groups
 
 
-def bandwidth_stats(operation: str, samples_mib: list[float]) -> list[Measurement]:
-    """Mean, max, min and standard deviation of per-repetition bandwidths (MiB/s)."""
-    n = len(samples_mib)
-    mean = sum(samples_mib) / n
-    std = (sum((x - mean) ** 2 for x in samples_mib) / n) ** 0.5
-    return [
-        Measurement(operation, 'bw_mean', mean, 'MiB/s', True, list(samples_mib)),
-        Measurement(operation, 'bw_max', max(samples_mib), 'MiB/s', True),
-        Measurement(operation, 'bw_min', min(samples_mib), 'MiB/s', True),
-        # spread: lower is better (a steadier file system)
-        Measurement(operation, 'bw_std', std, 'MiB/s', False),
-    ]
+# --------------------------------------------------------------------------- files on disk
+
+@dataclasses.dataclass
+class ExpectedFile:
+    """What a tool's output says about a file it left (or a few whose sizes add up).
+
+    ``names`` are file names (no directory); the sizes of those on disk add up,
+    as a MACSio data file and the root file its ranks stat together. The total
+    must be ``size`` when given, and within ``min_size`` .. ``max_size``. The
+    problem texts are ``str.format`` templates with the fields ``name`` (the
+    first of ``names``), ``size`` (the total on disk), ``expected``,
+    ``min_size``, ``max_size`` and those of ``fields``. With ``missing`` None a
+    file not on disk is no problem here (the tool counts its files itself).
+    """
+    names: tuple[str, ...]
+    size: int | None = None
+    min_size: float = 0
+    max_size: float = math.inf
+    missing: str | None = '{name}: reported but not on disk'
+    wrong_size: str = '{name}: {size} B on disk, {expected} B reported'
+    out_of_range: str = '{name}: {size} B, expected {min_size} to {max_size} B'
+    fields: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def check_files(expected: Iterable[ExpectedFile], written: Mapping[str, int]) -> list[str]:
+    """Problems of the files a run left against what its output says; empty when none.
+
+    ``written`` maps the files in the run's data directory (relative paths; only
+    the file name counts) to their sizes in bytes, as listed after the run. The
+    one file check: each tool's parser turns its output into the expectations.
+    """
+    on_disk = {basename(name): int(size) for name, size in written.items()}
+    problems = []
+    for exp in expected:
+        absent = [name for name in exp.names if name not in on_disk]
+        if absent:
+            if exp.missing is not None:
+                problems.append(exp.missing.format(**{**exp.fields, 'name': absent[0]}))
+            continue
+        total = sum(on_disk[name] for name in exp.names)
+        values = {**exp.fields, 'name': exp.names[0] if exp.names else '', 'size': total,
+                  'expected': exp.size, 'min_size': exp.min_size, 'max_size': exp.max_size}
+        if exp.size is not None and total != exp.size:
+            problems.append(exp.wrong_size.format(**values))
+        if not exp.min_size <= total <= exp.max_size:
+            problems.append(exp.out_of_range.format(**values))
+    return problems

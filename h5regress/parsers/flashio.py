@@ -40,7 +40,8 @@ from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
-from h5regress.parsers.base import MIB, Measurement, ParsedRun, ParseError, RunFailed
+from h5regress.parsers.base import MIB, ExpectedFile, Measurement, ParsedRun, ParseError, \
+    RunFailed, check_files as check_expected
 
 TOOL = 'flash-io'
 KINDS = ('checkpoint', 'plotfile', 'corner')
@@ -312,7 +313,7 @@ def _from_original(path: str, text: str, sizes: dict[str, int]) -> ParsedRun:
         size = sizes.get(PurePosixPath(name).name)
         _check_values(path, kind, size, time)
         if size is not None:
-            _check_holds_data(path, name, kind, size, blocks, params)
+            _check_holds_data(path, name, kind, blocks, params, sizes)
         k = per_kind.setdefault(kind, {'bw': [], 'time': [], 'size': []})
         k['time'].append(time)
         if size is not None:
@@ -334,9 +335,10 @@ def _from_original(path: str, text: str, sizes: dict[str, int]) -> ParsedRun:
     return ParsedRun(TOOL, params, prov, _measurements(per_kind), warnings=warnings)
 
 
-def _check_holds_data(path: str, name: str, kind: str, size: int, blocks: int,
-                      params: Mapping[str, Any]) -> None:
-    """A file smaller than its own unknowns means the writes failed (never a sample)."""
+def _check_holds_data(path: str, name: str, kind: str, blocks: int,
+                      params: Mapping[str, Any], sizes: Mapping[str, int]) -> None:
+    """A file smaller than its own unknowns means the writes failed (never a sample).
+    ``sizes``: the files listed (``files.txt``), name -> bytes."""
     nxb, nyb, nzb = params.get('nxb', 8), params.get('nyb', 8), params.get('nzb', 8)
     nvar = params.get('nvar', 24)
     if kind == 'checkpoint':
@@ -346,9 +348,13 @@ def _check_holds_data(path: str, name: str, kind: str, size: int, blocks: int,
     else:
         k2d, k3d = int(nyb > 1), int(nzb > 1)
         need = blocks * (nxb + 1) * (nyb + k2d) * (nzb + k3d) * 4 * 4
-    if size < need:
-        raise RunFailed(f'flash-io: {path}: {name} is {size} B, smaller than the {need} B of '
-                        f'data a {kind} of {blocks} blocks holds: the writes failed')
+    problems = check_expected([ExpectedFile(
+        (PurePosixPath(name).name,), min_size=need,
+        out_of_range='flash-io: {path}: {printed} is {size} B, smaller than the {min_size} B of '
+                     'data a {kind} of {blocks} blocks holds: the writes failed',
+        fields={'path': path, 'printed': name, 'kind': kind, 'blocks': blocks})], sizes)
+    if problems:
+        raise RunFailed(problems[0])
 
 
 #: HDF5 metadata a FLASH-IO file may carry beyond its data: headers, tree metadata,
@@ -364,18 +370,14 @@ def check_files(run: ParsedRun, written: Mapping[str, int]) -> list[str]:
     2 % + 64 KiB more through HDF5 (never padding). Only the kernel's JSON says
     what to expect; other inputs give no problems here.
     """
-    problems = []
-    on_disk = {PurePosixPath(name).name: size for name, size in written.items()}
-    api = run.params.get('api')
+    mpiio = run.params.get('api') == 'mpiio'
+    expected = []
     for f in run.provenance.get('files', []):
-        name, size, data = f['name'], f['size_bytes'], f['data_bytes']
-        if name not in on_disk:
-            problems.append(f'{name}: reported but not on disk')
-            continue
-        if on_disk[name] != size:
-            problems.append(f'{name}: {on_disk[name]} B on disk, {size} B reported')
-        upper = data if api == 'mpiio' else data * (1 + _OVERHEAD_FRACTION) + _OVERHEAD_BYTES
-        if not data <= on_disk[name] <= upper:
-            problems.append(f'{name}: {on_disk[name]} B, expected {data} B of data'
-                            + ('' if api == 'mpiio' else f' up to {int(upper)} B'))
-    return problems
+        data = f['data_bytes']
+        upper = data if mpiio else data * (1 + _OVERHEAD_FRACTION) + _OVERHEAD_BYTES
+        expected.append(ExpectedFile(
+            (f['name'],), size=f['size_bytes'], min_size=data, max_size=upper,
+            out_of_range='{name}: {size} B, expected {min_size} B of data'
+                         + ('' if mpiio else ' up to {upper} B'),
+            fields={'upper': int(upper)}))
+    return check_expected(expected, written)

@@ -73,8 +73,8 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from h5regress.parsers.base import MIB, Measurement, ParsedRun, ParseError, RunFailed, \
-    basename, by_directory, parse_size, to_mib_per_s
+from h5regress.parsers.base import MIB, ExpectedFile, Measurement, ParsedRun, ParseError, \
+    RunFailed, basename, by_directory, check_files as check_expected, parse_size, to_mib_per_s
 
 TOOL = 'macsio'
 LOG_NAME = 'macsio-log.log'
@@ -557,33 +557,65 @@ def check_files(run: ParsedRun, written: Mapping[str, int]) -> list[str]:
       1 (or the SIF file count) in SIF mode, the file count (at most one per
       rank) in MIF mode, one per rank in MIFFPP mode;
     - each rank's ``Dump NN Stat`` size (what MACSio saw on disk) against the
-      final size of the file(s) it looked at (:func:`_stat_mismatches`);
+      final size of the file(s) it looked at (:func:`_stat_expectations`);
     - the data files hold at least 90% of the bytes MACSio says it marshalled
       (skipped with compression; HDF5 files are ~0.01% smaller than the
       problem object, miftmpl's JSON text ~3x larger).
+
+    The sizes go through :func:`h5regress.parsers.base.check_files`.
     """
-    params, prov = run.params, run.provenance
-    base = posixpath.basename(str(prov.get('filebase', 'macsio')))
+    params = run.params
+    base = posixpath.basename(str(run.provenance.get('filebase', 'macsio')))
     interface = params.get('interface')
     tag = _TAGS.get(interface) if interface else None
+    by_dump, groups, roots = _data_files(base, tag, written)
+    if not by_dump:
+        return [f'no data files named {base}_{tag or "*"}_* among the {len(written)} '
+                'files written']
+    dumps = getattr(run, 'dumps', [])
+    per_dump = _files_per_dump(params)
+    problems = _count_problems(by_dump, params.get('num_dumps') or len({d.dump for d in dumps}),
+                               per_dump)
+    names = sorted(n for files in by_dump.values() for n in files)
+    expected = [ExpectedFile((name,), min_size=1, missing=None,
+                             out_of_range='empty file(s): {name}') for name in names]
+    expected += _stat_expectations(dumps, by_dump, groups, roots, params.get('num_ranks'),
+                                   per_dump)
+    claimed = _claimed_bytes(run)
+    if claimed:
+        expected.append(ExpectedFile(tuple(names), min_size=0.9 * claimed, missing=None,
+                                     out_of_range='data files hold {size} B, MACSio claims '
+                                                  '{claimed:.0f} B',
+                                     fields={'claimed': claimed}))
+    return problems + check_expected(expected, written)
+
+
+def _data_files(base: str, tag: str | None, written: Mapping[str, int]
+                ) -> tuple[dict[int, dict[str, int]], dict[str, int | None],
+                           dict[int, dict[str, int]]]:
+    """(data files by dump, the MIF group of each (None: SIF), miftmpl's root files by dump)
+    among the files written: name -> size."""
     file_re = re.compile('^' + re.escape(base) + _FILE_TAIL)
     by_dump: dict[int, dict[str, int]] = {}
-    groups: dict[str, int | None] = {}          # data file -> its MIF group (None: SIF)
-    roots: dict[int, int] = {}
+    groups: dict[str, int | None] = {}
+    roots: dict[int, dict[str, int]] = {}
     for name, size in written.items():
         m = file_re.match(basename(name))
         if not m or (tag and m.group('tag') != tag):
             continue
+        dump = int(m.group('dump'))
         if m.group('group') == 'root':      # miftmpl's per-dump root file: metadata
-            roots[int(m.group('dump'))] = roots.get(int(m.group('dump')), 0) + int(size)
+            roots.setdefault(dump, {})[basename(name)] = int(size)
             continue
-        by_dump.setdefault(int(m.group('dump')), {})[basename(name)] = int(size)
+        by_dump.setdefault(dump, {})[basename(name)] = int(size)
         groups[basename(name)] = int(m.group('group')) if m.group('group') else None
-    if not by_dump:
-        return [f'no data files named {base}_{tag or "*"}_* among the {len(written)} '
-                'files written']
+    return by_dump, groups, roots
+
+
+def _count_problems(by_dump: Mapping[int, Mapping[str, int]], ndumps: int,
+                    expected: int | None) -> list[str]:
+    """Dumps without files or not asked for, and dumps with the wrong number of files."""
     problems = []
-    ndumps = params.get('num_dumps') or len({d.dump for d in getattr(run, 'dumps', [])})
     if ndumps:
         missing = sorted(set(range(ndumps)) - set(by_dump))
         extra = sorted(set(by_dump) - set(range(ndumps)))
@@ -593,7 +625,6 @@ def check_files(run: ParsedRun, written: Mapping[str, int]) -> list[str]:
         if extra:
             problems.append(f'files for unexpected dump(s) {", ".join(map(str, extra))}')
     counts = {d: len(f) for d, f in by_dump.items()}
-    expected = _files_per_dump(params)
     if expected is not None:
         bad = {d: c for d, c in counts.items() if c != expected}
         if bad:
@@ -602,20 +633,17 @@ def check_files(run: ParsedRun, written: Mapping[str, int]) -> list[str]:
     elif len(set(counts.values())) > 1:
         problems.append('dumps have different file counts: '
                         + ', '.join(f'{c} for dump {d}' for d, c in sorted(counts.items())))
-    empty = sorted(n for f in by_dump.values() for n, s in f.items() if s == 0)
-    if empty:
-        problems.append(f'empty file(s): {", ".join(empty)}')
-    problems += _stat_mismatches(getattr(run, 'dumps', []), by_dump, groups, roots,
-                                 params.get('num_ranks'), expected)
-    if not params.get('compression'):
-        try:
-            claimed = run.measurement('write', 'size').value
-        except KeyError:
-            claimed = 0.0
-        total = sum(s for f in by_dump.values() for s in f.values())
-        if claimed and total < 0.9 * claimed:
-            problems.append(f'data files hold {total} B, MACSio claims {claimed:.0f} B')
     return problems
+
+
+def _claimed_bytes(run: ParsedRun) -> float:
+    """The bytes MACSio says it marshalled; 0 when unknown or compressed."""
+    if run.params.get('compression'):
+        return 0.0
+    try:
+        return run.measurement('write', 'size').value
+    except KeyError:
+        return 0.0
 
 
 def mif_group(rank: int, num_ranks: int, num_files: int) -> int:
@@ -634,10 +662,10 @@ def mif_group(rank: int, num_ranks: int, num_files: int) -> int:
 _STAT_INT_LIMIT = 2 ** 31
 
 
-def _stat_mismatches(dumps: Sequence[DumpLine], by_dump: Mapping[int, Mapping[str, int]],
-                     groups: Mapping[str, int | None], roots: Mapping[int, int],
-                     num_ranks: int | None, num_files: int | None) -> list[str]:
-    """Each rank's ``Dump NN Stat`` size against the final size of what it looked at.
+def _stat_expectations(dumps: Sequence[DumpLine], by_dump: Mapping[int, Mapping[str, int]],
+                       groups: Mapping[str, int | None], roots: Mapping[int, Mapping[str, int]],
+                       num_ranks: int | None, num_files: int | None) -> list[ExpectedFile]:
+    """What each rank's ``Dump NN Stat`` size says about the final size of what it looked at.
 
     After its dump every rank stat()s the files it wrote that dump (macsio_main.c,
     ``MACSIO_UTILS_StatFiles``), without waiting for the other ranks, so:
@@ -651,43 +679,62 @@ def _stat_mismatches(dumps: Sequence[DumpLine], by_dump: Mapping[int, Mapping[st
       the root file, and the last rank, last in its data file's group and in the
       root file, saw both complete.
     """
-    problems = []
+    out = []
     for dump, files in sorted(by_dump.items()):
         lines = [d for d in dumps if d.dump == dump and d.stat_bytes is not None]
         if not lines:
             continue
         ranks = num_ranks or max(d.rank for d in lines) + 1
-        count = num_files or len(files)
-        by_group = {groups.get(name): name for name in files}
-        sharers: dict[str, list[DumpLine]] = {}
-        for line in lines:
-            if None in by_group and len(files) == 1:        # SIF: every rank's file
-                name = by_group[None]
-            else:
-                name = by_group.get(mif_group(line.rank, ranks, count))
-            if name is not None:     # a missing file is reported with the file counts
-                sharers.setdefault(name, []).append(line)
-        root = roots.get(dump, 0)
+        root = roots.get(dump, {})
+        root_names = tuple(root) if sum(root.values()) else ()
+        sharers = _sharers(lines, files, groups, ranks, num_files or len(files))
         for name, seen in sorted(sharers.items()):
-            if max(files[name], root) >= _STAT_INT_LIMIT:
-                continue
-            final = files[name] + root
-            what = f'{name} and the root file of dump {dump} have' if root else f'{name} has'
-            for line in seen:
-                if line.stat_bytes > final + line.stat_tol + 1:
-                    problems.append(f'rank {line.rank} saw {line.stat_bytes:.0f} B on disk '
-                                    f'after dump {dump}, more than {what} ({final} B)')
-            if root:
-                last = next((line for line in seen if line.rank == ranks - 1), None)
-                if last and abs(last.stat_bytes - final) > last.stat_tol + 1:
-                    problems.append(f'{what} {final} B, but rank {last.rank}, the last to '
-                                    f'write, saw {last.stat_bytes:.0f} B after dump {dump}')
-                continue
-            most = max(seen, key=lambda line: line.stat_bytes)
-            if abs(most.stat_bytes - final) > most.stat_tol + 1:
-                problems.append(f'{what} {final} B, but the rank(s) writing it saw at most '
-                                f'{most.stat_bytes:.0f} B after dump {dump}')
-    return problems
+            if max(files[name], sum(root.values())) < _STAT_INT_LIMIT:
+                out += _stat_bounds((name, *root_names), seen, dump, ranks)
+    return out
+
+
+def _sharers(lines: Sequence[DumpLine], files: Mapping[str, int],
+             groups: Mapping[str, int | None], ranks: int,
+             count: int) -> dict[str, list[DumpLine]]:
+    """The ranks' Stat lines of one dump by the data file each rank wrote."""
+    by_group = {groups.get(name): name for name in files}
+    sharers: dict[str, list[DumpLine]] = {}
+    for line in lines:
+        if None in by_group and len(files) == 1:        # SIF: every rank's file
+            name = by_group[None]
+        else:
+            name = by_group.get(mif_group(line.rank, ranks, count))
+        if name is not None:     # a missing file is reported with the file counts
+            sharers.setdefault(name, []).append(line)
+    return sharers
+
+
+def _stat_bounds(names: tuple[str, ...], seen: Sequence[DumpLine], dump: int,
+                 ranks: int) -> list[ExpectedFile]:
+    """The sizes the ranks in ``seen`` allow for a data file (and its dump's root file)."""
+    what = (f'{names[0]} and the root file of dump {dump} have' if len(names) > 1
+            else f'{names[0]} has')
+    fields = {'what': what, 'dump': dump}
+    out = [ExpectedFile(names, min_size=line.stat_bytes - line.stat_tol - 1, missing=None,
+                        out_of_range='rank {rank} saw {seen:.0f} B on disk after dump {dump}, '
+                                     'more than {what} ({size} B)',
+                        fields={**fields, 'rank': line.rank, 'seen': line.stat_bytes})
+           for line in seen]
+    if len(names) > 1:
+        ref = next((line for line in seen if line.rank == ranks - 1), None)
+        text = '{what} {size} B, but rank {rank}, the last to write, saw {seen:.0f} B after ' \
+               'dump {dump}'
+    else:
+        ref = max(seen, key=lambda line: line.stat_bytes)
+        text = '{what} {size} B, but the rank(s) writing it saw at most {seen:.0f} B after ' \
+               'dump {dump}'
+    if ref is not None:
+        out.append(ExpectedFile(names, min_size=ref.stat_bytes - ref.stat_tol - 1,
+                                max_size=ref.stat_bytes + ref.stat_tol + 1, missing=None,
+                                out_of_range=text,
+                                fields={**fields, 'rank': ref.rank, 'seen': ref.stat_bytes}))
+    return out
 
 
 def _files_per_dump(params: Mapping[str, Any]) -> int | None:
