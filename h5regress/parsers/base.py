@@ -143,20 +143,6 @@ def utcnow() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')
 
 
-def bandwidth_stats(operation: str, samples_mib: list[float]) -> list[Measurement]:
-    """Mean, max, min and standard deviation of per-repetition bandwidths (MiB/s)."""
-    n = len(samples_mib)
-    mean = sum(samples_mib) / n
-    std = (sum((x - mean) ** 2 for x in samples_mib) / n) ** 0.5
-    return [
-        Measurement(operation, 'bw_mean', mean, 'MiB/s', True, list(samples_mib)),
-        Measurement(operation, 'bw_max', max(samples_mib), 'MiB/s', True),
-        Measurement(operation, 'bw_min', min(samples_mib), 'MiB/s', True),
-        # spread: lower is better (a steadier file system)
-        Measurement(operation, 'bw_std', std, 'MiB/s', False),
-    ]
-
-
 def basename(relpath: str) -> str:
     """The file name of a relative path (``/`` or ``\\`` separated)."""
     return posixpath.basename(relpath.replace('\\', '/'))

@@ -123,8 +123,6 @@ TOOL = 'h5bench'
 #: Plausibility ceiling for any rate, per rank (MiB/s): 64 GiB/s.
 MAX_RATE_PER_RANK = 64 * 1024.0
 
-#: EMULATED_COMPUTE_TIME_PER_TIMESTEP units as h5bench's parse_time reads them.
-_TIME_UNIT_S = {'s': 1.0, 'ms': 1e-3, 'us': 1e-6, 'min': 60.0}
 #: Configuration keys that are paths, not parameters.
 _PATH_KEYS = {'csv_file', 'env_metadata_file', 'csv-file', 'hdf5-file'}
 #: Benchmarks of the pattern family (write/read style output).
