@@ -454,3 +454,13 @@ def test_stat_sizes_of_files_from_2_gib_are_not_compared():
     """MACSio sums st_size into an int: its Stat sizes of such files are wrapped."""
     run = macsio.parse({macsio.LOG_NAME: HDF5_MIF1_LOG}, command=HDF5_MIF1_CMD)[0]
     assert macsio.check_files(run, {k: v + 2 ** 31 for k, v in HDF5_MIF1_FILES.items()}) == []
+
+
+@needs_fixtures
+def test_each_empty_file_is_named():
+    run = one('hdf5-mif2-p2M-d4')
+    empty = dict(written_of('hdf5-mif2-p2M-d4'),
+                 **{'macsio_hdf5_00001_000.h5': 0, 'macsio_hdf5_00000_002.h5': 0})
+    problems = macsio.check_files(run, empty)
+    assert problems[:2] == ['empty file(s): macsio_hdf5_00000_002.h5',
+                            'empty file(s): macsio_hdf5_00001_000.h5']
