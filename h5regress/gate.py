@@ -6,10 +6,12 @@ Records of the build named by ``--baseline`` are the baseline, those of
 ``--candidate`` the candidate; they share ``config_hash`` per test and carry
 ``pair_id`` (one baseline and one candidate run back to back, ABBA order).
 
-Roles (rules in ``ci/gate.yaml``, defaults in :data:`DEFAULTS`):
+Roles (rules in ``ci/gate.yaml``, the one place of the gate's configuration: see
+:mod:`h5regress.gateconfig`):
 
-* ``gated``: the one primary metric per test (IOR HDF5 ``bw_mean`` of write
-  and read, FLASH-IO/MACSio ``bw``, ...): gets a verdict;
+* ``gated``: the one primary metric per test (IOR HDF5 write ``bw_mean``,
+  FLASH-IO checkpoint and MACSio write ``bw``, h5bench ``observed_rate``):
+  gets a verdict;
 * ``canary``: the same pattern through MPI-IO (``api: MPIIO``): HDF5/MPI-IO
   ratio (WARN below 1 - ``hdf5_overhead``), night DEGRADED when a canary
   falls far below its own history; its A/B comparison is a control;
@@ -59,164 +61,30 @@ night where the true ratio is known, and malformed records skipped and counted.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import fnmatch
 import json
 import math
-import os
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from h5regress import history as hist_mod
+from h5regress import perflog
 from h5regress import refs as refs_mod
+from h5regress import report as report_mod
 from h5regress import stats
+# the exit codes, the configuration and the argument parser are the gate's API too
+# (gate.EXIT_FAIL, gate.load_config, ...): imported from where they live
+from h5regress.cmdline import (EXIT_CODES, EXIT_DEGRADED, EXIT_ERROR,  # noqa: F401
+                               EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, ArgParser,
+                               UsageError, parse_args)
+from h5regress.gateconfig import (CONFIG_FILE, REFERENCES_DIR, ConfigError,  # noqa: F401
+                                  load_config, looks_arg)
 from h5regress.record import Record, read_jsonl
-
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_CONFIG_PATH = REPO / 'ci' / 'gate.yaml'
-
-EXIT_PASS, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_DEGRADED, EXIT_ERROR = 0, 1, 2, 3, 4
-EXIT_CODES = {'PASS': EXIT_PASS, 'FAIL': EXIT_FAIL, 'INCONCLUSIVE': EXIT_INCONCLUSIVE,
-              'DEGRADED': EXIT_DEGRADED, 'ERROR': EXIT_ERROR}
-
-DEFAULTS: dict[str, Any] = {
-    'margin': 0.05,
-    'alpha': 0.01,
-    'confidence': 0.95,
-    'min_pairs': 3,
-    'looks': None,
-    'hdf5_overhead': 0.15,
-    'history': None,
-    # the shipped rules are in ci/gate.yaml; without it, the primary metrics of
-    # IOR and FLASH-IO
-    'gated': [
-        {'tool': 'ior', 'operation': 'write', 'metric': 'bw_mean', 'params': {'api': 'hdf5'}},
-        {'tool': 'flash-io', 'operation': 'checkpoint', 'metric': 'bw',
-         'params': {'api': 'hdf5'}},
-    ],
-    'canary': [
-        {'tool': 'ior', 'operation': 'write', 'metric': 'bw_mean', 'params': {'api': 'mpiio'}},
-        {'tool': 'flash-io', 'operation': 'checkpoint', 'metric': 'bw',
-         'params': {'api': 'mpiio'}},
-    ],
-    'control': [
-        {'tool': 'ior', 'operation': 'write', 'metric': 'bw_mean', 'params': {'api': 'posix'}},
-        {'tool': 'fio', 'operation': ['write', 'read'], 'metric': 'bw'},
-    ],
-    'canary_ignore_params': ['api', 'case', 'hdf5*', 'mpiio*', 'collective_metadata',
-                             'alignment*', 'chunk*', 'nofill', 'no_fill', 'test_class'],
-    'degraded': {'drop': 0.20, 'z': 4.0, 'min_nights': 5, 'window': 30},
-    'change_points': {'window': 10, 'alpha': 0.001, 'min_shift': None, 'lookback': 60,
-                      'min_side': 4},
-    'ceiling': {'tool': 'fio', 'operation': ['write', 'read'], 'metric': 'bw'},
-    'refs': {'index': {}},
-    # borrow the variance of the pair log-ratios from past nights (see the docstring)
-    'history_variance': {'enabled': True, 'min_nights': stats.POOL_MIN_NIGHTS,
-                         'min_pairs': stats.POOL_MIN_PAIRS, 'window': stats.POOL_WINDOW,
-                         'screen_level': stats.POOL_SCREEN_LEVEL,
-                         'consistency_level': stats.CONSISTENCY_LEVEL},
-}
-
-
-class ConfigError(ValueError):
-    pass
-
-
-class UsageError(Exception):
-    pass
-
-
-class _ParserExit(Exception):
-    def __init__(self, status: int) -> None:
-        super().__init__(status)
-        self.status = status
-
-
-class ArgParser(argparse.ArgumentParser):
-    """argparse that never calls sys.exit (its exit code 2 means INCONCLUSIVE here)."""
-
-    def error(self, message: str):   # type: ignore[override]
-        raise UsageError(message)
-
-    def exit(self, status: int = 0, message: str | None = None):   # type: ignore[override]
-        if message:
-            sys.stderr.write(message)
-        raise _ParserExit(status)
-
-
-def parse_args(parser: ArgParser, argv: Sequence[str] | None):
-    """(namespace, None) or (None, exit code) after --help or a usage error."""
-    try:
-        return parser.parse_args(argv), None
-    except _ParserExit as ex:
-        return None, (0 if ex.status == 0 else EXIT_ERROR)
-    except UsageError as err:
-        parser.print_usage(sys.stderr)
-        print(f'{parser.prog}: error: {err}', file=sys.stderr)
-        return None, EXIT_ERROR
-
-
-# ------------------------------------------------------------------ config
-def load_config(path: str | os.PathLike | None = None) -> dict[str, Any]:
-    """DEFAULTS overlaid with the YAML file (``ci/gate.yaml`` when present)."""
-    cfg = json.loads(json.dumps(DEFAULTS))
-    if path is None:
-        if not DEFAULT_CONFIG_PATH.exists():
-            return cfg
-        path = DEFAULT_CONFIG_PATH
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding='utf-8')) or {}
-    except OSError as err:
-        raise ConfigError(f'{path}: cannot read: {err}') from None
-    except yaml.YAMLError as err:
-        raise ConfigError(f'{path}: not valid YAML: {err}') from None
-    if not isinstance(data, dict):
-        raise ConfigError(f'{path}: top level must be a mapping')
-    for key, val in data.items():
-        if key not in DEFAULTS:
-            raise ConfigError(f'{path}: unknown key {key!r}')
-        if isinstance(DEFAULTS[key], dict) and key != 'ceiling':
-            if not isinstance(val, dict):
-                raise ConfigError(f'{path}: key {key!r} must be a mapping')
-            cfg[key].update(val)
-        else:
-            cfg[key] = val
-    for key in ('gated', 'canary', 'control'):
-        if not isinstance(cfg[key], list) or not all(isinstance(r, dict) for r in cfg[key]):
-            raise ConfigError(f'{path}: key {key!r} must be a list of rules (mappings)')
-        for i, rule in enumerate(cfg[key]):
-            bad = set(rule) - {'tool', 'operation', 'metric', 'params'}
-            if bad:
-                raise ConfigError(f'{path}: key {key}[{i}]: unknown field(s) {sorted(bad)}')
-    for key in ('margin', 'alpha', 'confidence', 'hdf5_overhead'):
-        if not isinstance(cfg[key], (int, float)) or not 0 < cfg[key] < 1:
-            raise ConfigError(f'{path}: key {key!r} must be a number in (0, 1)')
-    if cfg['looks'] is not None:
-        try:
-            cfg['looks'] = looks_arg(cfg['looks'])
-        except (argparse.ArgumentTypeError, TypeError) as err:
-            raise ConfigError(f"{path}: key 'looks': {err}") from None
-    return cfg
-
-
-def looks_arg(value: str | Sequence[int]) -> list[int]:
-    """``'10,15,20'`` or ``[10, 15, 20]`` -> increasing positive pair counts."""
-    items = value.split(',') if isinstance(value, str) else list(value)
-    try:
-        looks = [int(x) for x in items]
-    except (TypeError, ValueError):
-        raise argparse.ArgumentTypeError(f'looks must be pair counts like 10,15,20, got '
-                                         f'{value!r}') from None
-    if not looks or looks[0] < 1 or any(b <= a for a, b in zip(looks, looks[1:])):
-        raise argparse.ArgumentTypeError(f'looks must be increasing positive pair counts, '
-                                         f'got {value!r}')
-    return looks
 
 
 def _match_value(pattern: Any, value: Any) -> bool:
@@ -263,11 +131,6 @@ def load_records(record_paths: Sequence[str] = (), perflog_dirs: Sequence[str] =
             records.extend(recs)
             problems.extend(probs)
     if perflog_dirs:
-        try:
-            from h5regress import perflog
-        except ImportError as err:
-            raise UsageError(f'--perflogs needs h5regress.perflog, which is not '
-                             f'available: {err}') from None
         recs, probs = perflog.read(list(perflog_dirs))
         records.extend(recs)
         problems.extend(str(p) for p in probs)
@@ -546,7 +409,7 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
                       datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d'))
     metrics: list[dict[str, Any]] = []
     comps: list[stats.Comparison | None] = []
-    hv = dict(DEFAULTS['history_variance'], **(cfg.get('history_variance') or {}))
+    hv = cfg['history_variance']
     for key, g in groups.items():
         r = g.rec
         role = role_of(cfg, r.tool, r.operation, r.metric, r.params)
@@ -920,8 +783,8 @@ def build_parser() -> ArgParser:
                    help='JSON-lines record files (or directories of *.jsonl)')
     p.add_argument('--perflogs', nargs='+', default=[], metavar='DIR',
                    help='ReFrame perflog directories')
-    p.add_argument('--config', help=f'gate config YAML (default {DEFAULT_CONFIG_PATH} '
-                   'when present)')
+    p.add_argument('--config', help=f'a site\'s gate config YAML, layered over {CONFIG_FILE} '
+                   '(keys it leaves out keep the shipped values)')
     p.add_argument('--margin', type=float, help='tolerated slowdown (default 0.05)')
     p.add_argument('--alpha', type=float, help='Benjamini-Hochberg FDR level (default 0.01)')
     p.add_argument('--confidence', type=float, help='interval confidence (default 0.95)')
@@ -972,8 +835,7 @@ def main_gate(argv: Sequence[str] | None = None) -> int:
         # tonight is left out: a rerun of the night must not see its own first attempt
         history = hist_mod.load(hdir, exclude_night=night) if hdir \
             else hist_mod.History()
-        ref_paths = args.refs if args.refs is not None \
-            else [REPO / 'reframe' / 'config' / 'references']
+        ref_paths = args.refs if args.refs is not None else [REFERENCES_DIR]
         references = refs_mod.References.load(ref_paths)
         result = run_gate(records, args.baseline, args.candidate, cfg, history=history,
                           references=references, problems=problems, night=night,
@@ -998,7 +860,6 @@ def main_gate(argv: Sequence[str] | None = None) -> int:
             header, lines = history_lines(result)
             hist_mod.write_night(hdir, header, lines)
         if args.report:
-            from h5regress import report as report_mod
             report_mod.write_all(result, history, Path(args.report))
     except (UsageError, OSError) as err:
         print(f'h5regress gate: error: {err}', file=sys.stderr)

@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,8 @@ import yaml
 
 from h5regress import history as hist_mod
 from h5regress import stats
+from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
+from h5regress.gateconfig import REFERENCES_DIR, ConfigError, load_config
 
 
 class RefsError(ValueError):
@@ -414,15 +417,11 @@ def write(path: str | os.PathLike, data: Mapping[str, Any]) -> None:
 # ------------------------------------------------------------------ CLI
 def check_files(paths: Sequence[str]) -> int:
     """Validate reference files; 0 when all are well formed, 4 naming each bad one."""
-    import sys
-
-    from h5regress import gate as gate_mod
-
     files = reference_files(paths)
     if not files:
         print(f'h5regress refs: error: no reference files in {", ".join(paths)}',
               file=sys.stderr)
-        return gate_mod.EXIT_ERROR
+        return EXIT_ERROR
     bad = 0
     for path in files:
         try:
@@ -430,7 +429,7 @@ def check_files(paths: Sequence[str]) -> int:
         except RefsError as err:
             print(f'h5regress refs: error: {err}', file=sys.stderr)
             bad += 1
-    return gate_mod.EXIT_ERROR if bad else 0
+    return EXIT_ERROR if bad else 0
 
 
 def main_refs(argv: Sequence[str] | None = None) -> int:
@@ -438,11 +437,7 @@ def main_refs(argv: Sequence[str] | None = None) -> int:
 
     Exit codes: 0 written (or --dry-run), 4 error (malformed file, no history).
     """
-    import sys
-
-    from h5regress import gate as gate_mod
-
-    parser = gate_mod.ArgParser(
+    parser = ArgParser(
         prog='h5regress refs',
         description='Derive reference envelopes per system:partition from the nightly '
                     'history (percentiles over a window of nights) and write the ReFrame '
@@ -452,7 +447,8 @@ def main_refs(argv: Sequence[str] | None = None) -> int:
     parser.add_argument('--out', default=None,
                         help='references directory (default reframe/config/references '
                              'of this checkout)')
-    parser.add_argument('--config', help='gate config YAML (default ci/gate.yaml)')
+    parser.add_argument('--config', help="a site's gate config YAML, layered over "
+                        'ci/gate.yaml')
     parser.add_argument('--window', type=int, default=30, help='nights of history (30)')
     parser.add_argument('--percentiles', type=float, nargs=2, default=(5.0, 95.0),
                         metavar=('LO', 'HI'), help='envelope percentiles (5 95)')
@@ -467,28 +463,28 @@ def main_refs(argv: Sequence[str] | None = None) -> int:
     parser.add_argument('--check', nargs='+', metavar='PATH',
                         help='only validate these reference files or directories (ReFrame '
                              'itself only warns and drops the test of a malformed file)')
-    args, code = gate_mod.parse_args(parser, argv)
+    args, code = parse_args(parser, argv)
     if args is None:
         return code
     if args.check:
         return check_files(args.check)
     try:
-        cfg = gate_mod.load_config(args.config)
+        cfg = load_config(args.config)
         hdir = hist_mod.resolve_dir(args.history, cfg)
         if hdir is None or not (hdir / 'nights').is_dir():
             print(f'h5regress refs: error: no history at {hdir} (--history or '
                   f'${hist_mod.ENV})', file=sys.stderr)
-            return gate_mod.EXIT_ERROR
+            return EXIT_ERROR
         history = hist_mod.load(hdir)
-        out_dir = Path(args.out) if args.out else gate_mod.REPO / 'reframe' / 'config' / 'references'
+        out_dir = Path(args.out) if args.out else REFERENCES_DIR
         files, notes = derive(history, out_dir, index=(cfg.get('refs') or {}).get('index'),
                               window=args.window, lo_pct=args.percentiles[0],
                               hi_pct=args.percentiles[1], slack=args.slack,
                               min_samples=args.min_samples, build=args.build,
                               systems=args.system)
-    except (RefsError, gate_mod.ConfigError) as err:
+    except (RefsError, ConfigError) as err:
         print(f'h5regress refs: error: {err}', file=sys.stderr)
-        return gate_mod.EXIT_ERROR
+        return EXIT_ERROR
     for note in notes:
         print(f'note: {note}', file=sys.stderr)
     for fname, data in sorted(files.items()):

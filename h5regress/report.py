@@ -25,6 +25,8 @@ from xml.sax.saxutils import quoteattr
 
 from h5regress import history as hist_mod
 from h5regress import stats
+from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
+from h5regress.gateconfig import ConfigError, load_config
 
 _COLORS = {'PASS': '#1a7f37', 'FAIL': '#cf222e', 'INCONCLUSIVE': '#9a6700',
            'DEGRADED': '#8250df', 'ERROR': '#cf222e', 'WARN': '#bc4c00', 'OK': '#1a7f37',
@@ -421,29 +423,29 @@ def write_all(result: Mapping[str, Any], history: hist_mod.History | None,
 # ------------------------------------------------------------------ CLI
 def main_report(argv: Sequence[str] | None = None) -> int:
     """``h5regress report``: 0 written, 4 error."""
-    from h5regress import gate as gate_mod
-    parser = gate_mod.ArgParser(
+    parser = ArgParser(
         prog='h5regress report',
         description="Write the night's report (report.md, report.html, junit.xml) from "
                     "the gate's JSON result and the history.")
     parser.add_argument('result', help='gate result JSON (h5regress gate --json)')
     parser.add_argument('--history', help=f'history directory (default ${hist_mod.ENV})')
-    parser.add_argument('--config', help='gate config YAML (for "history:")')
+    parser.add_argument('--config', help="a site's gate config YAML, layered over "
+                        'ci/gate.yaml (for "history:")')
     parser.add_argument('--out', default='report', help='output directory (./report)')
-    args, code = gate_mod.parse_args(parser, argv)
+    args, code = parse_args(parser, argv)
     if args is None:
         return code
     try:
         result = json.loads(Path(args.result).read_text(encoding='utf-8'))
         if not isinstance(result, dict) or 'metrics' not in result or 'overall' not in result:
             raise ValueError('not a gate result (no "metrics"/"overall")')
-        cfg = gate_mod.load_config(args.config)
+        cfg = load_config(args.config)
         hdir = hist_mod.resolve_dir(args.history, cfg)
         history = hist_mod.load(hdir, exclude_night=result['night'])
         files = write_all(result, history, args.out)
-    except (OSError, ValueError, KeyError, gate_mod.ConfigError) as err:
+    except (OSError, ValueError, KeyError, ConfigError) as err:
         print(f'h5regress report: error: {args.result}: {err}', file=sys.stderr)
-        return gate_mod.EXIT_ERROR
+        return EXIT_ERROR
     for f in files.values():
         print(f'wrote {f}')
     return 0

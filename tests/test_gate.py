@@ -5,8 +5,9 @@ import math
 import random
 
 import pytest
+import yaml
 
-from h5regress import gate, history, refs
+from h5regress import gate, gateconfig, history, refs
 from h5regress.record import Record
 
 BASE, CAND = 'hdf5-1.14.6', 'hdf5-develop'
@@ -369,6 +370,53 @@ def test_repo_gate_config_loads():
     assert gate.role_of(cfg, 'ior', 'read', 'bw_mean', {'api': 'HDF5'}) == 'reported'
     assert gate.role_of(cfg, 'ior', 'write', 'bw_max', {'api': 'HDF5'}) == 'reported'
     assert gate.role_of(cfg, 'flash-io', 'checkpoint', 'bw', {'api': 'hdf5'}) == 'gated'
+
+
+
+def test_the_shipped_file_is_the_one_source_of_the_config():
+    shipped = yaml.safe_load(gateconfig.CONFIG_FILE.read_text())
+    assert gate.load_config() == shipped
+    assert not hasattr(gate, 'DEFAULTS')
+    assert len(gate.load_config()['gated']) == len(shipped['gated']) == 5
+
+
+def test_a_site_config_is_layered_over_the_shipped_one(tmp_path):
+    shipped = gate.load_config()
+    site = tmp_path / 'site.yaml'
+    site.write_text('margin: 0.1\ndegraded: {drop: 0.3}\nceiling: {tool: fio, metric: bw}\n'
+                    'refs: {index: {ior_check: [$partition]}}\n')
+    cfg = gate.load_config(site)
+    assert cfg['margin'] == 0.1
+    assert cfg['degraded'] == dict(shipped['degraded'], drop=0.3)     # key by key
+    assert cfg['ceiling'] == {'tool': 'fio', 'metric': 'bw'}          # a rule: replaced
+    assert cfg['refs'] == {'index': {'ior_check': ['$partition']}}
+    for key in set(shipped) - {'margin', 'degraded', 'ceiling', 'refs'}:
+        assert cfg[key] == shipped[key], key                          # from the shipped file
+    site.write_text('')
+    assert gate.load_config(site) == shipped
+
+
+@pytest.mark.parametrize('text,where', [
+    ('marign: 0.1\n', "unknown key 'marign'"),
+    ('degraded: {dorp: 0.3}\n', "unknown key 'degraded.dorp'"),
+    ('degraded: {drop: lots}\n', "key 'degraded.drop' must be a number"),
+    ('history_variance: {enabled: maybe}\n', "key 'history_variance.enabled' must be a boolean"),
+    ('degraded: 0.3\n', "key 'degraded' must be a mapping"),
+    ('gated: {tool: ior}\n', "key 'gated' must be a list"),
+    ('ceiling: {tool: fio, metrc: bw}\n', 'key ceiling: unknown field'),
+    ('canary: [{tool: ior, params: [api]}]\n', r'key canary\[0\]\.params'),
+    ('- margin\n', 'top level must be a mapping'),
+    ('margin: [0.1\n', 'not valid YAML'),
+])
+def test_a_bad_site_config_names_the_file_and_the_key(tmp_path, capsys, text, where):
+    site = tmp_path / 'site.yaml'
+    site.write_text(text)
+    with pytest.raises(gate.ConfigError, match=f'site.yaml: .*{where}'):
+        gate.load_config(site)
+    path = write_jsonl(tmp_path / 'n.jsonl', paired(10, 1.0))
+    assert gate.main_gate(['--baseline', BASE, '--candidate', CAND, '--records', path,
+                           '--config', str(site), '--refs', '--quiet']) == gate.EXIT_ERROR
+    assert 'site.yaml' in capsys.readouterr().err
 
 
 # ------------------------------------------------------- variance from history

@@ -1,0 +1,52 @@
+"""Exit codes and argument parsing of ``h5regress gate``, ``refs`` and ``report``.
+
+Exit codes: 0 PASS, 1 FAIL, 2 INCONCLUSIVE, 3 DEGRADED, 4 ERROR (bad usage,
+unreadable or malformed input). ``refs`` and ``report`` use 0 and 4 only.
+argparse exits with 2 on a usage error, which would read as INCONCLUSIVE:
+:class:`ArgParser` never exits, and :func:`parse_args` turns a usage error
+into 4.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+EXIT_PASS, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_DEGRADED, EXIT_ERROR = 0, 1, 2, 3, 4
+EXIT_CODES = {'PASS': EXIT_PASS, 'FAIL': EXIT_FAIL, 'INCONCLUSIVE': EXIT_INCONCLUSIVE,
+              'DEGRADED': EXIT_DEGRADED, 'ERROR': EXIT_ERROR}
+
+
+class UsageError(Exception):
+    pass
+
+
+class _ParserExit(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+class ArgParser(argparse.ArgumentParser):
+    """argparse that never calls sys.exit (its exit code 2 means INCONCLUSIVE here)."""
+
+    def error(self, message: str):   # type: ignore[override]
+        raise UsageError(message)
+
+    def exit(self, status: int = 0, message: str | None = None):   # type: ignore[override]
+        if message:
+            sys.stderr.write(message)
+        raise _ParserExit(status)
+
+
+def parse_args(parser: ArgParser, argv: Sequence[str] | None):
+    """(namespace, None) or (None, exit code) after --help or a usage error."""
+    try:
+        return parser.parse_args(argv), None
+    except _ParserExit as ex:
+        return None, (0 if ex.status == 0 else EXIT_ERROR)
+    except UsageError as err:
+        parser.print_usage(sys.stderr)
+        print(f'{parser.prog}: error: {err}', file=sys.stderr)
+        return None, EXIT_ERROR

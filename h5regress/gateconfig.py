@@ -1,0 +1,150 @@
+"""Configuration of ``h5regress gate``, ``report`` and ``refs``: ``ci/gate.yaml``.
+
+One source: the shipped file ``ci/gate.yaml`` holds every key with its value
+and says what it does; the code keeps no second copy of the defaults. A
+site's file (``--config FILE``) is layered over it: a key it names replaces
+the shipped value -- a mapping (``degraded``, ``change_points``,
+``history_variance``, ``refs``) key by key, anything else (numbers, the lists
+of rules, the ``ceiling`` rule) as a whole -- and every other key keeps the
+shipped value. A key the shipped file does not have, or a value of another
+kind than the shipped one or out of range, is a :class:`ConfigError` naming
+the file and the key; the commands then exit 4 (ERROR).
+
+Where the file is: one path constant, :data:`CONFIG_FILE`, in the checkout
+this package runs from. h5regress is not used outside its checkout: ``ci/setup``
+installs it editable, the gate applies the reference files of
+``reframe/config/references``, ``h5regress refs`` writes them there for the
+checks of ``reframe/checks``, the nightly runs those checks, and the presets
+and the Spack manifest are read from the tree too. Package data would be a
+second copy of ``ci/gate.yaml`` inside ``h5regress/`` (or the file would
+leave ``ci/``, where the CI and its readers look for it). The paths of the
+checkout the gate's commands use are all here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+#: the checkout the package runs from (see the module docstring)
+REPO = Path(__file__).resolve().parents[1]
+#: the gate's configuration: every key and its value
+CONFIG_FILE = REPO / 'ci' / 'gate.yaml'
+#: ReFrame's external reference files: the gate applies them, ``h5regress refs`` writes them
+REFERENCES_DIR = REPO / 'reframe' / 'config' / 'references'
+#: the checks: ``reference = {'$ref': ...}`` in each names the reference file it reads
+CHECKS_DIR = REPO / 'reframe' / 'checks'
+
+#: keys holding a list of rules (``ceiling`` is one rule)
+RULE_KEYS = ('gated', 'canary', 'control')
+RULE_FIELDS = frozenset({'tool', 'operation', 'metric', 'params'})
+#: keys holding a fraction in (0, 1)
+FRACTION_KEYS = ('margin', 'alpha', 'confidence', 'hdf5_overhead')
+
+
+class ConfigError(ValueError):
+    """A configuration file is unreadable or malformed; the message names the file and key."""
+
+
+def load_config(path: str | os.PathLike | None = None) -> dict[str, Any]:
+    """``ci/gate.yaml``, with the file ``path`` (a site's) layered over it."""
+    cfg = _read(CONFIG_FILE)
+    _check(cfg, CONFIG_FILE)
+    if path is not None:
+        path = Path(path)
+        _layer(cfg, _read(path), path)
+        _check(cfg, path)
+    return cfg
+
+
+def looks_arg(value: str | Sequence[int]) -> list[int]:
+    """``'10,15,20'`` or ``[10, 15, 20]`` -> increasing positive pair counts."""
+    items = value.split(',') if isinstance(value, str) else list(value)
+    try:
+        looks = [int(x) for x in items]
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f'looks must be pair counts like 10,15,20, got '
+                                         f'{value!r}') from None
+    if not looks or looks[0] < 1 or any(b <= a for a, b in zip(looks, looks[1:])):
+        raise argparse.ArgumentTypeError(f'looks must be increasing positive pair counts, '
+                                         f'got {value!r}')
+    return looks
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding='utf-8')) or {}
+    except OSError as err:
+        raise ConfigError(f'{path}: cannot read: {err}') from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f'{path}: not valid YAML: {err}') from None
+    if not isinstance(data, dict):
+        raise ConfigError(f'{path}: top level must be a mapping')
+    return data
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return 'a boolean'
+    if isinstance(value, (int, float)):
+        return 'a number'
+    for typ, name in ((str, 'a string'), (list, 'a list'), (dict, 'a mapping')):
+        if isinstance(value, typ):
+            return name
+    return type(value).__name__
+
+
+def _check_kind(path: Path, key: str, shipped: Any, value: Any) -> None:
+    """A value must be of the shipped value's kind (anything where that is null)."""
+    if shipped is not None and _kind(value) != _kind(shipped):
+        raise ConfigError(f'{path}: key {key!r} must be {_kind(shipped)}, got {value!r}')
+
+
+def _layer(cfg: dict[str, Any], data: Mapping[str, Any], path: Path) -> None:
+    """Put the keys of a site's file over the shipped configuration ``cfg``."""
+    for key, value in data.items():
+        if key not in cfg:
+            raise ConfigError(f'{path}: unknown key {key!r}')
+        shipped = cfg[key]
+        _check_kind(path, key, shipped, value)
+        if isinstance(shipped, dict) and key != 'ceiling':
+            for sub, v in value.items():
+                if sub not in shipped:
+                    raise ConfigError(f"{path}: unknown key '{key}.{sub}'")
+                _check_kind(path, f'{key}.{sub}', shipped[sub], v)
+            cfg[key] = {**shipped, **value}
+        else:
+            cfg[key] = value
+
+
+def _check_rule(path: Path, where: str, rule: Any) -> None:
+    if not isinstance(rule, dict):
+        raise ConfigError(f'{path}: key {where}: a rule is a mapping, got {rule!r}')
+    bad = set(rule) - RULE_FIELDS
+    if bad:
+        raise ConfigError(f'{path}: key {where}: unknown field(s) {sorted(bad)}')
+    if not isinstance(rule.get('params') or {}, dict):
+        raise ConfigError(f'{path}: key {where}.params: must be a mapping')
+
+
+def _check(cfg: dict[str, Any], path: Path) -> None:
+    """Values the gate relies on; normalises ``looks``."""
+    for key in RULE_KEYS:
+        if not isinstance(cfg.get(key), list) or not all(isinstance(r, dict) for r in cfg[key]):
+            raise ConfigError(f'{path}: key {key!r} must be a list of rules (mappings)')
+        for i, rule in enumerate(cfg[key]):
+            _check_rule(path, f'{key}[{i}]', rule)
+    _check_rule(path, 'ceiling', cfg.get('ceiling'))
+    for key in FRACTION_KEYS:
+        if not isinstance(cfg.get(key), (int, float)) or not 0 < cfg[key] < 1:
+            raise ConfigError(f'{path}: key {key!r} must be a number in (0, 1)')
+    if cfg.get('looks') is not None:
+        try:
+            cfg['looks'] = looks_arg(cfg['looks'])
+        except (argparse.ArgumentTypeError, TypeError) as err:
+            raise ConfigError(f"{path}: key 'looks': {err}") from None
