@@ -139,8 +139,13 @@ def load_records(record_paths: Sequence[str] = (), perflog_dirs: Sequence[str] =
 
 def default_night(records: Sequence[Record]) -> str:
     """UTC date of the newest record (today when there is none)."""
-    ts = max((str(r.timestamp) for r in records), default='')
-    return ts[:10] if ts else datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d')
+    return _night_of(max((str(r.timestamp) for r in records), default=''))
+
+
+def _night_of(timestamp: str) -> str:
+    """The night id of a timestamp: its UTC date (today without one)."""
+    return timestamp[:10] if timestamp else \
+        datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d')
 
 
 def _commit(rec: Record) -> str | None:
@@ -175,46 +180,213 @@ def _label(test: str, tool: str, operation: str, metric: str, chash: str,
     return f'{name} {operation} {metric} [{chash[:6]}]'
 
 
+# ------------------------------------------------------------------ collect
+@dataclasses.dataclass
 class _Group:
-    __slots__ = ('rec', 'base', 'cand', 'base_free', 'cand_free', 'perf_fail',
-                 'tr_base', 'tr_cand', 'hib_conflict', 'dups')
+    """The samples of one metric (one record key) tonight, by side."""
+    rec: Record                 # its first record: what describes the metric
+    base: dict[str, list[float]] = dataclasses.field(default_factory=dict)   # pair id -> values
+    cand: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+    base_free: list[float] = dataclasses.field(default_factory=list)        # runs without a pair
+    cand_free: list[float] = dataclasses.field(default_factory=list)
+    perf_fail: int = 0          # samples outside their reference envelope (kept)
+    tr_base: set = dataclasses.field(default_factory=set)   # true ratios the records state
+    tr_cand: set = dataclasses.field(default_factory=set)
 
-    def __init__(self, rec: Record) -> None:
-        self.rec = rec
-        self.base: dict[str, list[float]] = {}
-        self.cand: dict[str, list[float]] = {}
-        self.base_free: list[float] = []
-        self.cand_free: list[float] = []
-        self.perf_fail = 0
-        self.tr_base: set = set()
-        self.tr_cand: set = set()
-        self.hib_conflict = 0
+    def add(self, side: str, rec: Record) -> None:
+        (self.tr_base if side == 'base' else self.tr_cand).add(_true_ratio(rec))
+        if rec.pair_id is None:
+            (self.base_free if side == 'base' else self.cand_free).append(rec.value)
+        else:
+            pairs = self.base if side == 'base' else self.cand
+            pairs.setdefault(str(rec.pair_id), []).append(rec.value)
 
 
-# ------------------------------------------------------------------ verdicts
-def decide(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
-           looks: Sequence[int] | None) -> tuple[str, str]:
-    """Verdict and reason for one judged metric (see the module docstring)."""
-    margin, alpha = cfg['margin'], cfg['alpha']
-    log_floor = math.log(1.0 - margin)
-    if comp.n < cfg['min_pairs']:
-        return 'INCONCLUSIVE', f'{comp.n} pair(s), fewer than {cfg["min_pairs"]}'
-    if q <= alpha and comp.estimate < log_floor:
-        level = stats.look_level(comp.n, looks, alpha)
-        if q > level:
-            more = 'confirm with more pairs' if comp.n < looks[-1] else 'at the last look'
-            return ('INCONCLUSIVE', f'slowdown suspected (q={q:.2g} > {level:.2g}, the level '
-                    f'of a look at {comp.n} of up to {looks[-1]} pairs): {more}')
-        return 'FAIL', (f'significant slowdown (BH q={q:.2g} <= {level:.2g}) beyond '
-                        f'the {margin:.0%} margin')
-    if comp.lo > log_floor:
-        return 'PASS', f'interval lower bound {math.exp(comp.lo):.3f} > {1 - margin:.2f}'
-    if q <= alpha:
-        return 'INCONCLUSIVE', f'significant slowdown within the {margin:.0%} margin'
-    if comp.lo == -math.inf:
-        return 'INCONCLUSIVE', f'too few pairs ({comp.n}) for a {cfg["confidence"]:.0%} interval'
-    return 'INCONCLUSIVE', (f'interval reaches {math.exp(comp.lo):.3f} < {1 - margin:.2f}: '
-                            f'more pairs needed')
+@dataclasses.dataclass
+class _Night:
+    """What :func:`collect` keeps of the night's records."""
+    groups: dict[tuple, _Group]
+    counts: dict[str, int]
+    problems: list[str]
+    commits: dict[str, dict[str, int]]       # side -> HDF5 commit -> records
+    last_ts: str = ''
+
+    def skip(self, count: str, problem: str | None = None) -> bool:
+        self.counts[count] += 1
+        if problem:
+            self.problems.append(problem)
+        return False
+
+    def commit(self, side: str) -> str | None:
+        """The commit most records of one side name."""
+        seen = self.commits[side]
+        return max(seen, key=seen.get) if seen else None
+
+
+def collect(records: Iterable[Record], baseline: str, candidate: str,
+            problems: Sequence[str] = ()) -> _Night:
+    """Samples per metric of the two builds; other builds and bad records counted."""
+    night = _Night({}, {'records': 0, 'malformed': len(problems), 'other_build': 0,
+                        'duplicates': 0, 'non_positive': 0, 'direction_conflicts': 0,
+                        'perf_fail_samples': 0}, list(problems), {'base': {}, 'cand': {}})
+    seen: set = set()
+    for rec in records:
+        night.counts['records'] += 1
+        if rec.hdf5_build == baseline:
+            side = 'base'
+        elif rec.hdf5_build == candidate:
+            side = 'cand'
+        else:
+            night.skip('other_build')
+            continue
+        if not _admit(night, rec, seen):
+            continue
+        g = night.groups[rec.key]
+        if rec.result == 'perf_fail':
+            g.perf_fail += 1
+            night.counts['perf_fail_samples'] += 1
+        night.last_ts = max(night.last_ts, str(rec.timestamp))
+        c = _commit(rec)
+        if c:
+            night.commits[side][c] = night.commits[side].get(c, 0) + 1
+        g.add(side, rec)
+    return night
+
+
+def _admit(night: _Night, rec: Record, seen: set) -> bool:
+    """Whether a record of the two builds is a sample; counts and names those that are not."""
+    if not isinstance(rec.params, Mapping) or not isinstance(rec.provenance, Mapping):
+        return night.skip('malformed', f'run {rec.run_id}: params/provenance not mappings, '
+                                       f'skipped')
+    if rec.value <= 0:
+        return night.skip('non_positive', f'run {rec.run_id} {rec.operation} {rec.metric}: '
+                                          f'value {rec.value} <= 0, skipped')
+    ident = (rec.run_id, rec.hdf5_build, rec.key)
+    if ident in seen:
+        return night.skip('duplicates')
+    seen.add(ident)
+    g = night.groups.get(rec.key)
+    if g is None:
+        g = night.groups[rec.key] = _Group(rec)
+    if rec.higher_is_better != g.rec.higher_is_better:
+        return night.skip('direction_conflicts',
+                          f'run {rec.run_id} {rec.operation} {rec.metric}: '
+                          f'higher_is_better disagrees with other runs, skipped')
+    return True
+
+
+# ------------------------------------------------------------------ compare
+@dataclasses.dataclass
+class MetricComparison:
+    """One metric of the night: the comparison of its builds (None without samples
+    of both) and its row of the result (JSON: description, role, samples, ratios,
+    then verdict)."""
+    comp: stats.Comparison | None
+    row: dict[str, Any]
+
+    @property
+    def role(self) -> str:
+        return self.row['role']
+
+
+def compare(groups: Mapping[tuple, _Group], cfg: Mapping[str, Any],
+            history: hist_mod.History, aa: bool) -> list[MetricComparison]:
+    """Candidate against baseline, per metric (pooled variance from history when it may)."""
+    hv = cfg['history_variance']
+    out = []
+    for key, g in groups.items():
+        r = g.rec
+        role = role_of(cfg, r.tool, r.operation, r.metric, r.params)
+        pooled = (pooled_from_history(history, hist_mod.metric_key(*key), hv)
+                  if role != 'reported' else None)
+        comp, info = _compare_samples(g, cfg['confidence'], pooled, float(hv['consistency_level']))
+        row = _describe(key, g, role, _known_ratio(g, role, aa))
+        row.update(info)
+        row['base_median'] = stats.median(info['base']) if info['base'] else None
+        row['cand_median'] = stats.median(info['cand']) if info['cand'] else None
+        both = info['base'] + info['cand']
+        row['median_all'] = stats.median(both) if both else None
+        row.update(_comparison_fields(comp, r.higher_is_better))
+        out.append(MetricComparison(comp, row))
+    return out
+
+
+def _known_ratio(g: _Group, role: str, aa: bool) -> float | None:
+    """The true candidate/baseline ratio when it is known, else None."""
+    if role in ('canary', 'control') or aa:
+        return 1.0
+    if len(g.tr_cand) == 1 and None not in g.tr_cand:
+        tb = next(iter(g.tr_base)) if len(g.tr_base) == 1 else None
+        return next(iter(g.tr_cand)) / (tb or 1.0)
+    return None
+
+
+def _describe(key: tuple, g: _Group, role: str, true_ratio: float | None) -> dict[str, Any]:
+    r = g.rec
+    return {
+        'key': hist_mod.metric_key(*key),
+        'label': _label(r.test, r.tool, r.operation, r.metric, r.config_hash, r.params),
+        'tool': r.tool, 'operation': r.operation, 'metric': r.metric, 'unit': r.unit,
+        'higher_is_better': r.higher_is_better, 'test': r.test,
+        'test_class': refs_mod.test_class(r.test, r.provenance, r.params),
+        'perf_var': refs_mod.perf_var(r.operation, r.metric, r.provenance),
+        'system': r.system, 'params': r.params, 'config_hash': r.config_hash,
+        'role': role, 'n_base': sum(map(len, g.base.values())) + len(g.base_free),
+        'n_cand': sum(map(len, g.cand.values())) + len(g.cand_free),
+        'perf_fail': g.perf_fail, 'true_ratio': true_ratio,
+    }
+
+
+def _comparison_fields(comp: stats.Comparison | None, higher_is_better: bool
+                       ) -> dict[str, Any]:
+    """Ratios of the values (candidate/baseline) and of the performance, p-values."""
+    if comp is None:
+        return {'method': None, 'n': 0, 'ratio': None, 'ratio_lo': None, 'ratio_hi': None,
+                'perf_ratio': None, 'perf_lo': None, 'perf_hi': None, 'p_worse': None,
+                'p_two_sided': None}
+    sign = 1.0 if higher_is_better else -1.0
+    return {
+        'method': comp.method, 'n': comp.n,
+        'perf_ratio': _fmt_ratio(comp.ratio), 'perf_lo': _fmt_ratio(comp.ratio_lo),
+        'perf_hi': _fmt_ratio(comp.ratio_hi),
+        'ratio': _fmt_ratio(math.exp(sign * comp.estimate)),
+        'ratio_lo': _fmt_ratio(math.exp(sign * (comp.lo if sign > 0 else comp.hi))),
+        'ratio_hi': _fmt_ratio(math.exp(sign * (comp.hi if sign > 0 else comp.lo))),
+        'p_worse': comp.p_worse, 'p_two_sided': comp.p_two_sided,
+    }
+
+
+def _compare_samples(g: _Group, confidence: float, pooled: stats.PooledVariance | None,
+                     consistency_level: float
+                     ) -> tuple[stats.Comparison | None, dict[str, Any]]:
+    """The comparison of one metric's builds, and its samples and variance choice."""
+    sign = 1.0 if g.rec.higher_is_better else -1.0
+    pair_ids = sorted(set(g.base) & set(g.cand))
+    gmean = lambda vs: math.exp(math.fsum(math.log(v) for v in vs) / len(vs))  # noqa: E731
+    base_p = [gmean(g.base[p]) for p in pair_ids]
+    cand_p = [gmean(g.cand[p]) for p in pair_ids]
+    base_rest = g.base_free + [v for p, vs in g.base.items() if p not in g.cand for v in vs]
+    cand_rest = g.cand_free + [v for p, vs in g.cand.items() if p not in g.base for v in vs]
+    info = {
+        'n_pairs': len(pair_ids),
+        'incomplete_pairs': len(set(g.base) ^ set(g.cand)),
+        'base': base_p + base_rest,
+        'cand': cand_p + cand_rest,
+        'lr_n': None, 'lr_var': None, 'variance': None,
+    }
+    if pair_ids:
+        d = [sign * (math.log(c) - math.log(b)) for b, c in zip(base_p, cand_p)]
+        info['lr_n'] = len(d)
+        info['lr_var'] = stats.variance(d) if len(d) >= 2 else None
+        var = _variance_choice(d, info['lr_var'], pooled, consistency_level)
+        info['variance'] = var
+        if var['source'] == 'history':
+            return stats.pooled_t(d, pooled, confidence), info
+        return stats.signed_rank(d, confidence), info
+    if base_rest and cand_rest:
+        return stats.rank_sum([sign * math.log(v) for v in base_rest],
+                              [sign * math.log(v) for v in cand_rest], confidence), info
+    return None, info
 
 
 def pooled_from_history(history: hist_mod.History, key: str,
@@ -262,38 +434,6 @@ def _lr_var_from_samples(history: hist_mod.History, key: str, row: Mapping[str, 
     return n, stats.variance(d)
 
 
-def _compare(g: _Group, confidence: float, pooled: stats.PooledVariance | None = None,
-             consistency_level: float = stats.CONSISTENCY_LEVEL
-             ) -> tuple[stats.Comparison | None, dict[str, Any]]:
-    sign = 1.0 if g.rec.higher_is_better else -1.0
-    pair_ids = sorted(set(g.base) & set(g.cand))
-    gmean = lambda vs: math.exp(math.fsum(math.log(v) for v in vs) / len(vs))  # noqa: E731
-    base_p = [gmean(g.base[p]) for p in pair_ids]
-    cand_p = [gmean(g.cand[p]) for p in pair_ids]
-    base_rest = g.base_free + [v for p, vs in g.base.items() if p not in g.cand for v in vs]
-    cand_rest = g.cand_free + [v for p, vs in g.cand.items() if p not in g.base for v in vs]
-    info = {
-        'n_pairs': len(pair_ids),
-        'incomplete_pairs': len(set(g.base) ^ set(g.cand)),
-        'base': base_p + base_rest,
-        'cand': cand_p + cand_rest,
-        'lr_n': None, 'lr_var': None, 'variance': None,
-    }
-    if pair_ids:
-        d = [sign * (math.log(c) - math.log(b)) for b, c in zip(base_p, cand_p)]
-        info['lr_n'] = len(d)
-        info['lr_var'] = stats.variance(d) if len(d) >= 2 else None
-        var = _variance_choice(d, info['lr_var'], pooled, consistency_level)
-        info['variance'] = var
-        if var['source'] == 'history':
-            return stats.pooled_t(d, pooled, confidence), info
-        return stats.signed_rank(d, confidence), info
-    if base_rest and cand_rest:
-        return stats.rank_sum([sign * math.log(v) for v in base_rest],
-                              [sign * math.log(v) for v in cand_rest], confidence), info
-    return None, info
-
-
 def _variance_choice(d: Sequence[float], var_t: float | None,
                      pooled: stats.PooledVariance | None, level: float) -> dict[str, Any]:
     """Whether tonight borrows the history's variance, and why (recorded per metric)."""
@@ -329,13 +469,55 @@ def _fmt_ratio(x: float) -> float | None:
     return None if not math.isfinite(x) else round(x, 6)
 
 
-def _signature(rec_like: Mapping[str, Any], ignore: Sequence[str]) -> str:
-    params = {k: v for k, v in (rec_like.get('params') or {}).items()
-              if not any(fnmatch.fnmatchcase(str(k).lower(), p.lower()) for p in ignore)}
-    return json.dumps([rec_like['tool'], rec_like['operation'], rec_like['metric'],
-                       rec_like.get('system') or '', params], sort_keys=True, default=str)
+# ------------------------------------------------------------------ decide
+def decide(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
+           looks: Sequence[int] | None) -> tuple[str, str]:
+    """Verdict and reason for one judged metric (see the module docstring)."""
+    margin, alpha = cfg['margin'], cfg['alpha']
+    log_floor = math.log(1.0 - margin)
+    if comp.n < cfg['min_pairs']:
+        return 'INCONCLUSIVE', f'{comp.n} pair(s), fewer than {cfg["min_pairs"]}'
+    if q <= alpha and comp.estimate < log_floor:
+        level = stats.look_level(comp.n, looks, alpha)
+        if q > level:
+            more = 'confirm with more pairs' if comp.n < looks[-1] else 'at the last look'
+            return ('INCONCLUSIVE', f'slowdown suspected (q={q:.2g} > {level:.2g}, the level '
+                    f'of a look at {comp.n} of up to {looks[-1]} pairs): {more}')
+        return 'FAIL', (f'significant slowdown (BH q={q:.2g} <= {level:.2g}) beyond '
+                        f'the {margin:.0%} margin')
+    if comp.lo > log_floor:
+        return 'PASS', f'interval lower bound {math.exp(comp.lo):.3f} > {1 - margin:.2f}'
+    if q <= alpha:
+        return 'INCONCLUSIVE', f'significant slowdown within the {margin:.0%} margin'
+    if comp.lo == -math.inf:
+        return 'INCONCLUSIVE', f'too few pairs ({comp.n}) for a {cfg["confidence"]:.0%} interval'
+    return 'INCONCLUSIVE', (f'interval reaches {math.exp(comp.lo):.3f} < {1 - margin:.2f}: '
+                            f'more pairs needed')
 
 
+def decide_all(metrics: Sequence[MetricComparison], cfg: Mapping[str, Any],
+               looks: Sequence[int] | None) -> None:
+    """Verdicts into the rows: BH within the gated family and, apart, the controls."""
+    for family in (('gated',), ('canary', 'control')):
+        judged = [m for m in metrics if m.role in family and m.comp is not None]
+        qs = stats.benjamini_hochberg([m.comp.p_worse for m in judged])
+        for m, q in zip(judged, qs):
+            m.row['q'] = q
+            m.row['verdict'], m.row['reason'] = decide(m.comp, q, cfg, looks)
+    for m in metrics:
+        row = m.row
+        row.setdefault('q', None)
+        if 'verdict' not in row:
+            if m.role == 'reported':
+                row['verdict'], row['reason'] = None, 'reported, not gated'
+            else:
+                side = 'candidate' if not row['cand'] else 'baseline'
+                row['verdict'], row['reason'] = 'INCONCLUSIVE', f'no {side} samples'
+        row['false_alarm'] = (row['verdict'] == 'FAIL' and row['true_ratio'] is not None
+                              and abs(row['true_ratio'] - 1.0) < 1e-9)
+
+
+# ------------------------------------------------------------------ the night
 def run_gate(records: Iterable[Record], baseline: str, candidate: str,
              cfg: Mapping[str, Any] | None = None, *,
              history: hist_mod.History | None = None,
@@ -343,175 +525,55 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
              problems: Sequence[str] = (), night: str | None = None,
              looks: Sequence[int] | None = None, baseline_commit: str | None = None,
              candidate_commit: str | None = None) -> dict[str, Any]:
-    """Gate one night; returns the result mapping (JSON-serialisable)."""
+    """Gate one night; returns the result mapping (JSON-serialisable).
+
+    :func:`collect` the samples per metric, :func:`compare` the builds per
+    metric, :func:`decide_all` the verdicts, :func:`annotate` the night.
+    """
     cfg = dict(cfg or load_config())
     looks = looks if looks is not None else cfg.get('looks')
     history = history or hist_mod.History()
-    problems = list(problems)
-    counts = {'records': 0, 'malformed': len(problems), 'other_build': 0, 'duplicates': 0,
-              'non_positive': 0, 'direction_conflicts': 0, 'perf_fail_samples': 0}
-    groups: dict[tuple, _Group] = {}
-    seen: set = set()
-    commits: dict[str, dict[str, int]] = {'base': {}, 'cand': {}}
-    last_ts = ''
-    for rec in records:
-        counts['records'] += 1
-        if rec.hdf5_build == baseline:
-            side = 'base'
-        elif rec.hdf5_build == candidate:
-            side = 'cand'
-        else:
-            counts['other_build'] += 1
-            continue
-        if not isinstance(rec.params, Mapping) or not isinstance(rec.provenance, Mapping):
-            problems.append(f'run {rec.run_id}: params/provenance not mappings, skipped')
-            counts['malformed'] += 1
-            continue
-        if rec.value <= 0:
-            counts['non_positive'] += 1
-            problems.append(f'run {rec.run_id} {rec.operation} {rec.metric}: value '
-                            f'{rec.value} <= 0, skipped')
-            continue
-        ident = (rec.run_id, rec.hdf5_build, rec.key)
-        if ident in seen:
-            counts['duplicates'] += 1
-            continue
-        seen.add(ident)
-        g = groups.get(rec.key)
-        if g is None:
-            g = groups[rec.key] = _Group(rec)
-        if rec.higher_is_better != g.rec.higher_is_better:
-            counts['direction_conflicts'] += 1
-            problems.append(f'run {rec.run_id} {rec.operation} {rec.metric}: '
-                            f'higher_is_better disagrees with other runs, skipped')
-            continue
-        if rec.result == 'perf_fail':
-            g.perf_fail += 1
-            counts['perf_fail_samples'] += 1
-        last_ts = max(last_ts, str(rec.timestamp))
-        c = _commit(rec)
-        if c:
-            commits[side][c] = commits[side].get(c, 0) + 1
-        tr = _true_ratio(rec)
-        (g.tr_base if side == 'base' else g.tr_cand).add(tr)
-        if rec.pair_id is None:
-            (g.base_free if side == 'base' else g.cand_free).append(rec.value)
-        else:
-            (g.base if side == 'base' else g.cand).setdefault(str(rec.pair_id), []).append(rec.value)
-
-    def top(d: dict[str, int]) -> str | None:
-        return max(d, key=d.get) if d else None
-    base_commit = baseline_commit or top(commits['base'])
-    cand_commit = candidate_commit or top(commits['cand'])
+    tonight = collect(records, baseline, candidate, problems)
+    base_commit = baseline_commit or tonight.commit('base')
+    cand_commit = candidate_commit or tonight.commit('cand')
     aa = baseline == candidate or (base_commit is not None and base_commit == cand_commit)
-
-    night = night or (last_ts[:10] if last_ts else
-                      datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d'))
-    metrics: list[dict[str, Any]] = []
-    comps: list[stats.Comparison | None] = []
-    hv = cfg['history_variance']
-    for key, g in groups.items():
-        r = g.rec
-        role = role_of(cfg, r.tool, r.operation, r.metric, r.params)
-        pooled = (pooled_from_history(history, hist_mod.metric_key(*key), hv)
-                  if role != 'reported' else None)
-        comp, info = _compare(g, cfg['confidence'], pooled, float(hv['consistency_level']))
-        sign = 1.0 if r.higher_is_better else -1.0
-        true_ratio = None
-        if role in ('canary', 'control') or aa:
-            true_ratio = 1.0
-        elif len(g.tr_cand) == 1 and None not in g.tr_cand:
-            tb = next(iter(g.tr_base)) if len(g.tr_base) == 1 else None
-            true_ratio = next(iter(g.tr_cand)) / (tb or 1.0)
-        m = {
-            'key': hist_mod.metric_key(*key),
-            'label': _label(r.test, r.tool, r.operation, r.metric, r.config_hash, r.params),
-            'tool': r.tool, 'operation': r.operation, 'metric': r.metric, 'unit': r.unit,
-            'higher_is_better': r.higher_is_better, 'test': r.test,
-            'test_class': refs_mod.test_class(r.test, r.provenance, r.params),
-            'perf_var': refs_mod.perf_var(r.operation, r.metric, r.provenance),
-            'system': r.system, 'params': r.params, 'config_hash': r.config_hash,
-            'role': role, 'n_base': sum(map(len, g.base.values())) + len(g.base_free),
-            'n_cand': sum(map(len, g.cand.values())) + len(g.cand_free),
-            'perf_fail': g.perf_fail, 'true_ratio': true_ratio, **info,
-        }
-        m['base_median'] = stats.median(info['base']) if info['base'] else None
-        m['cand_median'] = stats.median(info['cand']) if info['cand'] else None
-        allv = info['base'] + info['cand']
-        m['median_all'] = stats.median(allv) if allv else None
-        if comp is not None:
-            m.update({
-                'method': comp.method, 'n': comp.n,
-                'perf_ratio': _fmt_ratio(comp.ratio), 'perf_lo': _fmt_ratio(comp.ratio_lo),
-                'perf_hi': _fmt_ratio(comp.ratio_hi),
-                'ratio': _fmt_ratio(math.exp(sign * comp.estimate)),
-                'ratio_lo': _fmt_ratio(math.exp(sign * (comp.lo if sign > 0 else comp.hi))),
-                'ratio_hi': _fmt_ratio(math.exp(sign * (comp.hi if sign > 0 else comp.lo))),
-                'p_worse': comp.p_worse, 'p_two_sided': comp.p_two_sided,
-            })
-        else:
-            m.update({'method': None, 'n': 0, 'ratio': None, 'ratio_lo': None,
-                      'ratio_hi': None, 'perf_ratio': None, 'perf_lo': None,
-                      'perf_hi': None, 'p_worse': None, 'p_two_sided': None})
-        metrics.append(m)
-        comps.append(comp)
-
-    # ---- verdicts: BH within the gated family and, separately, the controls
-    for family in (('gated',), ('canary', 'control')):
-        idx = [i for i, m in enumerate(metrics) if m['role'] in family and comps[i] is not None]
-        qs = stats.benjamini_hochberg([comps[i].p_worse for i in idx])
-        for i, q in zip(idx, qs):
-            metrics[i]['q'] = q
-            metrics[i]['verdict'], metrics[i]['reason'] = decide(comps[i], q, cfg, looks)
-    for m in metrics:
-        m.setdefault('q', None)
-        if 'verdict' not in m:
-            if m['role'] == 'reported':
-                m['verdict'], m['reason'] = None, 'reported, not gated'
-            else:
-                side = 'candidate' if not m['cand'] else 'baseline'
-                m['verdict'], m['reason'] = 'INCONCLUSIVE', f'no {side} samples'
-        m['false_alarm'] = (m['verdict'] == 'FAIL' and m['true_ratio'] is not None
-                            and abs(m['true_ratio'] - 1.0) < 1e-9)
-
-    # ---- reference envelopes (candidate median)
-    if references is not None:
-        for m in metrics:
-            m['envelope'] = None
-            if m['cand_median'] is None:
-                continue
-            ref = references.lookup(m['test_class'], m['perf_var'], m['system'], m['params'])
-            if ref is None:
-                continue
-            low, high = refs_mod.bounds(ref)
-            v = m['cand_median']
-            status = 'inside' if low <= v <= high else ('below' if v < low else 'above')
-            worse = (status == 'below') == bool(m['higher_is_better']) and status != 'inside'
-            m['envelope'] = {'ref': ref[0], 'low': low, 'high': high, 'status': status,
-                             'worse': worse}
-
+    comparisons = compare(tonight.groups, cfg, history, aa)
+    decide_all(comparisons, cfg, looks)
     result: dict[str, Any] = {
-        'version': 1, 'night': night, 'timestamp': last_ts or None,
+        'version': 1, 'night': night or _night_of(tonight.last_ts),
+        'timestamp': tonight.last_ts or None,
         'baseline': baseline, 'candidate': candidate,
         'baseline_commit': base_commit, 'candidate_commit': cand_commit, 'a_a': aa,
         'config': {k: cfg[k] for k in ('margin', 'alpha', 'confidence', 'min_pairs',
                                        'hdf5_overhead')} | {'looks': looks},
-        'metrics': metrics, 'counts': counts,
-        'problems': problems[:50], 'problem_count': len(problems),
+        'metrics': [m.row for m in comparisons], 'counts': tonight.counts,
+        'problems': tonight.problems[:50], 'problem_count': len(tonight.problems),
     }
+    annotate(result, cfg, history, references)
+    return result
+
+
+# ------------------------------------------------------------------ annotate
+def annotate(result: dict[str, Any], cfg: Mapping[str, Any], history: hist_mod.History,
+             references: refs_mod.References | None) -> None:
+    """The night around the verdicts: reference envelopes, HDF5/MPI-IO, the fio
+    ceiling, degraded canaries, change points, false alarms; the overall verdict."""
+    metrics = result['metrics']
+    if references is not None:
+        for m in metrics:
+            m['envelope'] = _envelope(m, references)
     result['canary'] = _canary_ratios(metrics, cfg)
     result['ceiling'] = _ceiling(metrics, cfg)
     result['degraded'] = _degraded(metrics, history, cfg)
     result['change_points'] = _change_points(metrics, history, cfg, result)
     result['false_alarms'] = false_alarm_rates(history, metrics)
-
     gated = [m for m in metrics if m['role'] == 'gated']
     if any(d['degraded'] for d in result['degraded']):
         overall = 'DEGRADED'
     elif not gated:
         overall = 'ERROR'
         result['error'] = ('nothing to gate: no records of a gated metric for builds '
-                           f'{baseline!r}/{candidate!r}')
+                           f'{result["baseline"]!r}/{result["candidate"]!r}')
     elif any(m['verdict'] == 'FAIL' for m in gated):
         overall = 'FAIL'
     elif any(m['verdict'] != 'PASS' for m in gated):
@@ -520,7 +582,27 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
         overall = 'PASS'
     result['overall'] = overall
     result['exit_code'] = EXIT_CODES[overall]
-    return result
+
+
+def _envelope(m: Mapping[str, Any], references: refs_mod.References) -> dict[str, Any] | None:
+    """The candidate's median against the metric's reference envelope, if it has one."""
+    if m['cand_median'] is None:
+        return None
+    ref = references.lookup(m['test_class'], m['perf_var'], m['system'], m['params'])
+    if ref is None:
+        return None
+    low, high = refs_mod.bounds(ref)
+    v = m['cand_median']
+    status = 'inside' if low <= v <= high else ('below' if v < low else 'above')
+    worse = (status == 'below') == bool(m['higher_is_better']) and status != 'inside'
+    return {'ref': ref[0], 'low': low, 'high': high, 'status': status, 'worse': worse}
+
+
+def _signature(rec_like: Mapping[str, Any], ignore: Sequence[str]) -> str:
+    params = {k: v for k, v in (rec_like.get('params') or {}).items()
+              if not any(fnmatch.fnmatchcase(str(k).lower(), p.lower()) for p in ignore)}
+    return json.dumps([rec_like['tool'], rec_like['operation'], rec_like['metric'],
+                       rec_like.get('system') or '', params], sort_keys=True, default=str)
 
 
 def _canary_ratios(metrics: list[dict], cfg: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -750,12 +832,6 @@ def format_text(result: Mapping[str, Any]) -> str:
     return '\n'.join(out)
 
 
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, float):
-        return None
-    return str(obj)
-
-
 def dumps(result: Mapping[str, Any]) -> str:
     def clean(o: Any) -> Any:
         if isinstance(o, float) and not math.isfinite(o):
@@ -765,7 +841,7 @@ def dumps(result: Mapping[str, Any]) -> str:
         if isinstance(o, (list, tuple)):
             return [clean(v) for v in o]
         return o
-    return json.dumps(clean(result), indent=1, default=_json_default)
+    return json.dumps(clean(result), indent=1, default=str)
 
 
 # ------------------------------------------------------------------ CLI
