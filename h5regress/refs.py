@@ -1,8 +1,10 @@
 """Reference envelopes: read, apply, derive from history, write.
 
 File format: ReFrame 4.10 external references, one file per tool under
-``reframe/config/references/<tool>.yaml`` (checks say ``reference =
-{'$ref': '<tool>.yaml'}``)::
+``reframe/config/references/``, the one each check names (``reference =
+{'$ref': '../config/references/flashio.yaml'}``; :class:`ReferenceFiles`
+reads those names from the checks, so ``h5regress refs`` writes the file
+they read)::
 
     IorCheck:                      # test class name
       $index: [$partition, api]    # optional; without it the level is system:partition
@@ -20,6 +22,8 @@ How a record maps onto the file (contract with the perflog reader):
 
 * class: ``provenance['test_class']``, else the first word of ``test`` with
   ReFrame's variant suffix (``_<8 hex>``) removed;
+* file: the one the class's check names, else the one the checks of the
+  record's tool name, else ``<tool>.yaml`` (a tool no check runs);
 * performance variable: ``provenance['perf_var']``, else
   ``<operation>_<metric>``;
 * index values: ``$partition`` -> ``system``; ``$system`` -> its first part;
@@ -38,12 +42,14 @@ with no history are kept as they are; ``$xfail`` entries are never touched.
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import math
 import os
 import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
@@ -51,7 +57,7 @@ import yaml
 from h5regress import history as hist_mod
 from h5regress import stats
 from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
-from h5regress.gateconfig import REFERENCES_DIR, ConfigError, load_config
+from h5regress.gateconfig import CHECKS_DIR, REFERENCES_DIR, ConfigError, load_config
 
 
 class RefsError(ValueError):
@@ -267,6 +273,72 @@ def bounds(ref: tuple) -> tuple[float, float]:
     return low, high
 
 
+# ------------------------------------------------------------------ which file
+@dataclasses.dataclass
+class ReferenceFiles:
+    """The reference file each check reads, from its ``reference = {'$ref': ...}``.
+
+    The checks are the one place that says it: ``by_class`` maps a check class
+    (its own ``$ref`` or one inherited within its file) to the file name,
+    ``by_tool`` a tool whose checks all read one file to that file. Read with
+    ``ast``: nothing is imported (the checks need ReFrame).
+    """
+    by_class: dict[str, str]
+    by_tool: dict[str, str]
+
+    def name(self, klass: str, tool: str) -> str:
+        """File name for a class: its check's, else its tool's checks', else ``<tool>.yaml``
+        (a tool no check runs: the gate still reads every file of the directory)."""
+        return self.by_class.get(klass) or self.by_tool.get(tool) or f'{tool}.yaml'
+
+    @classmethod
+    def from_checks(cls, checks_dir: str | os.PathLike = CHECKS_DIR) -> 'ReferenceFiles':
+        by_class: dict[str, str] = {}
+        tools: dict[str, set[str]] = {}
+        for path in sorted(Path(checks_dir).glob('*.py')):
+            for klass, (tool, ref) in _check_classes(path.read_text(encoding='utf-8')).items():
+                if ref:
+                    by_class[klass] = ref
+                    if tool:
+                        tools.setdefault(tool, set()).add(ref)
+        return cls(by_class, {t: refs.pop() for t, refs in tools.items() if len(refs) == 1})
+
+
+def _check_classes(source: str) -> dict[str, tuple[str | None, str | None]]:
+    """Class name -> (``tool``, file name of ``reference['$ref']``), inherited in the file."""
+    own: dict[str, dict[str, str]] = {}
+    bases: dict[str, list[str]] = {}
+    for node in ast.parse(source).body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        bases[node.name] = [b.id for b in node.bases if isinstance(b, ast.Name)]
+        attrs = own[node.name] = {}
+        for stmt in node.body:
+            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                    and isinstance(stmt.targets[0], ast.Name)):
+                continue
+            name, value = stmt.targets[0].id, stmt.value
+            if name == 'tool' and isinstance(value, ast.Constant) and isinstance(value.value, str):
+                attrs['tool'] = value.value
+            elif name == 'reference' and isinstance(value, ast.Dict):
+                for k, v in zip(value.keys, value.values):
+                    if isinstance(k, ast.Constant) and k.value == '$ref' \
+                            and isinstance(v, ast.Constant) and isinstance(v.value, str):
+                        attrs['reference'] = PurePosixPath(v.value).name
+
+    def inherited(klass: str, attr: str, seen: frozenset = frozenset()) -> str | None:
+        if attr in own.get(klass, {}):
+            return own[klass][attr]
+        for base in bases.get(klass, ()):
+            if base not in seen:
+                found = inherited(base, attr, seen | {klass})
+                if found:
+                    return found
+        return None
+
+    return {k: (inherited(k, 'tool'), inherited(k, 'reference')) for k in own}
+
+
 # ------------------------------------------------------------------ deriving
 def _round_sig(x: float, digits: int = 3) -> float:
     if x == 0 or not math.isfinite(x):
@@ -292,22 +364,19 @@ def derive(history: 'hist_mod.History', refs_dir: str | os.PathLike,
            index: Mapping[str, Sequence[str]] | None = None, window: int = 30,
            lo_pct: float = 5.0, hi_pct: float = 95.0, slack: float = 0.05,
            min_samples: int = 10, build: str | None = None,
-           systems: Sequence[str] | None = None) -> tuple[dict[Path, dict], list[str]]:
+           systems: Sequence[str] | None = None,
+           files: ReferenceFiles | None = None) -> tuple[dict[Path, dict], list[str]]:
     """New contents of every reference file touched by the history.
 
     Returns ``({file: merged mapping}, notes)``. ``index`` maps a class name
     (or a tool) to the ``$index`` to use for classes the file does not have
-    yet. Existing files are read first (a malformed file raises RefsError).
+    yet. A class's file is the one its check reads (``files``, by default
+    from the checks in ``reframe/checks``). Existing files are read first (a
+    malformed file raises RefsError).
     """
     refs_dir = Path(refs_dir)
+    files = files or ReferenceFiles.from_checks()
     index = dict(index or {})
-    notes: list[str] = []
-    nights = history.nights
-    first = max(0, len(nights) - window)
-    bad_nights = {n['index'] for n in nights if n.get('degraded')}
-    # (file, class, path tuple, var) -> samples, unit
-    pools: dict[tuple, list[float]] = {}
-    units: dict[tuple, str] = {}
     existing: dict[Path, dict] = {}
 
     def current(fname: Path) -> dict:
@@ -315,71 +384,112 @@ def derive(history: 'hist_mod.History', refs_dir: str | os.PathLike,
             existing[fname] = load_file(fname) if fname.exists() else {}
         return existing[fname]
 
-    skipped_index = 0
+    def entry_of(m: Mapping[str, Any]) -> tuple | None:
+        return _entry(m, refs_dir, files, index, current)
+
+    pools, units, skipped = _pool_samples(history, window, build, systems, entry_of)
+    notes: list[str] = []
+    if skipped:
+        notes.append(f'{skipped} metric-night(s) lack an $index attribute or a '
+                     f'system:partition and were not used')
+    out: dict[Path, dict] = {}
+    for k, values in sorted(pools.items(), key=lambda kv: str(kv[0])):
+        fname, klass, idx, path, var = k
+        data = out.setdefault(fname, _copy(current(fname)))
+        note = _set_entry(data, k, values, units.get(k), min_samples,
+                          lambda v: envelope(v, lo_pct, hi_pct, slack))
+        if note:
+            notes.append(f'{klass} {"/".join(map(str, path))} {var}: {note}')
+    for fname, data in out.items():
+        validate(data, str(fname))
+    return out, notes
+
+
+def _pool_samples(history: 'hist_mod.History', window: int, build: str | None,
+                  systems: Sequence[str] | None, entry_of: Any
+                  ) -> tuple[dict[tuple, list[float]], dict[tuple, str], int]:
+    """Samples per reference entry ``(file, class, $index, index path, variable)`` over
+    the last ``window`` nights (degraded ones left out), their units, and how many
+    metric-nights had no index values."""
+    nights = history.nights
+    first = max(0, len(nights) - window)
+    bad_nights = {n['index'] for n in nights if n.get('degraded')}
+    pools: dict[tuple, list[float]] = {}
+    units: dict[tuple, str] = {}
+    skipped = 0
     for key, lines in history.series.items():
         for line in lines:
             ni = line['night_index']
             if ni < first or ni in bad_nights:
                 continue
             m = history.meta(key, ni)
-            if not m:
+            if not m or (systems and (m.get('system') or '') not in systems):
                 continue
-            system = m.get('system') or ''
-            if systems and system not in systems:
-                continue
-            base, cand = history.samples(key, ni)
-            samples: list[float] = []
-            if build in (None, nights[ni].get('baseline')):
-                samples += base
-            if build in (None, nights[ni].get('candidate')) and line.get('verdict') != 'FAIL':
-                samples += cand
+            samples = _night_samples(history, key, line, build)
             if not samples:
                 continue
-            tool = m.get('tool') or 'unknown'
-            klass = m.get('test_class') or test_class(m.get('test', ''))
-            if not klass:
-                continue
-            fname = refs_dir / f'{tool}.yaml'
-            body = current(fname).get(klass)
-            idx = (body or {}).get('$index') or index.get(klass) or index.get(tool)
-            params = m.get('params') or {}
             try:
-                path = tuple(index_value(a, system, params) for a in idx) if idx else (system,)
+                k = entry_of(m)
             except KeyError:
-                skipped_index += 1
+                skipped += 1
                 continue
-            if not idx and not system:
-                skipped_index += 1
-                continue
-            var = m.get('perf_var') or perf_var(m['operation'], m['metric'])
-            k = (fname, klass, tuple(idx or ()), path, var)
-            pools.setdefault(k, []).extend(samples)
-            units[k] = m.get('unit')
-    if skipped_index:
-        notes.append(f'{skipped_index} metric-night(s) lack an $index attribute or a '
-                     f'system:partition and were not used')
+            if k is not None:
+                pools.setdefault(k, []).extend(samples)
+                units[k] = m.get('unit')
+    return pools, units, skipped
 
-    out: dict[Path, dict] = {}
-    for (fname, klass, idx, path, var), values in sorted(pools.items(), key=lambda kv: str(kv[0])):
-        data = out.setdefault(fname, _copy(current(fname)))
-        if len(values) < min_samples:
-            notes.append(f'{klass} {"/".join(map(str, path))} {var}: only {len(values)} '
-                         f'samples (< {min_samples}), entry left as it was')
-            continue
-        if klass not in data:
-            data[klass] = {'$index': list(idx)} if idx else {}
-        node = data[klass]
-        for p in path:
-            node = node.setdefault(p, {})
-        old = node.get(var)
-        if isinstance(old, list) and old and old[0] == '$xfail':
-            notes.append(f'{klass} {"/".join(map(str, path))} {var}: $xfail entry kept')
-            continue
-        ref, lo, hi = envelope(values, lo_pct, hi_pct, slack)
-        node[var] = [ref, lo, hi, units.get((fname, klass, idx, path, var)) or None]
-    for fname, data in out.items():
-        validate(data, str(fname))
-    return out, notes
+
+def _night_samples(history: 'hist_mod.History', key: str, line: Mapping[str, Any],
+                   build: str | None) -> list[float]:
+    """A metric's samples of one night: baseline's, and candidate's unless it FAILed
+    (with ``build``: that build's only)."""
+    night = history.nights[line['night_index']]
+    base, cand = history.samples(key, line['night_index'])
+    samples: list[float] = []
+    if build in (None, night.get('baseline')):
+        samples += base
+    if build in (None, night.get('candidate')) and line.get('verdict') != 'FAIL':
+        samples += cand
+    return samples
+
+
+def _entry(m: Mapping[str, Any], refs_dir: Path, files: ReferenceFiles,
+           index: Mapping[str, Sequence[str]], current: Any) -> tuple | None:
+    """``(file, class, $index, index path, variable)`` of a metric; None without a
+    class; KeyError when the record lacks an index value or a system:partition."""
+    system = m.get('system') or ''
+    tool = m.get('tool') or 'unknown'
+    klass = m.get('test_class') or test_class(m.get('test', ''))
+    if not klass:
+        return None
+    fname = refs_dir / files.name(klass, tool)
+    body = current(fname).get(klass)
+    idx = (body or {}).get('$index') or index.get(klass) or index.get(tool)
+    if not idx and not system:
+        raise KeyError('$partition')
+    params = m.get('params') or {}
+    path = tuple(index_value(a, system, params) for a in idx) if idx else (system,)
+    var = m.get('perf_var') or perf_var(m['operation'], m['metric'])
+    return (fname, klass, tuple(idx or ()), path, var)
+
+
+def _set_entry(data: dict, k: tuple, values: Sequence[float], unit: str | None,
+               min_samples: int, make_envelope: Any) -> str | None:
+    """Put the envelope of ``values`` into a file's mapping; a note when it is not put."""
+    _fname, klass, idx, path, var = k
+    if len(values) < min_samples:
+        return f'only {len(values)} samples (< {min_samples}), entry left as it was'
+    if klass not in data:
+        data[klass] = {'$index': list(idx)} if idx else {}
+    node = data[klass]
+    for p in path:
+        node = node.setdefault(p, {})
+    old = node.get(var)
+    if isinstance(old, list) and old and old[0] == '$xfail':
+        return '$xfail entry kept'
+    ref, lo, hi = make_envelope(values)
+    node[var] = [ref, lo, hi, unit or None]
+    return None
 
 
 def _copy(obj: Any) -> Any:

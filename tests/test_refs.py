@@ -6,7 +6,7 @@ import random
 import pytest
 import yaml
 
-from h5regress import gate, history, refs, stats
+from h5regress import gate, gateconfig, history, refs, stats
 from h5regress.record import Record
 
 BASE, CAND = 'hdf5-1.14.6', 'hdf5-develop'
@@ -161,3 +161,59 @@ def test_refs_cli(tmp_path, capsys):
     (rdir / 'ior.yaml').write_text('ior_check: {local: [1, 2]}\n')
     assert refs.main_refs(['--history', str(hdir), '--out', str(rdir)]) == 4
     assert 'ior.yaml' in capsys.readouterr().err
+
+
+# ------------------------------------------------------- which file the checks read
+def flashio_history(root, nights=3):
+    cfg = gate.load_config()
+    rng = random.Random(2)
+    for k in range(1, nights + 1):
+        recs = []
+        for p in range(5):
+            for build in (BASE, CAND):
+                recs.append(Record(
+                    tool='flash-io', operation='checkpoint', metric='bw',
+                    value=300 * math.exp(rng.gauss(0, 0.05)), unit='MiB/s',
+                    higher_is_better=True, params={'api': 'hdf5', 'case': 'hdf5-collective'},
+                    provenance={}, hdf5_build=build, config_hash='h-flashio',
+                    run_id=f'{k}-{p}-{build}', timestamp=f'2025-05-{k:02d}T03:00:00+00:00',
+                    test='flashio_check_0a1b2c3d', system='local:default',
+                    pair_id=f'{k}-{p}'))
+        history.write_night(root, *gate.history_lines(gate.run_gate(recs, BASE, CAND, cfg)))
+
+
+def test_refs_writes_the_reference_file_the_checks_read(tmp_path):
+    # the records' tool is 'flash-io'; the FLASH-IO checks read flashio.yaml
+    hdir, rdir = tmp_path / 'hist', tmp_path / 'refs'
+    rdir.mkdir()
+    flashio_history(hdir)
+    files, _ = refs.derive(history.load(hdir), rdir)
+    assert set(files) == {rdir / 'flashio.yaml'}
+    assert refs.main_refs(['--history', str(hdir), '--out', str(rdir)]) == 0
+    assert sorted(p.name for p in rdir.iterdir()) == ['flashio.yaml']
+    written = refs.load_file(rdir / 'flashio.yaml')
+    assert written['flashio_check']['local:default']['checkpoint_bw'][0] == pytest.approx(
+        300, rel=0.05)
+
+
+def test_reference_file_names_come_from_the_checks():
+    files = refs.ReferenceFiles.from_checks()
+    assert files.by_tool['flash-io'] == 'flashio.yaml'
+    assert files.by_class['flashio_build_check'] == 'flashio.yaml'       # inherited
+    assert files.by_class['h5bench_write_check'] == 'h5bench.yaml'       # two levels up
+    assert files.name('flashio_check', 'flash-io') == 'flashio.yaml'
+    assert files.name('renamed_check', 'flash-io') == 'flashio.yaml'     # by its tool
+    assert files.name('x_check', 'newtool') == 'newtool.yaml'            # no check runs it
+    # every file a check names exists, and every shipped file is named by a check
+    named = set(files.by_class.values())
+    shipped = {p.name for p in gateconfig.REFERENCES_DIR.glob('*.yaml')}
+    assert named == shipped
+
+
+def test_check_classes_inherit_within_their_file():
+    src = ("class base(X):\n    tool = 't'\n    reference = {'$ref': '../config/references/t.yaml'}\n"
+           "class mid(base):\n    pass\n"
+           "class leaf(mid):\n    tool = 'u'\n"
+           "class other(Y):\n    x = 1\n")
+    assert refs._check_classes(src) == {'base': ('t', 't.yaml'), 'mid': ('t', 't.yaml'),
+                                        'leaf': ('u', 't.yaml'), 'other': (None, None)}
