@@ -72,6 +72,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from h5regress import atomic
 from h5regress import history as hist_mod
 from h5regress import perflog
 from h5regress import refs as refs_mod
@@ -929,7 +930,7 @@ def main_gate(argv: Sequence[str] | None = None) -> int:
         print(format_text(result))
     try:
         if args.json:
-            hist_mod.atomic_write_text(Path(args.json), dumps(result))
+            atomic.write_text(Path(args.json), dumps(result))
         if args.append_history:
             if not hdir:
                 raise UsageError(f'--append-history needs --history or ${hist_mod.ENV}')

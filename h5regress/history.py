@@ -83,11 +83,6 @@ def _night_file(root: Path, night: str) -> Path:
     return root / 'nights' / f'{name}.jsonl'
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (see :mod:`h5regress.atomic`)."""
-    atomic.write_text(path, text)
-
-
 #: fields of a metric that describe it (stored once per night, parsed on demand)
 META_FIELDS = ('label', 'tool', 'operation', 'metric', 'unit', 'higher_is_better', 'test',
                'test_class', 'perf_var', 'system', 'params')
@@ -120,11 +115,11 @@ def write_night(root: str | os.PathLike, header: Mapping[str, Any],
                                                       if k not in META_FIELDS
                                                       and k not in SAMPLE_FIELDS}},
                                 separators=(',', ':')))
-    atomic_write_text(_samples_file(path), json.dumps(samples, separators=(',', ':')))
+    atomic.write_text(_samples_file(path), json.dumps(samples, separators=(',', ':')))
     head = json.dumps({'kind': 'night', 'format': FORMAT, **header},
                       separators=(',', ':'), sort_keys=True)
     meta = _META_PREFIX + json.dumps({'metas': metas}, separators=(',', ':'))[1:]
-    atomic_write_text(path, '\n'.join([head, meta] + lines) + '\n')
+    atomic.write_text(path, '\n'.join([head, meta] + lines) + '\n')
     return path
 
 
@@ -195,14 +190,12 @@ class History:
         return list(got[0]), list(got[1])
 
 
-def load(root: str | os.PathLike | None, exclude_night: str | None = None,
-         keep_values: int = 0) -> History:
+def load(root: str | os.PathLike | None, exclude_night: str | None = None) -> History:
     """Read the summaries of every night under ``root`` (missing directory: empty).
 
     ``exclude_night`` leaves out that night (the gate of a rerun night must not
     see its own earlier attempt as history). Meta lines and samples are read
-    only when asked for. ``keep_values`` is accepted for compatibility and
-    ignored (samples are always lazy).
+    only when asked for.
     """
     hist = History()
     if root is None:

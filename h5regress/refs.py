@@ -54,6 +54,7 @@ from typing import Any
 
 import yaml
 
+from h5regress import atomic
 from h5regress import history as hist_mod
 from h5regress import stats
 from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
@@ -521,7 +522,7 @@ def dump(data: Mapping[str, Any]) -> str:
 
 
 def write(path: str | os.PathLike, data: Mapping[str, Any]) -> None:
-    hist_mod.atomic_write_text(Path(path), dump(data))
+    atomic.write_text(Path(path), dump(data))
 
 
 # ------------------------------------------------------------------ CLI

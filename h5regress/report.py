@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
+from h5regress import atomic
 from h5regress import history as hist_mod
 from h5regress import stats
 from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
@@ -209,6 +210,21 @@ def _series(history: hist_mod.History, m: Mapping[str, Any]) -> dict[str, Any]:
     return {'nights': xs, 'cand': cand, 'base': base}
 
 
+def _y_range(data: Sequence[float], band: tuple[float, float] | None,
+             env: Mapping[str, Any] | None) -> tuple[float, float, float]:
+    """(ymin, ymax, pad) of a plot: the data, and the band and envelope lines near it."""
+    lo, hi = min(data), max(data)
+    span = (hi - lo) or abs(hi) * 0.1 or 1.0
+    extra = [band[0], band[1]] if band else []
+    if env:
+        extra += [v for v in (env['low'], env['high'], env['ref']) if _finite(v)]
+    for v in extra:   # include what is near the data; clip the rest
+        if lo - span <= v <= hi + span:
+            lo, hi = min(lo, v), max(hi, v)
+    pad = (hi - lo) * 0.08 or 1.0
+    return lo - pad, hi + pad, pad
+
+
 def svg_plot(m: Mapping[str, Any], history: hist_mod.History, night: str,
              width: int = 640, height: int = 200) -> str:
     s = _series(history, m)
@@ -221,18 +237,9 @@ def svg_plot(m: Mapping[str, Any], history: hist_mod.History, night: str,
     data = [v for v in cand + base + samples + bsamples if v]
     if not data:
         return '<p>(no data)</p>'
-    lo, hi = min(data), max(data)
-    span = (hi - lo) or abs(hi) * 0.1 or 1.0
     env = m.get('envelope')
     band = (stats.percentile(past, 5), stats.percentile(past, 95)) if len(past) >= 5 else None
-    extra = [band[0], band[1]] if band else []
-    if env:
-        extra += [v for v in (env['low'], env['high'], env['ref']) if _finite(v)]
-    for v in extra:   # include what is near the data; clip the rest
-        if lo - span <= v <= hi + span:
-            lo, hi = min(lo, v), max(hi, v)
-    pad = (hi - lo) * 0.08 or 1.0
-    ymin, ymax = lo - pad, hi + pad
+    ymin, ymax, pad = _y_range(data, band, env)
     left, right, top, bottom = 64, 12, 22, 30
     pw, ph = width - left - right, height - top - bottom
     n = len(nights)
@@ -414,9 +421,9 @@ def write_all(result: Mapping[str, Any], history: hist_mod.History | None,
     history = history or hist_mod.History()
     files = {'md': outdir / 'report.md', 'html': outdir / 'report.html',
              'junit': outdir / 'junit.xml'}
-    hist_mod.atomic_write_text(files['md'], markdown(result))
-    hist_mod.atomic_write_text(files['html'], to_html(result, history))
-    hist_mod.atomic_write_text(files['junit'], junit(result))
+    atomic.write_text(files['md'], markdown(result))
+    atomic.write_text(files['html'], to_html(result, history))
+    atomic.write_text(files['junit'], junit(result))
     return files
 
 
