@@ -217,3 +217,12 @@ def test_check_classes_inherit_within_their_file():
            "class other(Y):\n    x = 1\n")
     assert refs._check_classes(src) == {'base': ('t', 't.yaml'), 'mid': ('t', 't.yaml'),
                                         'leaf': ('u', 't.yaml'), 'other': (None, None)}
+
+
+def test_refs_cli_bad_config_is_an_error(tmp_path, capsys):
+    hdir = tmp_path / 'hist'
+    make_history(hdir, nights=1)
+    (tmp_path / 'site.yaml').write_text('refs: {index: [ior_check]}\n')
+    assert refs.main_refs(['--history', str(hdir), '--out', str(tmp_path),
+                           '--config', str(tmp_path / 'site.yaml'), '--dry-run']) == 4
+    assert "site.yaml: key 'refs.index' must be a mapping" in capsys.readouterr().err

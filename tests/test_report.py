@@ -196,3 +196,12 @@ def test_html_renders_in_headless_chromium(gated_night, tmp_path):
     assert count(lambda r, g, b: 135 < r < 175 and 85 < g < 120 and b < 30) > 5
     assert count(lambda r, g, b: r < 40 and 80 < g < 130 and b > 190) > 5
     assert count(lambda r, g, b: r < 80 and g < 80 and b < 80) > 200
+
+
+def test_report_cli_bad_config_is_an_error(gated_night, tmp_path, capsys):
+    res, _, root = gated_night
+    (tmp_path / 'g.json').write_text(json.dumps(res))
+    (tmp_path / 'site.yaml').write_text('histroy: /somewhere\n')
+    assert report.main_report([str(tmp_path / 'g.json'), '--config',
+                               str(tmp_path / 'site.yaml'), '--out', str(tmp_path)]) == 4
+    assert "site.yaml: unknown key 'histroy'" in capsys.readouterr().err

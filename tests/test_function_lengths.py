@@ -1,0 +1,25 @@
+"""No function of the gate's modules is longer than 80 lines (benchmarks/function_lengths.py)."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / 'benchmarks'))
+
+from function_lengths import function_lengths  # noqa: E402
+
+LIMIT = 80
+
+
+def test_lengths_are_counted_def_to_last_line():
+    src = 'def f():\n    x = 1\n\n    return x\n\n\nclass C:\n    def m(self):\n        pass\n'
+    assert function_lengths(src) == [('f', 4), ('C.m', 2)]
+
+
+@pytest.mark.parametrize('module', ['gate', 'refs', 'report', 'history', 'stats',
+                                    'gateconfig', 'cmdline'])
+def test_no_function_longer_than_the_limit(module):
+    lengths = function_lengths((REPO / 'h5regress' / f'{module}.py').read_text())
+    assert [(name, n) for name, n in lengths if n > LIMIT] == []
