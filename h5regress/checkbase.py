@@ -139,6 +139,13 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
     #: Perflog context: JSON with parameters, provenance, samples; the last perflog column.
     h5r_context = variable(str, value='{}', loggable=True)
 
+    #: Provenance of the tool beyond its path and source, merged into the records'
+    #: (a build fixture's commit, tarball, build type and flags: ``h5regress.builds``).
+    #:
+    #: :type: dict
+    #: :default: ``{}``
+    tool_provenance = variable(typ.Dict[str, object], value={})
+
     #: The benchmark row as its parameter (``benchmark``) formats it, e.g.
     #: ``HDF5-collective-ssf``: the reference files' index beside ``$partition``.
     case = variable(str, value='', loggable=True)
@@ -409,6 +416,7 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
             'tool_source': tool.source,
             'hdf5_commit': tool.hdf5_commit,
             'hdf5_spec_hash': tool.spec_hash,
+            **self.tool_provenance,
             'mpiio_layer': self.mpiio_layer,
             'mpiio_hints': self.mpiio_hints,
             'command_line': ' '.join([self.executable] + list(self.executable_opts)),
