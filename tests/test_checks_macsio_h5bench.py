@@ -73,7 +73,7 @@ def listed(out: str) -> list[str]:
 # ----------------------------------------------------------------------------- listing
 
 def test_macsio_lists_its_table(tmp_path):
-    out = reframe(tmp_path, '-c', str(CHECKS / 'macsio.py'), '-l').stdout
+    out = reframe(tmp_path, '-c', str(CHECKS / 'macsio.py'), '-n', '^macsio_check', '-l').stdout
     rows = [re.search(r'%benchmark=(\S+)', t).group(1) for t in listed(out)]
     assert rows == ['miftmpl-MIF', 'miftmpl-MIFFPP', 'hdf5-MIF', 'hdf5-MIFFPP',
                     'hdf5-SIF-collective', 'hdf5-SIF-independent',
@@ -107,7 +107,7 @@ def test_h5bench_lists_the_supported_patterns(tmp_path):
 
 
 def test_mdtest_lists(tmp_path):
-    out = reframe(tmp_path, '-c', str(CHECKS / 'mdtest.py'), '-l').stdout
+    out = reframe(tmp_path, '-c', str(CHECKS / 'mdtest.py'), '-n', '^mdtest_check', '-l').stdout
     assert [re.search(r'%benchmark=(\S+)', t).group(1) for t in listed(out)] == \
         ['unique_dir', 'shared_dir']
 
@@ -258,8 +258,8 @@ def test_slurm_example_dry_run(tmp_path, stubs):
 def test_missing_tool_is_skipped_with_how_to_get_it(tmp_path):
     path = ':'.join(d for d in os.environ.get('PATH', '').split(':')
                     if d and not (Path(d) / 'macsio').exists())
-    out = reframe(tmp_path, '-c', str(CHECKS / 'macsio.py'), '-r', '-n', 'hdf5-SIF-collective$',
-                  path=path).stdout
+    out = reframe(tmp_path, '-c', str(CHECKS / 'macsio.py'), '-r',
+                  '-n', '^macsio_check.*hdf5-SIF-collective$', path=path).stdout
     assert re.search(r'SKIP.*macsio not found on PATH: install it with the Spack environment',
                      out)
 

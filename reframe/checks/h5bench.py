@@ -23,6 +23,14 @@ the write's message.
 Sizes: particles per rank scale with the partition's ``size_factor`` (4 Mi
 particles, 128 MiB per rank and time step, at 1.0; 2D and 3D use the square and
 cube closest to it). h5bench's "MB" is MiB; the parser normalises.
+
+Each ``h5bench_*_check`` runs the h5bench of each HDF5 build of the Spack manifest
+(else of PATH). Its ``h5bench_*_build_check`` twin runs the same rows with h5bench
+built by a fixture (:class:`h5regress.builds.build_h5bench`, once for all four) from
+the commit ``spack-env/spack.yaml`` pins, against the partition's HDF5, when there is
+no manifest and the binary is not on PATH; the prebuilt check then skips naming it.
+h5bench forces a Debug build (no optimisation); the fixture builds it optimised
+(``Release``) and the records say so (``tool_build_type``, ``tool_build_flags``).
 """
 
 import ctypes
@@ -34,9 +42,10 @@ import subprocess
 
 import reframe as rfm
 import reframe.utility.typecheck as typ
-from reframe.core.builtins import parameter, run_after, variable
+from reframe.core.builtins import fixture, parameter, run_after, variable
 
 from h5regress import tools
+from h5regress.builds import BuiltByFixture, Prebuilt, build_h5bench
 from h5regress.checkbase import HDF5Benchmark, shell_word
 from h5regress.parsers import ParsedRun, RunFailed
 from h5regress.parsers import h5bench as h5bench_parser
@@ -270,8 +279,7 @@ class h5bench_pattern_base(h5bench_base):
         self.env_vars['MPICH_MAX_THREAD_SAFETY'] = 'multiple'
 
 
-@rfm.simple_test
-class h5bench_write_check(h5bench_pattern_base):
+class h5bench_write_base(h5bench_pattern_base):
     #: (dimensions, MEM_PATTERN, FILE_PATTERN, I/O): h5bench's supported write patterns,
     #: then collective/independent, compression, subfiling and ASYNC on 1D/2D CONTIG.
     benchmark = parameter([
@@ -307,8 +315,7 @@ class h5bench_write_check(h5bench_pattern_base):
                          io=io, mode='ASYNC' if io == 'async' else 'SYNC')
 
 
-@rfm.simple_test
-class h5bench_read_check(h5bench_pattern_base):
+class h5bench_read_base(h5bench_pattern_base):
     #: (dimensions, READ_OPTION): h5bench's supported read patterns. The file is written
     #: first with the matching write pattern (CONTIG/STRIDED for STRIDED, else CONTIG/CONTIG).
     benchmark = parameter([
@@ -345,7 +352,7 @@ class h5bench_read_check(h5bench_pattern_base):
         self.write_cfg(WRITE_CFG, write, WRITE_CSV)
         self.use_pattern(read, READ_CFG, READ_CSV, mode='SYNC')
         try:
-            writer = tools.find('h5bench_write', self.resolved_tool.build).path
+            writer = self.companion_binary('h5bench_write')
         except tools.ToolNotFound as err:
             self.skip(f'the write phase: {err}')
         # the write phase, its own output kept apart; then the page cache goes
@@ -372,8 +379,7 @@ class h5bench_read_check(h5bench_pattern_base):
         return read
 
 
-@rfm.simple_test
-class h5bench_exerciser_check(h5bench_base):
+class h5bench_exerciser_base(h5bench_base):
     #: (dimensions, I/O): the exerciser's buffer-size sweep, collective or independent.
     benchmark = parameter([(2, 'collective'), (2, 'independent')],
                           fmt=lambda row: f'{row[0]}D-{row[1]}', loggable=True)
@@ -428,8 +434,7 @@ class h5bench_exerciser_check(h5bench_base):
         })
 
 
-@rfm.simple_test
-class h5bench_metadata_check(h5bench_base):
+class h5bench_metadata_base(h5bench_base):
     #: (dataset layout, MPI-IO mode) of h5bench_hdf5_iotest's many small datasets.
     benchmark = parameter([('contiguous', 'independent'), ('contiguous', 'collective'),
                            ('chunked', 'independent')],
@@ -489,3 +494,64 @@ class h5bench_metadata_check(h5bench_base):
             'write_rate_max': ('write', 'rate_max', 'MiB/s'),
             'read_rate_max': ('read', 'rate_max', 'MiB/s'),
         })
+
+
+# ------------------------------------------------------------------ prebuilt and built
+
+@rfm.simple_test
+class h5bench_write_check(Prebuilt, h5bench_write_base):
+    """h5bench_write as the Spack environment installed it, per HDF5 build (else PATH)."""
+
+
+@rfm.simple_test
+class h5bench_read_check(Prebuilt, h5bench_read_base):
+    """h5bench_read (and h5bench_write) as the Spack environment installed them."""
+
+
+@rfm.simple_test
+class h5bench_exerciser_check(Prebuilt, h5bench_exerciser_base):
+    """h5bench_exerciser as the Spack environment installed it."""
+
+
+@rfm.simple_test
+class h5bench_metadata_check(Prebuilt, h5bench_metadata_base):
+    """h5bench_hdf5_iotest as the Spack environment installed it."""
+
+
+class h5bench_built(BuiltByFixture):
+    """What the ``*_build_check`` twins share: h5bench built once by the fixture."""
+
+    #: h5bench built once per partition and environment, optimised
+    tool_build = fixture(build_h5bench, scope='environment')
+
+
+#: the partition's HDF5, the build the records call ``path`` (each build check's parameter)
+FIXTURE_BUILDS = [tools.PATH_BUILD]
+
+
+@rfm.simple_test
+class h5bench_write_build_check(h5bench_built, h5bench_write_base):
+    """h5bench_write built by the fixture, when nothing provides it."""
+
+    hdf5_build = parameter(FIXTURE_BUILDS, inherit_params=False, loggable=True)
+
+
+@rfm.simple_test
+class h5bench_read_build_check(h5bench_built, h5bench_read_base):
+    """h5bench_read and h5bench_write built by the fixture, when nothing provides them."""
+
+    hdf5_build = parameter(FIXTURE_BUILDS, inherit_params=False, loggable=True)
+
+
+@rfm.simple_test
+class h5bench_exerciser_build_check(h5bench_built, h5bench_exerciser_base):
+    """h5bench_exerciser built by the fixture, when nothing provides it."""
+
+    hdf5_build = parameter(FIXTURE_BUILDS, inherit_params=False, loggable=True)
+
+
+@rfm.simple_test
+class h5bench_metadata_build_check(h5bench_built, h5bench_metadata_base):
+    """h5bench_hdf5_iotest built by the fixture, when nothing provides it."""
+
+    hdf5_build = parameter(FIXTURE_BUILDS, inherit_params=False, loggable=True)

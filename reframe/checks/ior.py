@@ -11,22 +11,29 @@ reads another node's data). On one node ``-C`` changes nothing, so the write and
 read phases run as two executions with the page cache dropped between them when
 the partition permits (``extras.drop_caches`` and root); otherwise the read
 figures are labelled as cached. Results come from IOR's JSON summary files.
+
+``ior_check`` runs the IOR of each HDF5 build of the Spack manifest (without one, the
+IOR on PATH). ``ior_build_check`` runs the same rows with IOR built by a fixture
+(:class:`h5regress.builds.build_ior`) from the commit ``spack-env/spack.yaml`` pins,
+against the partition's HDF5 (Debian's parallel HDF5 on ``local``); it runs only when
+there is no manifest and no ``ior`` on PATH, and ``ior_check`` then skips naming it:
+each row runs once.
 """
 
 import os
 
 import reframe as rfm
-from reframe.core.builtins import parameter, run_after, variable
+from reframe.core.builtins import fixture, parameter, run_after, variable
 
-from h5regress import presets
+from h5regress import presets, tools
+from h5regress.builds import BuiltByFixture, Prebuilt, build_ior
 from h5regress.checkbase import HDF5Benchmark
 
 WRITE_SUMMARY = 'ior-write.json'
 READ_SUMMARY = 'ior-read.json'
 
 
-@rfm.simple_test
-class ior_check(HDF5Benchmark):
+class ior_base(HDF5Benchmark):
     #: (api, preset, layout): what the field compares. POSIX has no collective mode.
     benchmark = parameter([
         ('POSIX', 'independent', 'ssf'),
@@ -116,9 +123,10 @@ class ior_check(HDF5Benchmark):
             presets.parse_size(preset['transfer_size'], f'ior preset {preset_name}'),
             float(extras.get('size_factor', 1.0)))
         if self.block_size:
-            block = presets.parse_size(self.block_size, 'ior_check.block_size')
+            block = presets.parse_size(self.block_size, f'{type(self).__name__}.block_size')
         if self.transfer_size:
-            transfer = presets.parse_size(self.transfer_size, 'ior_check.transfer_size')
+            transfer = presets.parse_size(self.transfer_size,
+                                          f'{type(self).__name__}.transfer_size')
 
         opts = ['-a', api, '-b', str(block), '-t', str(transfer), '-s', str(segments),
                 '-i', str(self.repetitions), '-C']
@@ -186,3 +194,18 @@ class ior_check(HDF5Benchmark):
         phases = [WRITE_SUMMARY, READ_SUMMARY] if READ_SUMMARY in self.output_files \
             else [WRITE_SUMMARY]
         return self.parse_phases(phases, files, cache_matters=self.num_nodes == 1)
+
+
+@rfm.simple_test
+class ior_check(Prebuilt, ior_base):
+    """IOR as the Spack environment installed it, per HDF5 build (else from PATH)."""
+
+
+@rfm.simple_test
+class ior_build_check(BuiltByFixture, ior_base):
+    """IOR built by a fixture from the pinned commit, when nothing provides it."""
+
+    #: IOR (and mdtest) built once per partition and environment
+    tool_build = fixture(build_ior, scope='environment')
+    #: the partition's HDF5: the build the records call ``path``
+    hdf5_build = parameter([tools.PATH_BUILD], inherit_params=False, loggable=True)

@@ -16,14 +16,21 @@ and nothing to stdout; its data go to ``--filebase`` in the test's data director
 exit code lies (a missing directory exits 0 with a plausible bandwidth), so sanity is
 the log as :mod:`h5regress.parsers.macsio` reads it plus the files the run actually
 left (:func:`h5regress.parsers.macsio.check_files`).
+
+``macsio_check`` runs the MACSio of each HDF5 build of the Spack manifest (else of
+PATH); ``macsio_build_check`` the same rows with MACSio built by a fixture
+(:class:`h5regress.builds.build_macsio`, on json-cwx from its own fixture) from the
+commits ``spack-env/spack.yaml`` pins, when there is no manifest and no ``macsio`` on
+PATH; ``macsio_check`` then skips naming it.
 """
 
 import os
 
 import reframe as rfm
-from reframe.core.builtins import parameter, run_after, variable
+from reframe.core.builtins import fixture, parameter, run_after, variable
 
-from h5regress import presets
+from h5regress import presets, tools
+from h5regress.builds import BuiltByFixture, Prebuilt, build_macsio
 from h5regress.checkbase import HDF5Benchmark
 from h5regress.parsers import RunFailed
 from h5regress.parsers import macsio as macsio_parser
@@ -35,8 +42,7 @@ BASE_PART_SIZE = 2 * 1024 ** 2
 MIN_PART_SIZE = 256 * 1024
 
 
-@rfm.simple_test
-class macsio_check(HDF5Benchmark):
+class macsio_base(HDF5Benchmark):
     #: (interface, parallel file mode, SIF collective/independent, compression)
     benchmark = parameter([
         ('miftmpl', 'MIF', '', ''),
@@ -94,7 +100,7 @@ class macsio_check(HDF5Benchmark):
     def set_benchmark_options(self):
         interface, mode, io, compression = self.benchmark
         ranks = self.num_tasks
-        part = (presets.parse_size(self.part_size, 'macsio_check.part_size')
+        part = (presets.parse_size(self.part_size, f'{type(self).__name__}.part_size')
                 if self.part_size else
                 max(MIN_PART_SIZE, int(BASE_PART_SIZE *
                                        float(self.current_partition.extras.get('size_factor',
@@ -147,3 +153,18 @@ class macsio_check(HDF5Benchmark):
             raise RunFailed(f'{self.data_dir}: the data files do not match '
                             f'{macsio_parser.LOG_NAME}: ' + '; '.join(problems))
         return run
+
+
+@rfm.simple_test
+class macsio_check(Prebuilt, macsio_base):
+    """MACSio as the Spack environment installed it, per HDF5 build (else from PATH)."""
+
+
+@rfm.simple_test
+class macsio_build_check(BuiltByFixture, macsio_base):
+    """MACSio built by a fixture from the pinned commit, when nothing provides it."""
+
+    #: MACSio (and json-cwx) built once per partition and environment
+    tool_build = fixture(build_macsio, scope='environment')
+    #: the partition's HDF5: the build the records call ``path``
+    hdf5_build = parameter([tools.PATH_BUILD], inherit_params=False, loggable=True)

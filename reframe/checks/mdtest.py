@@ -9,19 +9,24 @@ mdtest-hard), so "File read" opens and reads data.
 
 On several nodes, stat and read go to another node's files (``-N`` tasks per
 node), out of the client cache; on one node they are served from it.
+
+``mdtest_check`` runs the mdtest of the Spack environment (or of PATH);
+``mdtest_build_check`` the mdtest of IOR's tree, built by IOR's fixture
+(:class:`h5regress.builds.build_ior`, the same build ``ior_build_check`` runs), when
+there is no manifest and no ``mdtest`` on PATH; ``mdtest_check`` then skips naming it.
 """
 
 import reframe as rfm
-from reframe.core.builtins import parameter, run_after, variable
+from reframe.core.builtins import fixture, parameter, run_after, variable
 
+from h5regress.builds import BuiltByFixture, Prebuilt, build_ior
 from h5regress.checkbase import IOBenchmark
 
 #: mdtest operations reported as performance variables
 OPERATIONS = ('file_create', 'file_stat', 'file_read', 'file_remove')
 
 
-@rfm.simple_test
-class mdtest_check(IOBenchmark):
+class mdtest_base(IOBenchmark):
     #: Where the ranks' files go: a directory per rank (``-u``) or one shared directory.
     benchmark = parameter(['unique_dir', 'shared_dir'], loggable=True)
 
@@ -67,3 +72,16 @@ class mdtest_check(IOBenchmark):
                             'nstride': self.tasks_per_node if self.num_nodes > 1 else 0}
         self.set_perf_variables({f'{op}_rate': (op, 'rate_mean', 'ops/s')
                                  for op in OPERATIONS})
+
+
+@rfm.simple_test
+class mdtest_check(Prebuilt, mdtest_base):
+    """mdtest of the Spack environment (any HDF5 build's IOR), else from PATH."""
+
+
+@rfm.simple_test
+class mdtest_build_check(BuiltByFixture, mdtest_base):
+    """mdtest from IOR's fixture build, when nothing provides it."""
+
+    #: IOR's build (it makes mdtest too): shared with ior_build_check
+    tool_build = fixture(build_ior, scope='environment')

@@ -37,6 +37,16 @@ hard-coded in them):
 ``fio_size``        file size per fio job (the storage-ceiling check).
 ``hdf5_plugin_path`` where HDF5 VOL connectors live (h5bench's ASYNC rows need the
                     async VOL connector there, or in $HDF5_PLUGIN_PATH).
+
+For the tools built by fixtures (the ``*_build_check`` tests; ``h5regress.builds``):
+
+``tool_sources``    a Spack source mirror holding the tarballs of the commits
+                    spack-env/spack.yaml pins (``_source-cache/git/<org>/<repo>.git/
+                    <commit>.tar.gz``); ``$H5REGRESS_TOOL_SOURCES`` overrides it. Unset:
+                    the build downloads the upstream GitHub archive of the commit.
+``hdf5_pkg_config`` pkg-config module of the parallel HDF5 the tools build against
+                    (``hdf5-openmpi`` on Debian); or ``hdf5_prefix``, a directory with
+                    ``include/hdf5.h`` and ``lib/libhdf5.so``. Neither: ``h5pcc -show``.
 """
 
 import os
@@ -209,6 +219,8 @@ site_configuration = {
                         'mpiio_hints': {},
                         'drop_caches': True,
                         'fio_size': '256M',
+                        # the tools built by fixtures: Debian's parallel HDF5
+                        'hdf5_pkg_config': 'hdf5-openmpi',
                     },
                 },
             ],
