@@ -186,6 +186,93 @@ def test_fewer_results_than_repetitions_is_run_failed():
         ior.parse({'summary.json': json.dumps(doc)})
 
 
+# ------------------------------------------------------------------------------------
+# moved against asked (issue 14): derived from real summaries by changing one value
+
+def test_a_negative_sample_is_refused():
+    doc = json.loads(fixture('mpiio-coll-ssf-b16m')['summary.json'])
+    doc['tests'][0]['Results'][2]['bwMiB'] = -734.0439
+    with pytest.raises(RunFailed, match=r'write bwMiB is negative'):
+        ior.parse({'summary.json': json.dumps(doc)})
+    doc = json.loads(fixture('mpiio-coll-ssf-b16m')['summary.json'])
+    doc['summary'][1]['MeanTime'] = -0.0038
+    with pytest.raises(RunFailed, match=r'read MeanTime is negative'):
+        ior.parse({'summary.json': json.dumps(doc)})
+
+
+def test_json_aggregate_moved_other_than_asked_is_run_failed():
+    # 16 MiB blocks x 1 segment x 2 tasks = 32 MiB a repetition
+    doc = json.loads(fixture('mpiio-coll-ssf-b16m')['summary.json'])
+    doc['summary'][0]['xsizeMiB'] = 16.0
+    with pytest.raises(RunFailed, match=r'write moved 16 MiB in repetition 1, asked for 32 '
+                                        r'MiB \(block x segments x tasks = 33554432 B\)'):
+        ior.parse({'summary.json': json.dumps(doc)})
+
+
+def test_json_repetition_that_moved_half_is_run_failed():
+    # bwMiB x totalTime is what a repetition moved: half the time at the same bandwidth
+    doc = json.loads(fixture('mpiio-coll-ssf-b16m')['summary.json'])
+    doc['tests'][0]['Results'][2]['totalTime'] = 0.0218          # was 0.0436
+    with pytest.raises(RunFailed, match=r'write moved .* MiB in repetition 2, asked for 32'):
+        ior.parse({'summary.json': json.dumps(doc)})
+
+
+def test_stonewalling_may_move_less_than_asked():
+    doc = json.loads(fixture('mpiio-coll-ssf-b16m')['summary.json'])
+    doc['tests'][0]['Parameters']['deadlineForStonewall'] = 1
+    doc['summary'][0]['xsizeMiB'] = 16.0
+    doc['tests'][0]['Results'][2]['totalTime'] = 0.0218
+    run, = ior.parse({'summary.json': json.dumps(doc)})
+    assert run.params['deadlineForStonewall'] == 1
+
+
+def test_text_moved_other_than_asked_is_run_failed():
+    text = fixture('posix-indep-ssf-b64m-textoutput')['stdout.txt']
+    # the summary's aggs(MiB): 64 MiB x 1 segment x 2 tasks = 128 MiB
+    short = text.replace('1048576     128.0 POSIX      0\nread',
+                         '1048576      64.0 POSIX      0\nread')
+    assert short != text
+    with pytest.raises(RunFailed, match=r'write moved 64 MiB in repetition 1, asked for 128'):
+        ior.parse({'stdout.txt': short})
+    # a "Results" row: bw(MiB/s) x total(s) of repetition 3 halved
+    short = text.replace('0.017480   0.033598   2', '0.017480   0.016799   2')
+    assert short != text
+    with pytest.raises(RunFailed, match=r'write moved .* in repetition 3, asked for 128 MiB'):
+        ior.parse({'stdout.txt': short})
+    # IOR 3.0's aggsize column is in bytes
+    with pytest.raises(RunFailed, match=r'write moved 16 MiB in repetition 1, asked for 32'):
+        ior.parse({'stdout.txt': IOR301_TEXT.replace('16777216 1048576 33554432 POSIX 0\nread',
+                                                     '16777216 1048576 16777216 POSIX 0\nread')})
+
+
+#: IOR 4.0.0 through MPI-IO (OMPIO), 2 ranks x 8 MiB, on an 8 MiB tmpfs: stdout, stderr
+#: (tests/test_reliability.py makes the run itself where IOR and root are there)
+ENOSPC_STDOUT = """\
+Writing output to s.json
+Writing output to s.json
+WARNING: Expected aggregate file size       = 16777216
+WARNING: Stat() of aggregate file size      = 12582912
+WARNING: Using actual aggregate bytes moved = 16777216
+"""
+ENOSPC_STDERR = """\
+mca_fbtl_posix_pwritev: error in (p)write(v):No space left on device
+mca_fbtl_posix_pwritev: error in (p)write(v):No space left on device
+"""
+
+
+def test_a_short_file_is_run_failed_whatever_the_summary_says():
+    summary = fixture('mpiio-coll-ssf-b16m')['summary.json']
+    with pytest.raises(RunFailed, match=r'stdout.txt:3: IOR asked for 16777216 B and found '
+                                        r'12582912 B on disk \(stat\), moved 16777216 B'):
+        ior.parse({'summary.json': summary, 'stdout.txt': ENOSPC_STDOUT})
+    with pytest.raises(RunFailed, match=r'stderr.txt:1: the file system is full \(ENOSPC\)'):
+        ior.parse({'summary.json': summary, 'stderr.txt': ENOSPC_STDERR})
+    assert ior.error_line({'stdout': ENOSPC_STDOUT}).startswith('stdout:3: IOR asked')
+    # stonewalling may explain a short file: IOR says so, and it is no failure
+    stonewalled = ENOSPC_STDOUT + 'WARNING: Maybe caused by deadlineForStonewalling\n'
+    assert ior.error_line({'stdout': stonewalled}) is None
+
+
 def test_json_preferred_over_text_of_the_same_run():
     files = fixture('posix-indep-ssf-b64m-textoutput')
     runs = ior.parse({'stdout.txt': files['stdout.txt'], 'copy.log': files['stdout.txt']})

@@ -6,9 +6,15 @@ never touch the file system, so the ReFrame checks and ``h5regress parse``
 share them unchanged.
 
 A parser raises :class:`RunFailed` when the output shows a failed or
-incomplete run (error lines, a truncated summary, an absurd rate), and
-:class:`ParseError` when the text is not what it claims to be. Both name the
-source and the problem.
+incomplete run (error lines, a truncated summary, an absurd rate, less data
+moved than asked), and :class:`ParseError` when the text is not what it claims
+to be. Both name the source and the problem.
+
+Each tool module may also expose ``error_line(files) -> str | None``: the first
+line of any text (a job's stdout and stderr, whatever the tool's exit code)
+that shows the run failed. The checks read the job's streams with it even
+where the results come from a summary file; tools without their own use
+:func:`error_line` here (:data:`SYSTEM_ERRORS`).
 
 The helpers every parser shares live here too: one size parser
 (:func:`parse_size`), one bandwidth converter (:func:`to_mib_per_s`), one check
@@ -21,7 +27,9 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import errno
 import math
+import os
 import posixpath
 import re
 import uuid
@@ -35,6 +43,19 @@ MIB = 1024 * 1024
 #: A size: a number, then an optional prefix K M G T P (any case), ``i``, ``B``/``b``.
 _SIZE = re.compile(r'\s*(\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*([kmgtp]?)(i?)b?\s*', re.I)
 _POWERS = {'': 0, 'k': 1, 'm': 2, 'g': 3, 't': 4, 'p': 5}
+
+
+#: Errors of the operating system that a tool, or the MPI library under it, may only
+#: print and then exit 0 (Open MPI's OMPIO on a full file system): such a line in any
+#: output of any tool means the data did not all reach the file system.
+SYSTEM_ERRORS: list[tuple[re.Pattern, str]] = [
+    (re.compile(r'No space left on device'), 'the file system is full (ENOSPC)'),
+    (re.compile(r'Disk quota exceeded'), 'the quota is exceeded (EDQUOT)'),
+    (re.compile(r'Input/output error'), 'an I/O error (EIO)'),
+    (re.compile(r'Read-only file system'), 'the file system is read-only (EROFS)'),
+    (re.compile(r'Stale file handle'), 'a stale file handle (ESTALE)'),
+    (re.compile(r'File too large'), 'a file beyond the size limit (EFBIG)'),
+]
 
 
 class ParseError(ValueError):
@@ -137,6 +158,41 @@ def to_mib_per_s(value: float | str, unit: str, *, decimal: bool = False,
     if scale is None:
         raise ParseError(f'{source + ": " if source else ""}unknown bandwidth unit {unit!r}')
     return float(value) * scale / MIB
+
+
+def is_stderr_name(name: str) -> bool:
+    """``stderr*`` and ``*.err`` files: the launcher's and the MPI library's words."""
+    base = basename(name)
+    return base.startswith('stderr') or base.endswith('.err')
+
+
+def find_error_line(files: Mapping[str, str],
+                    patterns: Iterable[tuple[re.Pattern, str]]) -> str | None:
+    """First line of ``files`` matching one of ``patterns``, as ``"name:line: meaning:
+    text"``; stdout and logs before stderr (the tool's own words explain more than the
+    launcher's)."""
+    patterns = list(patterns)
+    for name, text in sorted(files.items(), key=lambda item: (is_stderr_name(item[0]),
+                                                               item[0])):
+        for lineno, line in enumerate(text.splitlines(), 1):
+            for pattern, meaning in patterns:
+                if pattern.search(line):
+                    return f'{name}:{lineno}: {meaning}: {line.strip()[:300]}'
+    return None
+
+
+def error_line(files: Mapping[str, str]) -> str | None:
+    """The first :data:`SYSTEM_ERRORS` line of ``files``: the default ``error_line`` of
+    a tool module."""
+    return find_error_line(files, SYSTEM_ERRORS)
+
+
+def errno_text(code: Any) -> str:
+    """``No space left on device (errno 28)`` for 28; ``error <code>`` when it is not an
+    errno."""
+    if isinstance(code, int) and code in errno.errorcode:
+        return f'{os.strerror(code)} (errno {code})'
+    return f'error {code}'
 
 
 def utcnow() -> str:

@@ -63,6 +63,17 @@ repetitions or an infinite bandwidth; when text output has no "Summary of all
 tests"; when there is no output at all. :class:`ParseError` when the text is not
 IOR's.
 
+Moved against asked (a failed run IOR itself may not see: through Open MPI's OMPIO on a
+full file system IOR exits 0): :class:`RunFailed` when any file shows an error of the
+operating system (``No space left on device``, ...; :data:`~h5regress.parsers.base.
+SYSTEM_ERRORS`), when IOR's own size check warns that the file on disk (``Stat()``) or
+the bytes moved are below ``Expected aggregate file size`` (block x segments x tasks)
+and stonewalling does not explain it, when a repetition moved other than block x
+segments x tasks bytes (JSON ``xsizeMiB``, text ``aggs(MiB)``/``aggsize``, and each
+repetition's bandwidth x ``totalTime``, within the rounding IOR printed them with;
+not checked with a stonewall deadline ``-D`` or ``-T``), when a value is negative.
+:func:`error_line` is the part that reads any text (a job's stdout and stderr).
+
 Records
 -------
 Operations ``write`` and ``read``; metrics ``bw_mean`` (``samples``: per-repetition
@@ -85,14 +96,13 @@ from __future__ import annotations
 import datetime
 import json
 import math
-import posixpath
 import re
 import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from h5regress.parsers.base import MIB, Measurement, ParsedRun, ParseError, RunFailed, \
-    basename, parse_size, to_mib_per_s
+from h5regress.parsers.base import MIB, SYSTEM_ERRORS, Measurement, ParsedRun, ParseError, \
+    RunFailed, basename, find_error_line, is_stderr_name, parse_size, to_mib_per_s
 
 TOOL = 'ior'
 
@@ -132,16 +142,50 @@ FAILURE_PATTERNS: list[tuple[re.Pattern, str]] = [
 
 def find_failure(files: Mapping[str, str],
                  extra: Iterable[tuple[re.Pattern, str]] = ()) -> str | None:
-    """First failure line of ``files`` as ``"name:line: meaning: text"``, or None."""
-    patterns = list(FAILURE_PATTERNS) + list(extra)
-    # the tool's own words (stdout, logs) explain more than the launcher's on stderr
-    for name, text in sorted(files.items(), key=lambda item: (is_stderr_name(item[0]),
-                                                               item[0])):
-        for lineno, line in enumerate(text.splitlines(), 1):
-            for pattern, meaning in patterns:
-                if pattern.search(line):
-                    return f'{name}:{lineno}: {meaning}: {line.strip()[:300]}'
+    """First failure line of ``files`` as ``"name:line: meaning: text"``, or None: the
+    tool's and the launcher's (:data:`FAILURE_PATTERNS`), the operating system's
+    (:data:`~h5regress.parsers.base.SYSTEM_ERRORS`)."""
+    return find_error_line(files, list(FAILURE_PATTERNS) + SYSTEM_ERRORS + list(extra))
+
+
+#: IOR's check of the file size after each phase (non-HDF5 APIs; ``ior.c`` CheckFileSize):
+#: three WARNING lines, a fourth when stonewalling may explain a short file.
+_SIZE_LINES = {key: re.compile(rf'WARNING:?\s+{text}\s*=\s*(\d+)') for key, text in (
+    ('expected', r'Expected aggregate file size'), ('stat', r'Stat\(\) of aggregate file size'),
+    ('moved', r'Using actual aggregate bytes moved'))}
+
+
+def size_warning(files: Mapping[str, str]) -> str | None:
+    """IOR's own "Expected aggregate file size" warning when the file on disk (stat) or
+    the bytes moved fall short of what was asked (block x segments x tasks), and
+    stonewalling does not explain it: the data did not all reach the file system (a full
+    file system under MPI-IO, whose errors IOR does not see). IOR only warns; this fails."""
+    for name, text in sorted(files.items()):
+        lines = text.splitlines()
+        for i, line in enumerate(lines):
+            match = _SIZE_LINES['expected'].search(line)
+            if not match:
+                continue
+            expected = int(match.group(1))
+            near = lines[i + 1:i + 6]
+            sizes = {key: int(m.group(1)) for key in ('stat', 'moved') for m in
+                     [next(filter(None, map(_SIZE_LINES[key].search, near)), None)] if m}
+            if any('Maybe caused by deadlineForStonewall' in n for n in near):
+                continue
+            short = {key: size for key, size in sizes.items() if size < expected}
+            if short:
+                found = ', '.join(f'{"found" if key == "stat" else "moved"} {size} B'
+                                  + (' on disk (stat)' if key == 'stat' else '')
+                                  for key, size in sizes.items())
+                return (f'{name}:{i + 1}: IOR asked for {expected} B and {found}: the '
+                        f'data did not all reach the file system')
     return None
+
+
+def error_line(files: Mapping[str, str]) -> str | None:
+    """What in ``files`` (any IOR output: the job's stdout and stderr too) shows a failed
+    run, whatever IOR's exit code: an error line or a short file."""
+    return find_failure(files) or size_warning(files)
 
 
 def raise_if_no_output(files: Mapping[str, str], tool: str) -> None:
@@ -163,11 +207,6 @@ def raise_if_empty_json(files: Mapping[str, str], tool: str) -> None:
         if name.endswith('.json') and not text.strip():
             raise RunFailed(f'{name}: {tool} result file is empty (the run died before '
                             f'writing it)')
-
-
-def is_stderr_name(name: str) -> bool:
-    base = posixpath.basename(name)
-    return base.startswith('stderr') or base.endswith('.err')
 
 
 def warning_lines(text: str) -> list[str]:
@@ -196,7 +235,7 @@ def parse(files: Mapping[str, str]) -> list[ParsedRun]:
     A run seen both as JSON and as text (same ``Began`` and command line) is taken
     from the JSON.
     """
-    failure = find_failure(files)
+    failure = error_line(files)
     if failure:
         raise RunFailed(f'IOR run failed: {failure}')
     raise_if_no_output(files, 'IOR')
@@ -354,10 +393,23 @@ def summary_measurements(entry: Mapping[str, Any], results: list[Mapping[str, An
         raise RunFailed(f'{source}: IOR {op}: {len(reps)} results for {repetitions} '
                         f'repetitions (incomplete run)')
 
+    def num_of(value: Any, what: str) -> float:
+        return finite(value, f'{op} {what}', source)
+
     def num(key: str) -> float:
         return finite(entry.get(key), f'{op} {key}', source)
 
     bw_samples = [finite(r.get('bwMiB'), f'{op} bwMiB', source) for r in reps]
+    asked = asked_bytes({**params, **{k: entry[k] for k in ('blockSize', 'segmentCount',
+                                                           'numTasks') if k in entry}})
+    if 'xsizeMiB' in entry:
+        check_moved(op, 'repetition 1', span(num_of(entry['xsizeMiB'], 'xsizeMiB'), 4, MIB),
+                    asked, source)
+    for i, rep in enumerate(reps, 1):
+        if 'totalTime' in rep:
+            check_moved(op, f'repetition {i}', moved_over_time(
+                (num_of(rep.get('bwMiB'), 'bwMiB'), 4), (num_of(rep['totalTime'], 'totalTime'), 4)),
+                asked, source)
     transfer = float(entry.get('transferSize') or params.get('transferSize') or 0)
     ops_samples = [bw * MIB / transfer for bw in bw_samples] if transfer else []
     time_samples = [finite(r.get('totalTime'), f'{op} totalTime', source) for r in reps
@@ -397,7 +449,62 @@ def finite(value: Any, what: str, source: str) -> float:
         raise ParseError(f'{source}: IOR {what} is not a number: {value!r}') from None
     if not math.isfinite(number):
         raise RunFailed(f'{source}: IOR {what} is {value!r} (a zero or broken timing)')
+    if number < 0:
+        raise RunFailed(f'{source}: IOR {what} is negative ({value!r}): a broken timing '
+                        f'(a clock that went back), never a sample')
     return number
+
+
+# ---------------------------------------------------------------------------------------
+# bytes moved against bytes asked
+
+def asked_bytes(params: Mapping[str, Any]) -> int | None:
+    """Bytes each repetition of a phase must move: block x segments x tasks (IOR's
+    ``expectedAggFileSize``, shared file or file per process alike). None when a deadline
+    may end a phase early (stonewalling ``-D``, ``-T``) or a size is not stated."""
+    if any(int(params.get(key) or 0) for key in ('deadlineForStonewall', 'maxTimeDuration')):
+        return None
+    try:
+        block, segments, tasks = (int(params[key]) for key in ('blockSize', 'segmentCount',
+                                                               'numTasks'))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return block * segments * tasks
+
+
+def span(value: float, decimals: int, scale: float = 1.0) -> tuple[float, float]:
+    """The values that print as ``value`` with ``decimals`` decimals, times ``scale``."""
+    half = 0.5 * 10.0 ** -decimals
+    return max(value - half, 0.0) * scale, (value + half) * scale
+
+
+def decimals_of(token: str) -> int:
+    """Decimals of a printed number (``828.85`` -> 2, ``0.019234`` -> 6, ``12`` -> 0)."""
+    return len(token.partition('.')[2]) if '.' in token else 0
+
+
+def moved_over_time(bw: tuple[float, int], seconds: tuple[float, int]) -> tuple[float, float]:
+    """Bytes a repetition moved, from its bandwidth (MiB/s) and the time IOR divided by
+    (``totalTime``: IOR's ``bw`` is bytes moved / ``totalTime``), each as printed
+    (value, decimals): the range of bytes consistent with the rounding."""
+    bw_lo, bw_hi = span(*bw, MIB)
+    t_lo, t_hi = span(*seconds)
+    return bw_lo * t_lo, bw_hi * t_hi
+
+
+def check_moved(op: str, which: str, moved: tuple[float, float], asked: int | None,
+                source: str) -> None:
+    """:class:`RunFailed` when the bytes IOR says it moved (a range: the rounding of what
+    it printed) cannot be the bytes asked."""
+    if asked is None:
+        return
+    lo, hi = moved
+    if not lo * (1 - 1e-9) <= asked <= hi * (1 + 1e-9):
+        said = f'{(lo + hi) / 2 / MIB:.6g} MiB' if hi - lo < 1e-3 * asked else \
+            f'{lo / MIB:.6g} to {hi / MIB:.6g} MiB'
+        raise RunFailed(f'{source}: IOR {op} moved {said} in {which}, asked for '
+                        f'{asked / MIB:.6g} MiB (block x segments x tasks = {asked} B): '
+                        f'the data did not all reach the file system')
 
 
 # ---------------------------------------------------------------------------------------
@@ -602,7 +709,7 @@ def summary_rows(segment: str, source: str) -> list[dict[str, Any]]:
         row = {'operation': tokens[0], 'values': {}, 'params': {}}
         for column, token in zip(columns, tokens):
             kind, name = _SUMMARY_COLUMNS[column]
-            if kind == 'm':
+            if kind == 'm' or name in ('aggregate_mib', 'aggregate_bytes'):
                 row['values'][name] = token
             elif kind == 'p':
                 row['params'][name] = token if name == 'api' else int(token)
@@ -629,10 +736,13 @@ def result_rows(section: str) -> dict[str, dict[str, list[float]]]:
                 break
             if values[0] == 'remove' or len(values) != len(columns):
                 continue
-            op = samples.setdefault(values[0], {'bw': [], 'time': []})
+            op = samples.setdefault(values[0], {'bw': [], 'time': [], 'moved': []})
             op['bw'].append(float(values[1]))
             if total is not None:
                 op['time'].append(float(values[total]))
+                op['moved'].append(moved_over_time((float(values[1]), decimals_of(values[1])),
+                                                   (float(values[total]),
+                                                    decimals_of(values[total]))))
         break
     return samples
 
@@ -682,6 +792,15 @@ def text_measurements(row: Mapping[str, Any], samples: Mapping[str, list[float]]
     def num(name: str) -> float:
         return finite(values[name], f'{op} {name}', source)
 
+    asked = asked_bytes(params)
+    if 'aggregate_mib' in values:
+        token = values['aggregate_mib']
+        check_moved(op, 'repetition 1', span(num('aggregate_mib'), decimals_of(token), MIB),
+                    asked, source)
+    elif 'aggregate_bytes' in values:
+        check_moved(op, 'repetition 1', span(num('aggregate_bytes'), 0), asked, source)
+    for i, moved in enumerate(samples.get('moved', []), 1):
+        check_moved(op, f'repetition {i}', moved, asked, source)
     out = bandwidth_measurements(op, num('bw_max'), num('bw_min'), num('bw_mean'),
                                  num('bw_std'), bw_samples)
     transfer = float(params.get('transferSize') or 0)

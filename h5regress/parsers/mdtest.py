@@ -114,9 +114,15 @@ def wanted(relpath: str) -> bool:
         name.startswith(('stdout', 'stderr'))
 
 
+def error_line(files: Mapping[str, str]) -> str | None:
+    """The first line of ``files`` (mdtest's output, a job's stdout and stderr) showing a
+    failed run: IOR's failure lines (shared macros), ``FAILED in``, the system's errors."""
+    return find_failure(files, _MDTEST_FAILURES)
+
+
 def parse(files: Mapping[str, str]) -> list[ParsedRun]:
     """Runs of every mdtest output among ``files``."""
-    failure = find_failure(files, _MDTEST_FAILURES)
+    failure = error_line(files)
     if failure:
         raise RunFailed(f'mdtest run failed: {failure}')
     raise_if_no_output(files, 'mdtest')
