@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -120,7 +122,7 @@ def test_output_file_as_the_check_writes_it():
 
 
 def test_failures_name_the_cause():
-    with pytest.raises(RunFailed, match=r'error 22 \(Invalid argument\)'):
+    with pytest.raises(RunFailed, match=r'failed: Invalid argument \(errno 22\)'):
         fio.parse(case_files('fail-unaligned-direct'))
     # the JSON says error 0 but nothing was written; only stderr says why
     with pytest.raises(RunFailed, match='did no write I/O.*Not a directory'):
@@ -187,3 +189,57 @@ def test_bs_and_size_spellings(value, expected):
     """fio's plain sizes as the JSON repeats them (``"1m"``, ``"64m"``): powers of 1024."""
     params, _, _ = fio.job_params({}, {'bs': value, 'size': value}, 'fio-3.33')
     assert params['bs'] == expected and params['size'] == expected
+
+
+# ------------------------------------------------------------------------------------
+# issue 14: moved against asked, fio's error lines, non-numbers. Derived from the real
+# outputs by changing one value; tests/test_reliability.py makes the real faults.
+
+def test_a_job_that_moved_less_than_asked_is_run_failed():
+    text = case_files('seq-write-direct-numjobs2')['stdout.txt']
+    doc = json.loads(text)
+    doc['jobs'][1]['write']['io_bytes'] //= 2                # 2 jobs x 32 MiB asked
+    with pytest.raises(RunFailed, match=r"job 2 of 2 of 'seqwrite' moved 16777216 B, asked "
+                                        r"for 33554432 B"):
+        fio.parse({'stdout.txt': json.dumps(doc, indent=2)})
+    # group_reporting: one entry for both jobs, the bytes of both asked
+    files = case_files('seq-write-direct-group-reporting-output-file')
+    doc = json.loads(files['fio-write.json'])
+    doc['jobs'][0]['write']['io_bytes'] = 32 * MIB
+    with pytest.raises(RunFailed, match=r"the 2 jobs of 'seqwrite' moved 33554432 B, asked "
+                                        r"for 67108864 B"):
+        fio.parse({'fio-write.json': json.dumps(doc, indent=2)})
+
+
+def test_a_time_limit_may_move_less_than_asked():
+    doc = json.loads(case_files('seq-write-direct-numjobs2')['stdout.txt'])
+    doc['jobs'][1]['write']['io_bytes'] //= 2
+    doc['jobs'][0]['job options']['runtime'] = '1'
+    run, = fio.parse({'stdout.txt': json.dumps(doc, indent=2)})
+    assert run.params['runtime'] == '1'
+
+
+def test_a_worker_killed_is_run_failed():
+    # fio writes this line into its output when a worker dies, then reports and exits 0
+    text = 'fio: pid=25380, got signal=9\n' + case_files('seq-write-direct')['stdout.txt']
+    with pytest.raises(RunFailed, match=r'stdout.txt:1: a fio worker died of a signal'):
+        fio.parse({'stdout.txt': text})
+    assert fio.error_line({'stderr': 'fio: pid=25380, got signal=9\n'}).startswith('stderr:1:')
+    assert fio.error_line({'stderr': 'fio: native_fallocate call failed\n'}) is None
+
+
+@pytest.mark.parametrize('spelling', ['-nan', 'nan', 'NaN', 'inf'])
+def test_a_non_number_is_a_parse_error(spelling, tmp_path):
+    text = case_files('seq-write-direct')['stdout.txt'].replace(
+        '"bw" : 1365333,', f'"bw" : {spelling},')
+    with pytest.raises(ParseError, match=r'jobs\[0\].write.bw: not a number') as err:
+        fio.parse({'stdout.txt': text})
+    assert not isinstance(err.value, RunFailed)
+    (tmp_path / 'fio.json').write_text(text)
+    out = subprocess.run([sys.executable, '-m', 'h5regress.cli', 'parse', 'fio',
+                          str(tmp_path / 'fio.json')], capture_output=True, text=True)
+    assert out.returncode == 2 and 'not a number' in out.stderr and out.stdout == ''
+    # where no record reads it, fio's non-number is no failure
+    fine = case_files('seq-write-direct')['stdout.txt'].replace(
+        '"bw_dev" : 0.000000,', f'"bw_dev" : {spelling},', 1)
+    assert fio.parse({'stdout.txt': fine})

@@ -35,10 +35,23 @@ Quirks seen with fio 3.33 (``tests/fixtures/fio``):
 
 Failure rules
 -------------
-:class:`RunFailed` when a job has ``error`` != 0, or did no I/O in a direction its
-``rw`` asks for, or fio printed error lines (``fio: ...``) and no JSON; when a JSON
-document is truncated; when there is no output at all or a ``*.json`` file is empty. :class:`ParseError` when the text holds no fio JSON and no
-fio messages.
+:class:`RunFailed` when a job has ``error`` != 0 (named with its errno: ``No space
+left on device (errno 28)``), or did no I/O in a direction its ``rw`` asks for, or fio
+printed error lines (``fio: ...``) and no JSON; when a JSON document is truncated; when
+there is no output at all or a ``*.json`` file is empty.
+
+fio exits 0 and reports a group with the bytes of its living workers only when one of
+them is killed (``kill -9``): :class:`RunFailed` when any file holds fio's failure lines
+(:data:`FAILURE_LINES`: ``got signal=9``, ``err=28``, ``io_u error``, the operating
+system's errors), wherever fio printed them, and when a job (or the group
+``group_reporting`` makes of ``numjobs`` jobs) moved other than ``size`` (in whole
+blocks) x ``loops`` x jobs bytes; not checked under options that rightly change the
+amount (:data:`AMOUNT_OPTIONS`: a time or I/O limit, offsets, zones, verification...).
+:func:`error_line` is the part that reads any text (a job's stdout and stderr).
+
+:class:`ParseError` when the text holds no fio JSON and no fio messages, and when a value
+the records are made of is not a number (fio prints C's ``nan``/``-nan``/``inf``:
+invalid JSON).
 
 Records
 -------
@@ -60,14 +73,14 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
+import math
 import posixpath
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from h5regress.parsers.base import Measurement, ParsedRun, ParseError, RunFailed, \
-    basename, parse_size, to_mib_per_s
+from h5regress.parsers.base import SYSTEM_ERRORS, Measurement, ParsedRun, ParseError, \
+    RunFailed, basename, errno_text, find_error_line, parse_size, to_mib_per_s
 from h5regress.parsers.ior import raise_if_empty_json
 
 TOOL = 'fio'
@@ -97,15 +110,26 @@ def wanted(relpath: str) -> bool:
 
 
 def parse(files: Mapping[str, str]) -> list[ParsedRun]:
-    """Runs of every fio JSON document among ``files``; messages of the others."""
+    """Runs of every fio JSON document among ``files``; messages of the others.
+
+    Failures are named in this order: a job's own ``error`` (an errno), then fio's error
+    lines anywhere (:func:`error_line`: a worker killed by a signal, an I/O error), then
+    a job that moved fewer bytes than asked.
+    """
     raise_if_empty_json(files, 'fio')
-    runs: list[ParsedRun] = []
+    docs: list[tuple[str, Mapping[str, Any]]] = []
     messages: list[str] = []
     for name, text in sorted(files.items()):
         doc, before = find_json(text, name)
         messages += [f'{name}: {line}' for line in fio_messages(before)]
         if doc is not None:
-            runs += runs_from_doc(doc, name, files)
+            docs.append((name, doc))
+    for name, doc in docs:
+        check_jobs(doc.get('jobs') if isinstance(doc.get('jobs'), list) else [], name, files)
+    failure = error_line(files) if docs else None
+    if failure:
+        raise RunFailed(f'fio run failed: {failure}')
+    runs = [run for name, doc in docs for run in runs_from_doc(doc, name, files)]
     if runs:
         for run in runs:
             run.warnings += messages
@@ -116,6 +140,22 @@ def parse(files: Mapping[str, str]) -> list[ParsedRun]:
         raise RunFailed(f'fio failed before reporting: {"; ".join(messages[:5])}')
     raise ParseError(f'{", ".join(sorted(files))}: no fio JSON output '
                      f'(expected --output-format=json)')
+
+
+#: fio's lines that show a failed run, wherever they are (its output file, stdout,
+#: stderr), whatever its exit code: fio exits 0 when one of its workers was killed.
+FAILURE_LINES: list[tuple[re.Pattern, str]] = [
+    (re.compile(r'\bgot signal=\d+'),
+     'a fio worker died of a signal (its I/O is missing from the report)'),
+    (re.compile(r'\berr=\s*[1-9]\d*'), 'a fio job failed'),
+    (re.compile(r'^fio: io_u error\b'), 'an I/O error'),
+] + SYSTEM_ERRORS
+
+
+def error_line(files: Mapping[str, str]) -> str | None:
+    """The first line of ``files`` (fio's output, or a job's stdout and stderr) that shows
+    a failed fio run, as ``"name:line: meaning: text"``, or None."""
+    return find_error_line(files, FAILURE_LINES)
 
 
 def fio_messages(lines: Iterable[str]) -> list[str]:
@@ -131,7 +171,7 @@ def find_json(text: str, source: str) -> tuple[dict[str, Any] | None, list[str]]
     printed before it are returned for the messages. A document broken by
     interleaved ``fio:`` lines (stderr merged into stdout) is read without them.
     """
-    lines = text.splitlines()
+    lines = _NON_NUMBER.sub(r'\1NaN', text).splitlines()
     for i, line in enumerate(lines):
         if line.strip() != '{' or '"fio version"' not in ''.join(lines[i + 1:i + 3]):
             continue
@@ -146,9 +186,34 @@ def find_json(text: str, source: str) -> tuple[dict[str, Any] | None, list[str]]
             except json.JSONDecodeError as err:
                 raise RunFailed(f'{source}: fio JSON is truncated or invalid ({err.msg} '
                                 f'at line {i + err.lineno}): fio did not finish') from None
+            refuse_non_numbers(doc, source)
             return doc, lines[:i] + interleaved + clean[end:].splitlines()
+        refuse_non_numbers(doc, source)
         return doc, lines[:i] + body[end:].splitlines()
     return None, lines
+
+
+#: C's spelling of a float that is not a number, as fio prints it (``nan``, ``-nan``,
+#: ``inf``): not JSON. Read as NaN, then refused where it matters.
+_NON_NUMBER = re.compile(r'(:\s*)-?(?:nan|inf)\b')
+#: what the records are made of: a non-number here makes the output unreadable
+_USED_KEYS = {'io_bytes', 'bw_bytes', 'bw', 'iops', 'runtime', 'total_ios', 'mean',
+              'percentile', 'error'}
+
+
+def refuse_non_numbers(doc: Any, source: str, path: str = '') -> None:
+    """:class:`ParseError` naming the first NaN or infinity among the values the records
+    are made of (fio printed invalid JSON: its statistics are broken)."""
+    if isinstance(doc, Mapping):
+        for key, value in doc.items():
+            refuse_non_numbers(value, source, f'{path}.{key}' if path else str(key))
+    elif isinstance(doc, list):
+        for i, value in enumerate(doc):
+            refuse_non_numbers(value, source, f'{path}[{i}]')
+    elif isinstance(doc, float) and not math.isfinite(doc) and \
+            _USED_KEYS & set(re.split(r'[.\[]', path)):
+        raise ParseError(f'{source}: fio JSON holds {doc} for {path}: not a number '
+                         f'(invalid JSON: fio\'s statistics are broken)')
 
 
 def runs_from_doc(doc: Mapping[str, Any], source: str,
@@ -174,6 +239,7 @@ def runs_from_doc(doc: Mapping[str, Any], source: str,
             raise RunFailed(f'{source}: fio job {jobname!r} did no {"/".join(idle)} I/O '
                             f'although rw={params["rw"]} (error 0; fio says why on '
                             f'stderr{stderr_hint(files)})')
+        check_moved(jobname, params, directions, members, source)
         measurements = []
         for direction in ('read', 'write', 'trim'):
             if io_bytes[direction]:
@@ -195,10 +261,61 @@ def check_jobs(jobs: list[Mapping[str, Any]], source: str, files: Mapping[str, s
     for job in jobs:
         error = job.get('error', 0)
         if error:
-            reason = os.strerror(error) if isinstance(error, int) and error > 0 else ''
-            raise RunFailed(f'{source}: fio job {job.get("jobname")!r} failed with error '
-                            f'{error}{f" ({reason})" if reason else ""}'
-                            f'{stderr_hint(files)}')
+            raise RunFailed(f'{source}: fio job {job.get("jobname")!r} failed: '
+                            f'{errno_text(error)}{stderr_hint(files)}')
+
+
+#: Options under which a job may rightly move other than ``size`` per direction (a time
+#: limit, an I/O limit, offsets, zones, fill-the-device, verification, ramp time...):
+#: then the bytes moved are not checked against the bytes asked.
+AMOUNT_OPTIONS = ('time_based', 'runtime', 'io_size', 'io_limit', 'number_ios', 'offset',
+                  'offset_increment', 'filesize', 'nrfiles', 'fill_device', 'fill_fs',
+                  'zonemode', 'zonesize', 'zonerange', 'zoneskip', 'verify', 'exitall',
+                  'exitall_on_error', 'ramp_time', 'create_only', 'io_submit_mode')
+
+
+def asked_per_job(params: Mapping[str, Any], directions: tuple[str, ...]) -> int | None:
+    """Bytes each job must move in its direction: ``size`` rounded down to whole blocks,
+    times ``loops`` (fio 3.33: ``size=10M bs=3M`` moves 9 MiB). None when fio may rightly
+    move another amount (:data:`AMOUNT_OPTIONS`, a mixed or holed ``rw``, a size or block
+    size that is not one plain number)."""
+    size, bs = params.get('size'), params.get('bs')
+    if len(directions) != 1 or ':' in str(params.get('rw', '')) or \
+            any(str(params.get(key, '0')) not in ('0', '') for key in AMOUNT_OPTIONS) or \
+            not isinstance(size, int) or not isinstance(bs, int) or bs <= 0:
+        return None
+    loops = str(params.get('loops', '1'))
+    if not loops.isdigit():
+        return None
+    return size // bs * bs * int(loops) or None
+
+
+def check_moved(jobname: str, params: Mapping[str, Any], directions: tuple[str, ...],
+                members: list[Mapping[str, Any]], source: str) -> None:
+    """:class:`RunFailed` when a job (or the group fio reports for ``numjobs`` jobs) moved
+    other than the bytes asked: fio reports a group whose worker was killed with that
+    worker's bytes missing, exits 0 and keeps ``error`` 0."""
+    per_job = asked_per_job(params, directions)
+    numjobs = str(params.get('numjobs', '1'))
+    if per_job is None or not numjobs.isdigit():
+        return
+    numjobs = int(numjobs)
+    direction = directions[0]
+    if len(members) == 1 and numjobs > 1:       # group_reporting: one entry for all jobs
+        reported = [(f'the {numjobs} jobs of {jobname!r}', members[0], per_job * numjobs)]
+    elif len(members) == numjobs:
+        reported = [(f'job {i} of {numjobs} of {jobname!r}' if numjobs > 1
+                     else f'job {jobname!r}', job, per_job)
+                    for i, job in enumerate(members, 1)]
+    else:
+        raise RunFailed(f'{source}: fio reported {len(members)} jobs of {jobname!r}, '
+                        f'numjobs={numjobs}: a worker is missing')
+    for who, job, asked in reported:
+        moved = int(job.get(direction, {}).get('io_bytes', 0))
+        if moved != asked:
+            raise RunFailed(f'{source}: fio {direction}: {who} moved {moved} B, asked for '
+                            f'{asked} B (size x loops x jobs): a worker died or stopped '
+                            f'early')
 
 
 def stderr_hint(files: Mapping[str, str]) -> str:
