@@ -202,6 +202,7 @@ def _from_json(path: str, d: dict[str, Any]) -> ParsedRun:
         raise
     except (KeyError, TypeError, ValueError) as e:
         raise ParseError(f'flash-io: {path}: malformed JSON summary ({e!r})') from None
+    _check_written_as_asked(path, results, opts)
     prov = {k: d[k] for k in ('version', 'hdf5_version', 'mpi_library_version', 'started',
                               'finished', 'node_memory_bytes') if k in d}
     if 'command' in d:
@@ -214,6 +215,24 @@ def _from_json(path: str, d: dict[str, Any]) -> ParsedRun:
                       'data_bytes': int(r.get('data_bytes', 0))} for r in results]
     return ParsedRun(TOOL, params, prov, _measurements(per_kind),
                      warnings=list(d.get('warnings', [])))
+
+
+def _check_written_as_asked(path: str, results: list[Mapping[str, Any]],
+                            opts: Mapping[str, Any]) -> None:
+    """What the kernel wrote against what it was asked: every file kind of ``--files``
+    once per iteration, each file at least its data bytes (the kernel's own figure)."""
+    iterations = opts.get('iterations')
+    for kind in opts.get('files') or []:
+        count = sum(1 for r in results if r.get('file') == kind)
+        if isinstance(iterations, int) and count != iterations:
+            raise RunFailed(f'flash-io: {path}: {count} {kind} file(s) written, '
+                            f'{iterations} iteration(s) asked')
+    for r in results:
+        data = r.get('data_bytes')
+        if isinstance(data, int) and data > 0 and int(r['size_bytes']) < data:
+            raise RunFailed(f'flash-io: {path}: {r.get("name") or r["file"]} is '
+                            f'{r["size_bytes"]} B, less than the {data} B of data it must '
+                            f'hold: the data did not all reach the file system')
 
 
 # ------------------------------------------------------------------ kernel, text
