@@ -21,15 +21,32 @@ import sys
 
 from h5regress.parsers import ParseError, RunFailed, parser_for, tools
 
-#: largest file ``parse`` reads from a directory: benchmark data files are not outputs
+#: largest file ``parse`` reads: a tool's output is far smaller; benchmark data files (in
+#: a run directory) are skipped, a file named on the command line is refused (exit 2)
 MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 
 
+class InputRefused(OSError):
+    """An input ``parse`` will not read (named, with the reason)."""
+
+
+def read_text(path: str) -> str:
+    size = os.path.getsize(path)
+    if size > MAX_OUTPUT_BYTES:
+        raise InputRefused(f'{path}: {size} B, larger than the {MAX_OUTPUT_BYTES} B an '
+                           f'output of a tool may have: not read')
+    with open(path, errors='replace') as fp:
+        return fp.read()
+
+
 def read_outputs(path: str, wanted) -> dict[str, str]:
-    """A file, or the files of a directory the parser wants, as ``{relpath: text}``."""
+    """A file, or the files of a directory the parser wants, as ``{relpath: text}``.
+
+    A file named directly above :data:`MAX_OUTPUT_BYTES` is refused
+    (:class:`InputRefused`); in a directory it is skipped with a note on stderr.
+    """
     if os.path.isfile(path):
-        with open(path, errors='replace') as fp:
-            return {os.path.basename(path): fp.read()}
+        return {os.path.basename(path): read_text(path)}
     if not os.path.isdir(path):
         raise FileNotFoundError(f'{path}: no such file or directory')
     files = {}
@@ -37,9 +54,12 @@ def read_outputs(path: str, wanted) -> dict[str, str]:
         for name in sorted(names):
             full = os.path.join(root, name)
             rel = os.path.relpath(full, path)
-            if wanted(rel) and os.path.getsize(full) <= MAX_OUTPUT_BYTES:
-                with open(full, errors='replace') as fp:
-                    files[rel] = fp.read()
+            if not wanted(rel):
+                continue
+            try:
+                files[rel] = read_text(full)
+            except InputRefused as err:
+                print(f'h5regress parse: skipped {err}', file=sys.stderr)
     return files
 
 
@@ -55,6 +75,11 @@ def cmd_parse(args) -> int:
             files = read_outputs(path, parser.wanted)
         except OSError as err:
             print(f'h5regress parse: {err}', file=sys.stderr)
+            status = 2
+            continue
+        except MemoryError:
+            print(f'h5regress parse: {path}: out of memory reading it: not read',
+                  file=sys.stderr)
             status = 2
             continue
         if not files:
