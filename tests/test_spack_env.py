@@ -145,6 +145,28 @@ def test_sites_are_config_scopes_chosen_by_env_var():
     # the environment itself names no MPI, compiler or external
     assert "openmpi" not in doc.get("packages", {})
     assert "externals" not in json.dumps(doc)
+    assert "compilers" not in doc, "compilers are the site's (sites/<site>/)"
+
+
+def test_each_site_gives_spack_023_its_compiler_in_compilers_yaml():
+    """Spack 0.23 writes the compilers it finds on PATH into spack.yaml when
+    it concretizes an environment that has no compilers.yaml entry (the gcc
+    external of packages.yaml does not count there): every site keeps its
+    compiler in both files, with the same paths."""
+    for site in (p for p in (ENV / "sites").iterdir() if p.is_dir()):
+        packages = yaml.safe_load((site / "packages.yaml").read_text())["packages"]
+        externals = {e["spec"].split()[0]: e["extra_attributes"]["compilers"]
+                     for e in packages.get("gcc", {}).get("externals", [])}
+        if not externals:
+            continue
+        compilers = yaml.safe_load((site / "compilers.yaml").read_text())["compilers"]
+        legacy = {c["compiler"]["spec"].replace("@=", "@"): c["compiler"]["paths"]
+                  for c in compilers}
+        assert legacy.keys() == externals.keys(), site
+        for spec, paths in externals.items():
+            assert legacy[spec]["cc"] == paths["c"], (site, spec)
+            assert legacy[spec]["cxx"] == paths["cxx"], (site, spec)
+            assert legacy[spec]["fc"] == legacy[spec]["f77"] == paths["fortran"], (site, spec)
 
 
 def test_package_repo():
