@@ -3,6 +3,7 @@ input handling, and a real concretization when Spack is available."""
 
 from __future__ import annotations
 
+import ast
 import importlib.machinery
 import importlib.util
 import json
@@ -177,6 +178,25 @@ def test_package_repo():
         compile(src, f"{pkg}/package.py", "exec")
     h5bench = (ENV / "repo/packages/h5bench/package.py").read_text()
     assert 'version(\n        "1.6",\n        commit="675c86d11832c625f1d71e63d7626308170ba8c5"' in h5bench
+
+
+def _package_ast(name: str) -> ast.Module:
+    return ast.parse((ENV / "repo/packages" / name / "package.py").read_text())
+
+
+def _class_assignments(tree: ast.Module) -> dict:
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef))
+    return {t.id: n.value for n in cls.body if isinstance(n, ast.Assign)
+            for t in n.targets if isinstance(t, ast.Name)}
+
+
+def test_packages_check_their_executables_with_sanity_check_is_file():
+    """Spack's own sanity check, not a hand-written run_after("install")."""
+    for name, files in (("ior", ["bin/ior", "bin/mdtest"]), ("flash-io", ["bin/flash-io"])):
+        tree = _package_ast(name)
+        assert ast.literal_eval(_class_assignments(tree)["sanity_check_is_file"]) == files
+        src = ast.unparse(tree)
+        assert "run_after('install')" not in src and "os.path.exists" not in src, name
 
 
 def test_no_machine_paths_in_committed_files():

@@ -1,6 +1,4 @@
 # h5regress: Spack package for the project's own FLASH-IO kernel.
-import os
-
 import spack.directives
 from spack.package import *
 
@@ -23,6 +21,9 @@ class FlashIo(CMakePackage):
     # Built from the project tree (spack-env/spack.yaml `develop:`), not fetched.
     version("main")
 
+    # The executable the suite runs (checked by Spack after install).
+    sanity_check_is_file = ["bin/flash-io"]
+
     if _C_IS_A_DEPENDENCY:
         depends_on("c", type="build")
     depends_on("cmake@3.16:", type="build")
@@ -39,8 +40,3 @@ class FlashIo(CMakePackage):
             self.define("HDF5_C_COMPILER_EXECUTABLE", join_path(hdf5.prefix.bin, "h5pcc")),
             self.define("MPI_C_COMPILER", self.spec["mpi"].mpicc),
         ]
-
-    @run_after("install")
-    def check_binary(self):
-        if not os.path.exists(join_path(self.prefix.bin, "flash-io")):
-            raise InstallError("flash-io: bin/flash-io was not installed")
