@@ -54,6 +54,8 @@ def test_spack_yaml_parses():
     for key in ("include", "repos", "definitions", "specs", "develop", "concretizer"):
         assert key in doc, key
     assert doc["concretizer"]["unify"] is False
+    # a lock follows from the files, not from what is installed (README: Locks)
+    assert doc["concretizer"]["reuse"] is False
     assert doc["view"] is False
 
 
@@ -197,6 +199,27 @@ def test_packages_check_their_executables_with_sanity_check_is_file():
         assert ast.literal_eval(_class_assignments(tree)["sanity_check_is_file"]) == files
         src = ast.unparse(tree)
         assert "run_after('install')" not in src and "os.path.exists" not in src, name
+
+
+def test_h5bench_is_built_optimised_with_its_asserts():
+    """h5bench's CMakeLists.txt forces a Debug build: the package removes that
+    line, and its optimised flags keep assert(), inside which the metadata
+    benchmark does its HDF5 calls (so no -DNDEBUG)."""
+    tree = _package_ast("h5bench")
+    src = ast.unparse(tree)
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and getattr(n.func, "id", "") == "filter_file"]
+    assert len(calls) == 1
+    pattern, repl, path = (ast.literal_eval(a) for a in calls[0].args)
+    assert path == "CMakeLists.txt" and repl == ""
+    # the line of h5bench 1.6's CMakeLists.txt
+    assert re.search(pattern, "set(CMAKE_BUILD_TYPE Debug)")
+    assert not re.search(pattern, "set(CMAKE_BUILD_TYPE Release)")
+    flags = next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                 and n.targets[0].id == "_OPTIMISED_FLAGS_WITH_ASSERTS")
+    assert flags["Release"] == "-O3"
+    assert all("NDEBUG" not in f and "-O" in f for f in flags.values()), flags
+    assert "CMAKE_{lang}_FLAGS_{build_type.upper()}" in src
 
 
 def test_no_machine_paths_in_committed_files():

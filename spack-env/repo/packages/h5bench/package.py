@@ -20,6 +20,14 @@ def _needed_submodules(pkg):
     return [name for name in ("amrex", "openpmd", "e3sm") if spec.satisfies(f"+{name}")]
 
 
+# CMake's flags of each optimised build type, without -DNDEBUG.
+_OPTIMISED_FLAGS_WITH_ASSERTS = {
+    "Release": "-O3",
+    "RelWithDebInfo": "-O2 -g",
+    "MinSizeRel": "-Os",
+}
+
+
 class H5bench(BuiltinH5bench):
     # h5bench 1.6 (tag 1.6).
     version(
@@ -32,8 +40,24 @@ class H5bench(BuiltinH5bench):
     # `h5bench` driver script).
     depends_on("python@3:", type="build", when="@1.6:")
 
+    def patch(self):
+        # h5bench's CMakeLists.txt sets CMAKE_BUILD_TYPE to Debug itself (-g,
+        # no optimisation) whatever the command line says: drop that line so
+        # that the build_type variant (-DCMAKE_BUILD_TYPE, default Release)
+        # decides.
+        filter_file(r"^\s*set\(CMAKE_BUILD_TYPE Debug\)\s*$", "", "CMakeLists.txt")
+
     def cmake_args(self):
         args = super().cmake_args()
+        # Optimised, but with the asserts kept: the metadata benchmark does
+        # its work inside assert() (H5Dcreate, H5Sselect_hyperslab, ...), so
+        # CMake's -DNDEBUG of the optimised build types would leave it
+        # writing nothing.  These are CMake's defaults without -DNDEBUG.
+        build_type = self.spec.variants["build_type"].value
+        flags = _OPTIMISED_FLAGS_WITH_ASSERTS.get(build_type)
+        if flags:
+            for lang in ("C", "CXX"):
+                args.append(self.define(f"CMAKE_{lang}_FLAGS_{build_type.upper()}", flags))
         hdf5 = self.spec["hdf5"]
         if hdf5.satisfies("+subfiling"):
             # h5bench 1.6 looks for H5FDsubfiling.h in HDF5_INCLUDE_DIRS, which a
