@@ -304,6 +304,38 @@ def test_candidate_argument():
             inst.parse_candidate(bad)
 
 
+def test_the_develop_packages_are_read_from_the_lock():
+    inst = install_module()
+    assert inst.develop_names((ENV / "locks/workstation.lock").read_text()) == ["flash-io"]
+    assert inst.mirror_create_args(pathlib.Path("/m"), '{"concrete_specs": {}}') == [
+        "mirror", "create", "-d", "/m", "--all"]
+
+
+def test_create_mirror_leaves_out_the_develop_package(tmp_path, monkeypatch):
+    """--create-mirror runs `spack mirror create --all` without the develop
+    package (Spack cannot mirror a develop spec: 'DevelopStage' object has no
+    attribute 'cache_mirror', exit 1), and installs nothing.  Spack is a stub
+    here that records its arguments."""
+    calls = tmp_path / "calls"
+    stub = tmp_path / "spack" / "bin" / "spack"
+    stub.parent.mkdir(parents=True)
+    stub.write_text(f'#!/bin/sh\necho "$@" >> {calls}\n')
+    stub.chmod(0o755)
+    monkeypatch.setenv("SPACK_ROOT", str(tmp_path / "spack"))
+    text = (ENV / "spack.yaml").read_text()
+    sha = re.search(r"hdf5@git\.([0-9a-f]{40})=\S+ .*# h5regress:candidate", text).group(1)
+    p = subprocess.run([sys.executable, str(ENV / "install"), "--candidate", sha,
+                        "--env-dir", str(tmp_path / "env"),
+                        "--lock", str(ENV / "locks/workstation.lock"),
+                        "--create-mirror", str(tmp_path / "mirror")],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert calls.read_text().splitlines() == [
+        f"-e {tmp_path / 'env'} mirror create -d {tmp_path / 'mirror'} --all "
+        "--exclude-specs flash-io"]
+    assert "@H5REGRESS_REPO@" not in (tmp_path / "env/spack.lock").read_text()
+
+
 # ------------------------------------------------------------ real Spack
 
 
