@@ -46,7 +46,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 
-from h5regress import atomic
+from h5regress import atomic, catalog
 
 SCHEMA = 1
 ENV_VAR = "H5REGRESS_MANIFEST"
@@ -60,26 +60,9 @@ _GIT_VERSION = re.compile(r"^git\.(?P<ref>[^=]+)=(?P<label>.+)$")
 
 # Per Spack package: manifest tool name -> candidate paths relative to the
 # install prefix (the first that exists wins), and the variant that must be
-# on for the tool to be expected (None: always).
-TOOL_LAYOUT: dict[str, dict[str, tuple[tuple[str, ...], str | None]]] = {
-    "ior": {
-        "ior": (("bin/ior",), None),
-        "mdtest": (("bin/mdtest",), None),
-    },
-    "macsio": {
-        # MACSio installs its binary at the top of its prefix, not in bin/.
-        "macsio": (("macsio", "bin/macsio"), None),
-    },
-    "h5bench": {
-        "h5bench_write": (("bin/h5bench_write",), None),
-        "h5bench_read": (("bin/h5bench_read",), None),
-        "h5bench_exerciser": (("bin/h5bench_exerciser",), "exerciser"),
-        "h5bench_hdf5_iotest": (("bin/h5bench_hdf5_iotest",), "metadata"),
-    },
-    "flash-io": {
-        "flash-io": (("bin/flash-io",), None),
-    },
-}
+# on for the tool to be expected (None: always). Derived from the benchmark
+# declarations (h5regress/catalog.py), where a tool's package and binaries are said.
+TOOL_LAYOUT: dict[str, dict[str, tuple[tuple[str, ...], str | None]]] = catalog.tool_layout()
 
 _TOP_KEYS = ("schema", "generated", "spack_version", "environment", "lock_sha256", "builds")
 _HDF5_KEYS = ("version", "label", "commit", "variants", "hash", "prefix")
@@ -203,6 +186,98 @@ def _records(spack_find_json) -> list[dict]:
     )
 
 
+def _prefix_of(rec: dict, prefixes: dict[str, str]) -> str:
+    """A record's install prefix: its own, else the one ``prefixes`` gives its hash."""
+    h = rec.get("hash", "")
+    p = rec.get("prefix") or prefixes.get(h)
+    if not p:
+        raise ManifestError(
+            f"spack find --json: {rec.get('name')}/{h[:7]}: no install prefix "
+            "(not installed, or no prefix given for its hash)"
+        )
+    return p
+
+
+def _hdf5_builds(records: list[dict], prefixes: dict[str, str]) -> tuple[dict, dict]:
+    """The HDF5 builds of the records: ({build id: manifest entry}, {dag hash: build id})."""
+    builds: dict[str, dict] = {}
+    by_hash: dict[str, str] = {}
+    for rec in records:
+        if rec.get("name") != "hdf5":
+            continue
+        h = rec.get("hash")
+        if not h or h in by_hash:
+            continue
+        where = f"spack find --json: hdf5/{h[:7]}"
+        commit, label = _split_version(rec.get("version", ""), where)
+        build_id = f"hdf5-{label}"
+        if build_id in builds:
+            raise ManifestError(
+                f"{where}: label {label!r} is used by two HDF5 builds "
+                f"({builds[build_id]['hdf5']['hash'][:7]} and {h[:7]}): labels in "
+                "spack-env/spack.yaml must be unique"
+            )
+        prefix = _prefix_of(rec, prefixes)
+        builds[build_id] = {
+            "hdf5": {
+                "version": _header_version(prefix) or label,
+                "label": label,
+                "commit": commit,
+                "variants": _variants_string(rec.get("parameters", {})),
+                "hash": h,
+                "prefix": prefix,
+            },
+            "tools": {},
+        }
+        by_hash[h] = build_id
+    if not builds:
+        raise ManifestError(
+            "spack find --json: no installed hdf5 in the environment: install it first"
+        )
+    return builds, by_hash
+
+
+def _tool_build(rec: dict, builds: dict, by_hash: dict[str, str]) -> str:
+    """The HDF5 build id a tool's record is built against."""
+    name, h = rec.get("name"), rec.get("hash", "")
+    deps = [d for d in rec.get("dependencies", []) if d.get("name") == "hdf5"]
+    if not deps:
+        raise ManifestError(f"spack find --json: {name}/{h[:7]} has no hdf5 dependency")
+    build_id = by_hash.get(deps[0].get("hash"))
+    if build_id is None:
+        raise ManifestError(
+            f"spack find --json: {name}/{h[:7]} is built against hdf5/"
+            f"{str(deps[0].get('hash'))[:7]}, which is none of the environment's "
+            f"HDF5 builds ({', '.join(sorted(builds))}): re-concretize the environment"
+        )
+    return build_id
+
+
+def _add_tools(rec: dict, build_id: str, tools: dict[str, str], prefix: str,
+               check_tools: bool) -> None:
+    """The binaries ``TOOL_LAYOUT`` expects of a tool's record, into ``tools``."""
+    name, h = rec.get("name"), rec.get("hash", "")
+    params = rec.get("parameters", {})
+    for tool, (candidates, variant) in TOOL_LAYOUT[name].items():
+        if variant is not None and params.get(variant) is not True:
+            continue
+        if tool in tools:
+            raise ManifestError(
+                f"spack find --json: two {name} installs for build {build_id} "
+                f"({tool}: {tools[tool]} and {prefix})"
+            )
+        paths = [os.path.join(prefix, c) for c in candidates]
+        found = next((p for p in paths if os.path.exists(p)), None)
+        if found is None:
+            if check_tools:
+                raise ManifestError(
+                    f"build {build_id}: tool {tool!r} of {name}/{h[:7]} is missing from "
+                    f"its install prefix: none of {', '.join(paths)} exists"
+                )
+            found = paths[0]
+        tools[tool] = found
+
+
 def generate(
     spack_find_json,
     env_dir,
@@ -228,89 +303,16 @@ def generate(
     if not os.path.exists(lock_path):
         raise ManifestError(f"{lock_path}: no spack.lock: concretize the environment first")
 
-    def prefix_of(rec: dict) -> str:
-        h = rec.get("hash", "")
-        p = rec.get("prefix") or prefixes.get(h)
-        if not p:
-            raise ManifestError(
-                f"spack find --json: {rec.get('name')}/{h[:7]}: no install prefix "
-                "(not installed, or no prefix given for its hash)"
-            )
-        return p
-
-    builds: dict[str, dict] = {}
-    by_hash: dict[str, str] = {}
-    for rec in records:
-        if rec.get("name") != "hdf5":
-            continue
-        h = rec.get("hash")
-        if not h or h in by_hash:
-            continue
-        where = f"spack find --json: hdf5/{h[:7]}"
-        commit, label = _split_version(rec.get("version", ""), where)
-        build_id = f"hdf5-{label}"
-        if build_id in builds:
-            raise ManifestError(
-                f"{where}: label {label!r} is used by two HDF5 builds "
-                f"({builds[build_id]['hdf5']['hash'][:7]} and {h[:7]}): labels in "
-                "spack-env/spack.yaml must be unique"
-            )
-        prefix = prefix_of(rec)
-        builds[build_id] = {
-            "hdf5": {
-                "version": _header_version(prefix) or label,
-                "label": label,
-                "commit": commit,
-                "variants": _variants_string(rec.get("parameters", {})),
-                "hash": h,
-                "prefix": prefix,
-            },
-            "tools": {},
-        }
-        by_hash[h] = build_id
-    if not builds:
-        raise ManifestError(
-            "spack find --json: no installed hdf5 in the environment: install it first"
-        )
-
+    builds, by_hash = _hdf5_builds(records, prefixes)
     seen: set[str] = set()
     for rec in records:
-        name = rec.get("name")
         h = rec.get("hash", "")
-        if name not in TOOL_LAYOUT or h in seen:
+        if rec.get("name") not in TOOL_LAYOUT or h in seen:
             continue
         seen.add(h)
-        deps = [d for d in rec.get("dependencies", []) if d.get("name") == "hdf5"]
-        if not deps:
-            raise ManifestError(f"spack find --json: {name}/{h[:7]} has no hdf5 dependency")
-        build_id = by_hash.get(deps[0].get("hash"))
-        if build_id is None:
-            raise ManifestError(
-                f"spack find --json: {name}/{h[:7]} is built against hdf5/"
-                f"{str(deps[0].get('hash'))[:7]}, which is none of the environment's "
-                f"HDF5 builds ({', '.join(sorted(builds))}): re-concretize the environment"
-            )
-        prefix = prefix_of(rec)
-        params = rec.get("parameters", {})
-        tools = builds[build_id]["tools"]
-        for tool, (candidates, variant) in TOOL_LAYOUT[name].items():
-            if variant is not None and params.get(variant) is not True:
-                continue
-            if tool in tools:
-                raise ManifestError(
-                    f"spack find --json: two {name} installs for build {build_id} "
-                    f"({tool}: {tools[tool]} and {prefix})"
-                )
-            paths = [os.path.join(prefix, c) for c in candidates]
-            found = next((p for p in paths if os.path.exists(p)), None)
-            if found is None:
-                if check_tools:
-                    raise ManifestError(
-                        f"build {build_id}: tool {tool!r} of {name}/{h[:7]} is missing from "
-                        f"its install prefix: none of {', '.join(paths)} exists"
-                    )
-                found = paths[0]
-            tools[tool] = found
+        build_id = _tool_build(rec, builds, by_hash)
+        _add_tools(rec, build_id, builds[build_id]["tools"], _prefix_of(rec, prefixes),
+                   check_tools)
 
     stamp = (now or _dt.datetime.now(_dt.timezone.utc)).astimezone(_dt.timezone.utc)
     return {

@@ -1,10 +1,10 @@
 """Reference envelopes: read, apply, derive from history, write.
 
 File format: ReFrame 4.10 external references, one file per tool under
-``reframe/config/references/``, the one each check names (``reference =
-{'$ref': '../config/references/flashio.yaml'}``; :class:`ReferenceFiles`
-reads those names from the checks, so ``h5regress refs`` writes the file
-they read)::
+``reframe/config/references/``, the one each tool declares
+(:mod:`h5regress.catalog`: ``flash-io`` reads ``flashio.yaml``); the checks'
+base sets ``reference = {'$ref': ...}`` from it and :class:`ReferenceFiles`
+names files from it, so ``h5regress refs`` writes the file the checks read::
 
     IorCheck:                      # test class name
       $index: [$partition, api]    # optional; without it the level is system:partition
@@ -22,15 +22,15 @@ How a record maps onto the file (contract with the perflog reader):
 
 * class: ``provenance['test_class']``, else the first word of ``test`` with
   ReFrame's variant suffix (``_<8 hex>``) removed;
-* file: the one the class's check names, else the one the checks of the
-  record's tool name, else ``<tool>.yaml`` (a tool no check runs);
+* file: the one the record's tool declares (:mod:`h5regress.catalog`, which the
+  checks read too), else ``<tool>.yaml`` (a tool nothing declares);
 * performance variable: ``provenance['perf_var']``, else
   ``<operation>_<metric>``;
 * index values: ``$partition`` -> ``system``; ``$system`` -> its first part;
   ``$environ`` -> ``params['environ']``; any other name -> ``params[name]``
   (record parameters are named like the test's attributes); ``case`` when
-  absent is rebuilt as the checks build it (IOR ``api-preset-layout``, fio
-  ``mode``).
+  absent is rebuilt from the parameters the tool declares for it
+  (:mod:`h5regress.catalog`: IOR ``api-preset-layout``, fio ``mode``).
 
 Derivation (:func:`derive`): for every (class, index path, variable) the
 samples of the last ``window`` nights of history, degraded nights and
@@ -54,7 +54,7 @@ from typing import Any
 
 import yaml
 
-from h5regress import atomic
+from h5regress import atomic, catalog
 from h5regress import history as hist_mod
 from h5regress import stats
 from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
@@ -104,12 +104,11 @@ def index_value(attr: str, system: str, params: Mapping[str, Any]) -> Any:
     if attr in params:
         return params[attr]
     if attr == 'case':
-        # the checks' reference row (reframe/checks: ior `api-preset-layout`, fio `mode`)
-        # when the record does not carry it
-        if all(k in params for k in ('api', 'preset', 'layout')):
-            return f'{params["api"]}-{params["preset"]}-{params["layout"]}'
-        if 'mode' in params:
-            return params['mode']
+        # the checks' reference row when the record does not carry it: the parameters
+        # a benchmark declares for it (h5regress.catalog: ior `api-preset-layout`, fio `mode`)
+        for bench in catalog.BENCHMARKS.values():
+            if bench.case_params and all(k in params for k in bench.case_params):
+                return '-'.join(str(params[k]) for k in bench.case_params)
     raise KeyError(attr)
 
 
@@ -277,12 +276,13 @@ def bounds(ref: tuple) -> tuple[float, float]:
 # ------------------------------------------------------------------ which file
 @dataclasses.dataclass
 class ReferenceFiles:
-    """The reference file each check reads, from its ``reference = {'$ref': ...}``.
+    """The reference file each check reads: its tool's, as the benchmark declarations
+    say (:mod:`h5regress.catalog`; the checks' base sets ``reference`` from it).
 
-    The checks are the one place that says it: ``by_class`` maps a check class
-    (its own ``$ref`` or one inherited within its file) to the file name,
-    ``by_tool`` a tool whose checks all read one file to that file. Read with
-    ``ast``: nothing is imported (the checks need ReFrame).
+    ``by_tool`` maps each declared tool to its file; ``by_class`` maps a check class
+    to its tool's file (the class's ``tool``, its own or inherited within its file),
+    or to the file its own ``reference = {'$ref': ...}`` names. The checks are read
+    with ``ast``: nothing is imported (the checks need ReFrame).
     """
     by_class: dict[str, str]
     by_tool: dict[str, str]
@@ -294,15 +294,13 @@ class ReferenceFiles:
 
     @classmethod
     def from_checks(cls, checks_dir: str | os.PathLike = CHECKS_DIR) -> 'ReferenceFiles':
+        by_tool = {b.tool: b.reference_file for b in catalog.BENCHMARKS.values()}
         by_class: dict[str, str] = {}
-        tools: dict[str, set[str]] = {}
         for path in sorted(Path(checks_dir).glob('*.py')):
             for klass, (tool, ref) in _check_classes(path.read_text(encoding='utf-8')).items():
-                if ref:
-                    by_class[klass] = ref
-                    if tool:
-                        tools.setdefault(tool, set()).add(ref)
-        return cls(by_class, {t: refs.pop() for t, refs in tools.items() if len(refs) == 1})
+                if ref or tool in by_tool:
+                    by_class[klass] = ref or by_tool[tool]
+        return cls(by_class, by_tool)
 
 
 def _check_classes(source: str) -> dict[str, tuple[str | None, str | None]]:

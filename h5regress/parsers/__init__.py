@@ -7,7 +7,8 @@ Each tool module exposes
   directory or one file;
 - ``wanted(relpath: str) -> bool``: which files of a directory it reads.
 
-:func:`parser_for` is the registry the CLI and the checks use.
+:func:`parser_for` is the registry the CLI and the checks use; which module reads
+which tool is declared once, in :mod:`h5regress.catalog`.
 """
 
 from __future__ import annotations
@@ -15,17 +16,11 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+from h5regress import catalog
 from h5regress.parsers.base import Measurement, ParsedRun, ParseError, RunFailed  # noqa: F401
 
-#: tool name -> module under h5regress.parsers
-_MODULES = {
-    'ior': 'ior',
-    'fio': 'fio',
-    'mdtest': 'mdtest',
-    'macsio': 'macsio',
-    'h5bench': 'h5bench',
-    'flash-io': 'flashio',
-}
+#: tool name -> module under h5regress.parsers, from the benchmark declarations
+_MODULES = {b.tool: b.parser_module for b in catalog.BENCHMARKS.values()}
 
 
 def tools() -> list[str]:

@@ -1,0 +1,37 @@
+"""The benchmark declarations (h5regress/catalog.py) and what is derived from them."""
+
+from h5regress import catalog, gateconfig, manifest, parsers, refs
+
+
+def test_manifest_layout_is_derived_from_the_declarations():
+    assert manifest.TOOL_LAYOUT == {
+        'ior': {'ior': (('bin/ior',), None), 'mdtest': (('bin/mdtest',), None)},
+        'macsio': {'macsio': (('macsio', 'bin/macsio'), None)},
+        'h5bench': {'h5bench_write': (('bin/h5bench_write',), None),
+                    'h5bench_read': (('bin/h5bench_read',), None),
+                    'h5bench_exerciser': (('bin/h5bench_exerciser',), 'exerciser'),
+                    'h5bench_hdf5_iotest': (('bin/h5bench_hdf5_iotest',), 'metadata')},
+        'flash-io': {'flash-io': (('bin/flash-io',), None)},
+    }
+
+
+def test_every_declared_tool_has_its_parser_and_reference_file():
+    for bench in catalog.BENCHMARKS.values():
+        assert parsers.parser_for(bench.tool).__name__ == \
+            f'h5regress.parsers.{bench.parser_module}'
+        assert (gateconfig.REFERENCES_DIR / bench.reference_file).is_file(), bench.tool
+    assert refs.ReferenceFiles.from_checks().by_tool == {
+        b.tool: b.reference_file for b in catalog.BENCHMARKS.values()}
+
+
+def test_every_gate_rule_names_a_declared_tool():
+    cfg = gateconfig.load_config()
+    rules = [r for key in gateconfig.RULE_KEYS for r in cfg[key]] + [cfg['ceiling']]
+    for rule in rules:
+        assert rule['tool'] in catalog.BENCHMARKS, rule
+
+
+def test_case_of_a_record_without_it_comes_from_the_declared_parameters():
+    assert refs.index_value('case', 's:p', {'api': 'HDF5', 'preset': 'collective',
+                                             'layout': 'ssf'}) == 'HDF5-collective-ssf'
+    assert refs.index_value('case', 's:p', {'mode': 'direct'}) == 'direct'
