@@ -12,7 +12,12 @@ from pathlib import Path
 
 
 def write_text(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` to ``path`` through a fsynced temporary file and a rename."""
+    """Write ``text`` (UTF-8) to ``path`` through a fsynced temporary file and a rename."""
+    return write_bytes(path, text.encode('utf-8'))
+
+
+def write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` through a fsynced temporary file and a rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f'.{path.name}.', suffix='.tmp', dir=path.parent)
@@ -20,8 +25,8 @@ def write_text(path: str | os.PathLike, text: str) -> Path:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)   # mkstemp makes 0600; publish like open() would
-        with os.fdopen(fd, 'w', encoding='utf-8') as fp:
-            fp.write(text)
+        with os.fdopen(fd, 'wb') as fp:
+            fp.write(data)
             fp.flush()
             os.fsync(fp.fileno())
         os.replace(tmp, path)
