@@ -32,6 +32,12 @@ How a record maps onto the file (contract with the perflog reader):
   absent is rebuilt from the parameters the tool declares for it
   (:mod:`h5regress.catalog`: IOR ``api-preset-layout``, fio ``mode``).
 
+Validation (``h5regress refs --check``, exit 4 naming the file, the key and the
+value): references finite and not negative, thresholds in range (also when any
+reader loads a file); every class a check that declares performance variables,
+every variable one it declares, every unit the one it reports them in
+(:class:`CheckVariables`, read from the checks with ``ast``).
+
 Derivation (:func:`derive`): for every (class, index path, variable) the
 samples of the last ``window`` nights of history, degraded nights and
 FAILed candidate samples excluded; ref = median, lower/upper = the
@@ -131,11 +137,16 @@ def _check_tuple(fname: str, path: list, val: Any) -> None:
     for name, x in (('ref', ref), ('lower', lo), ('upper', hi)):
         if x is not None and (isinstance(x, bool) or not isinstance(x, (int, float))):
             raise RefsError(f'{where}: {name} is not a number: {x!r}')
-    if isinstance(ref, (int, float)) and ref >= 0:
-        if lo is not None and not -1 <= lo <= 0:
-            raise RefsError(f'{where}: lower threshold {lo!r} not in [-1, 0]')
-        if hi is not None and hi < 0:
-            raise RefsError(f'{where}: upper threshold {hi!r} is negative')
+        if x is not None and not math.isfinite(x):
+            raise RefsError(f'{where}: {name} is not a finite number: {x!r} (an unbounded '
+                            f'threshold is null)')
+    if ref is not None and ref < 0:
+        raise RefsError(f'{where}: reference {ref!r} is negative (performance values are '
+                        f'not)')
+    if lo is not None and not -1 <= lo <= 0:
+        raise RefsError(f'{where}: lower threshold {lo!r} not in [-1, 0]')
+    if hi is not None and hi < 0:
+        raise RefsError(f'{where}: upper threshold {hi!r} is negative')
     if len(val) == 4 and val[3] is not None and not isinstance(val[3], str):
         raise RefsError(f'{where}: unit is not a string: {val[3]!r}')
 
@@ -338,6 +349,243 @@ def _check_classes(source: str) -> dict[str, tuple[str | None, str | None]]:
     return {k: (inherited(k, 'tool'), inherited(k, 'reference')) for k in own}
 
 
+# ------------------------------------------------------------------ what the checks declare
+#: a formatted part of a performance variable's name that cannot be known statically
+_ANY_PART = r'[A-Za-z0-9_.+-]+'
+
+
+@dataclasses.dataclass
+class CheckVariables:
+    """The performance variables each check class declares, and their units.
+
+    Read from ``reframe/checks`` with ``ast`` (nothing is imported): every
+    ``{name: (operation, metric, unit)}`` table in a class's methods (what
+    ``set_perf_variables`` takes), inherited within its file. Names are built
+    with f-strings over constants, class attributes and loops; what cannot be
+    known statically (a parameter) matches any word. ``by_class`` maps a class
+    to ``[(name regex, unit or None), ...]``; a class without any table is not
+    a check with performance variables.
+    """
+    by_class: dict[str, list[tuple[str, str | None]]]
+
+    @classmethod
+    def from_checks(cls, checks_dir: str | os.PathLike = CHECKS_DIR) -> 'CheckVariables':
+        by_class: dict[str, list[tuple[str, str | None]]] = {}
+        for path in sorted(Path(checks_dir).glob('*.py')):
+            by_class.update(_declared_variables(path.read_text(encoding='utf-8')))
+        return cls({k: v for k, v in by_class.items() if v})
+
+    def units(self, klass: str, var: str) -> set[str | None] | None:
+        """Units ``klass`` reports ``var`` in (None: unit unknown), or None when it
+        does not declare ``var``."""
+        found = {unit for pattern, unit in self.by_class.get(klass, ())
+                 if re.fullmatch(pattern, var)}
+        return found or None
+
+    def problems(self, data: Mapping[str, Any], fname: str) -> list[str]:
+        """What a (well formed) reference mapping says that no check declares."""
+        out = []
+        for klass, path, var, val in _entries(data):
+            where = f'{fname}: key {_keypath(path + [var])!r}'
+            if klass not in self.by_class:
+                out.append(f'{fname}: key {klass!r}: no check of that name declares '
+                           f'performance variables (checks: {", ".join(sorted(self.by_class))})')
+                continue
+            units = self.units(klass, var)
+            tup = val[2] if val and val[0] == '$xfail' else val
+            unit = tup[3] if len(tup) > 3 else None
+            if units is None:
+                out.append(f'{where}: {klass} has no performance variable {var!r}')
+            elif unit is not None and None not in units and unit not in units:
+                out.append(f'{where}: unit {unit!r}, but {klass} reports {var} in '
+                           f'{" or ".join(sorted(map(str, units)))}')
+        return list(dict.fromkeys(out))
+
+
+def _entries(data: Mapping[str, Any]) -> Iterable[tuple[str, list, str, list]]:
+    """(class, key path, variable, reference) of every entry of a valid mapping."""
+    for klass, body in (data or {}).items():
+        depth = len(body.get('$index') or ()) or 1
+        stack = [([klass, k], v, 1) for k, v in body.items() if k != '$index']
+        while stack:
+            path, node, level = stack.pop(0)
+            if level == depth:
+                yield from ((klass, path, var, val) for var, val in node.items())
+            else:
+                stack += [(path + [k], v, level + 1) for k, v in node.items()]
+
+
+def _declared_variables(source: str) -> dict[str, list[tuple[str, str | None]]]:
+    """Class -> [(name regex, unit)] of one checks file, inherited within it."""
+    tree = ast.parse(source)
+    consts: dict[str, Any] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name):
+            try:
+                consts[node.targets[0].id] = ast.literal_eval(node.value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                pass
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+
+    def mro(name: str, seen: tuple = ()) -> list[ast.ClassDef]:
+        node = classes.get(name)
+        if node is None or name in seen:
+            return []
+        out = [node]
+        for base in node.bases:
+            if isinstance(base, ast.Name):
+                out += [c for c in mro(base.id, seen + (name,)) if c not in out]
+        return out
+
+    out = {}
+    for name in classes:
+        chain = mro(name)
+        attrs: dict[str, Any] = {}
+        for klass in reversed(chain):          # the class's own attributes win
+            attrs.update(_literal_attrs(klass))
+        ev = _Eval(consts, attrs)
+        out[name] = list(dict.fromkeys(v for klass in chain for v in ev.tables(klass)))
+    return out
+
+
+def _literal_attrs(klass: ast.ClassDef) -> dict[str, Any]:
+    attrs = {}
+    for stmt in klass.body:
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    try:
+                        attrs[target.id] = ast.literal_eval(stmt.value)
+                    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                        pass
+    return attrs
+
+
+class _Eval:
+    """Just enough evaluation of a check's methods to name its performance variables:
+    possible values of an expression (a list), or None when they cannot be known."""
+
+    def __init__(self, consts: Mapping[str, Any], attrs: Mapping[str, Any]) -> None:
+        self.consts, self.attrs = consts, attrs
+        self.local: dict[str, ast.expr] = {}
+        self.depth = 0
+
+    def tables(self, klass: ast.ClassDef) -> list[tuple[str, str | None]]:
+        out = []
+        for fn in klass.body:
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            self.local = {t.id: n.value for n in ast.walk(fn) if isinstance(n, ast.Assign)
+                          for t in n.targets if isinstance(t, ast.Name)}
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Dict) and node.values and all(map(_is_row, node.values)):
+                    out += [(self.pattern(k, {}), u) for k, v in zip(node.keys, node.values)
+                            if k is not None for u in self.units(v, {})]
+                elif isinstance(node, ast.DictComp) and _is_row(node.value):
+                    for env in self.bindings(node.generators, {}):
+                        out += [(self.pattern(node.key, env), u)
+                                for u in self.units(node.value, env)]
+        return out
+
+    def units(self, row: ast.Tuple, env: dict) -> list[str | None]:
+        got = self.values(row.elts[2], env)
+        return [u if isinstance(u, str) else None for u in got] if got else [None]
+
+    def bindings(self, gens: Sequence[ast.comprehension], env: dict) -> list[dict]:
+        if not gens:
+            return [env]
+        gen, out = gens[0], []
+        elems = self.elements(gen.iter, env)
+        for elem in (elems if elems is not None else [_UNKNOWN]):
+            bound = dict(env)
+            _bind(gen.target, elem, bound)
+            out += self.bindings(gens[1:], bound)
+        return out
+
+    def values(self, expr: ast.expr, env: dict) -> list | None:
+        self.depth += 1
+        try:
+            return None if self.depth > 20 else self._values(expr, env)
+        finally:
+            self.depth -= 1
+
+    def _values(self, expr: ast.expr, env: dict) -> list | None:
+        if isinstance(expr, ast.Constant):
+            return [expr.value]
+        if isinstance(expr, ast.Name):
+            if expr.id in env:
+                return None if env[expr.id] is _UNKNOWN else [env[expr.id]]
+            if expr.id in self.local:
+                return self.values(self.local[expr.id], {})
+            return [self.consts[expr.id]] if expr.id in self.consts else None
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) \
+                and expr.value.id == 'self' and expr.attr in self.attrs:
+            return [self.attrs[expr.attr]]
+        if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name) \
+                and isinstance(self.consts.get(expr.value.id), dict):
+            return list(self.consts[expr.value.id].values())
+        if isinstance(expr, ast.Tuple):
+            parts = [self.values(e, env) for e in expr.elts]
+            if any(p is None or len(p) != 1 for p in parts):
+                return None
+            return [tuple(p[0] for p in parts)]
+        return None
+
+    def elements(self, expr: ast.expr, env: dict) -> list | None:
+        """What iterating over ``expr`` gives."""
+        if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
+            got = [self.values(e, env) for e in expr.elts]
+            return None if any(g is None for g in got) else [v for g in got for v in g]
+        if isinstance(expr, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            out = []
+            for bound in self.bindings(expr.generators, env):
+                got = self.values(expr.elt, bound)
+                if got is None:
+                    return None
+                out += got
+            return out
+        if isinstance(expr, ast.Name) and expr.id not in env and expr.id in self.local:
+            return self.elements(self.local[expr.id], {})
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) \
+                and expr.func.attr in ('keys', 'values', 'items') and not expr.args:
+            got = self.values(expr.func.value, env)
+            if got and len(got) == 1 and isinstance(got[0], dict):
+                return list(getattr(got[0], expr.func.attr)())
+            return None
+        got = self.values(expr, env)
+        if got and len(got) == 1 and isinstance(got[0], (tuple, list, set, dict, str)):
+            return list(got[0])
+        return None
+
+    def pattern(self, expr: ast.expr, env: dict) -> str:
+        """A regular expression of the names a key expression can take."""
+        if isinstance(expr, ast.JoinedStr):
+            return ''.join(self.pattern(part.value if isinstance(part, ast.FormattedValue)
+                                        else part, env) for part in expr.values)
+        got = self.values(expr, env)
+        if got is None:
+            return _ANY_PART
+        return '(?:' + '|'.join(re.escape(str(v)) for v in got) + ')'
+
+
+_UNKNOWN = object()
+
+
+def _is_row(node: ast.expr) -> bool:
+    """``(operation, metric, unit)``: a performance variable's table entry."""
+    return isinstance(node, ast.Tuple) and len(node.elts) == 3
+
+
+def _bind(target: ast.expr, value: Any, env: dict) -> None:
+    if isinstance(target, ast.Name):
+        env[target.id] = value
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        ok = isinstance(value, (tuple, list)) and len(value) == len(target.elts)
+        for i, t in enumerate(target.elts):
+            _bind(t, value[i] if ok else _UNKNOWN, env)
+
+
 # ------------------------------------------------------------------ deriving
 def _round_sig(x: float, digits: int = 3) -> float:
     if x == 0 or not math.isfinite(x):
@@ -524,27 +772,35 @@ def write(path: str | os.PathLike, data: Mapping[str, Any]) -> None:
 
 
 # ------------------------------------------------------------------ CLI
-def check_files(paths: Sequence[str]) -> int:
-    """Validate reference files; 0 when all are well formed, 4 naming each bad one."""
+def check_files(paths: Sequence[str], variables: CheckVariables | None = None) -> int:
+    """Validate reference files: well formed (finite, non-negative references,
+    thresholds in range), and every class, performance variable and unit one that
+    the checks declare (``variables``, by default from ``reframe/checks``). 0 when
+    all are, else 4, naming the file, the key and the value of each problem."""
     files = reference_files(paths)
     if not files:
         print(f'h5regress refs: error: no reference files in {", ".join(paths)}',
               file=sys.stderr)
         return EXIT_ERROR
+    variables = variables or CheckVariables.from_checks()
     bad = 0
     for path in files:
         try:
-            load_file(path)
+            problems = variables.problems(load_file(path), str(path))
         except RefsError as err:
-            print(f'h5regress refs: error: {err}', file=sys.stderr)
-            bad += 1
+            problems = [str(err)]
+        for problem in problems:
+            print(f'h5regress refs: error: {problem}', file=sys.stderr)
+        bad += bool(problems)
     return EXIT_ERROR if bad else 0
 
 
 def main_refs(argv: Sequence[str] | None = None) -> int:
     """``h5regress refs``: derive reference envelopes from history and write them.
 
-    Exit codes: 0 written (or --dry-run), 4 error (malformed file, no history).
+    Exit codes: 0 written (or --dry-run, or --check found nothing wrong), 4 error
+    (malformed file, a class, variable or unit no check declares, no history, a
+    directory that cannot be written).
     """
     parser = ArgParser(
         prog='h5regress refs',
@@ -570,7 +826,9 @@ def main_refs(argv: Sequence[str] | None = None) -> int:
                         help='only this system:partition (repeatable)')
     parser.add_argument('--dry-run', action='store_true', help='print, do not write')
     parser.add_argument('--check', nargs='+', metavar='PATH',
-                        help='only validate these reference files or directories (ReFrame '
+                        help='only validate these reference files or directories: well '
+                             'formed, finite non-negative references, and only classes, '
+                             'performance variables and units the checks declare (ReFrame '
                              'itself only warns and drops the test of a malformed file)')
     args, code = parse_args(parser, argv)
     if args is None:
@@ -596,13 +854,25 @@ def main_refs(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     for note in notes:
         print(f'note: {note}', file=sys.stderr)
-    for fname, data in sorted(files.items()):
-        if args.dry_run:
-            print(f'--- {fname}')
-            print(dump(data))
-        else:
-            write(fname, data)
-            print(f'wrote {fname}')
     if not files:
         print('no reference entries derived (no usable history)', file=sys.stderr)
+    return _output(files, args.dry_run)
+
+
+def _output(files: Mapping[Path, dict], dry_run: bool) -> int:
+    """Print or write the derived files; 4 naming the directory when one cannot be written
+    (the files written before it are whole, the others untouched)."""
+    for fname, data in sorted(files.items()):
+        if dry_run:
+            print(f'--- {fname}')
+            print(dump(data))
+            continue
+        try:
+            write(fname, data)
+        except OSError as err:
+            print(f'h5regress refs: error: cannot write {fname.name} in {fname.parent}: '
+                  f'{err.strerror or err} (--out names the references directory)',
+                  file=sys.stderr)
+            return EXIT_ERROR
+        print(f'wrote {fname}')
     return 0

@@ -1,7 +1,9 @@
 """h5regress refs: envelopes from history, ReFrame external reference files, round trip."""
 
 import math
+import os
 import random
+import subprocess
 
 import pytest
 import yaml
@@ -226,3 +228,98 @@ def test_refs_cli_bad_config_is_an_error(tmp_path, capsys):
     assert refs.main_refs(['--history', str(hdir), '--out', str(tmp_path),
                            '--config', str(tmp_path / 'site.yaml'), '--dry-run']) == 4
     assert "site.yaml: key 'refs.index' must be a mapping" in capsys.readouterr().err
+
+
+# ------------------------------------------------------- refs --check refuses (issue 14)
+def ior_entry(value):
+    return ("ior_check:\n  $index: ['$partition', 'case']\n  'local:default':\n"
+            f"    '.*':\n      {value}\n")
+
+
+@pytest.mark.parametrize('text,key,said', [
+    (ior_entry("write_bw_mean: [.nan, -0.5, null, 'MiB/s']"),
+     "ior_check.local:default..*.write_bw_mean", 'ref is not a finite number: nan'),
+    (ior_entry("write_bw_mean: [-300, -0.5, null, 'MiB/s']"),
+     "ior_check.local:default..*.write_bw_mean", 'reference -300 is negative'),
+    (ior_entry("write_bw_mean: [300, .nan, null, 'MiB/s']"),
+     "ior_check.local:default..*.write_bw_mean", 'lower is not a finite number: nan'),
+    (ior_entry("write_bw_mean: [300, -0.5, .inf, 'MiB/s']"),
+     "ior_check.local:default..*.write_bw_mean", 'upper is not a finite number: inf'),
+    (ior_entry("write_bw_mean: [300, -0.5, null, 's']"),
+     "ior_check.local:default..*.write_bw_mean", "unit 's', but ior_check reports "
+                                                 "write_bw_mean in MiB/s"),
+    (ior_entry("write_bw_mean: ['$xfail', 'known', [300, -0.5, null, 'ops/s']]"),
+     "ior_check.local:default..*.write_bw_mean", "unit 'ops/s'"),
+    (ior_entry("write_bandwidth: [300, -0.5, null, 'MiB/s']"),
+     "ior_check.local:default..*.write_bandwidth",
+     "ior_check has no performance variable 'write_bandwidth'"),
+    ("iro_check:\n  'local:default':\n    write_bw_mean: [300, -0.5, null, 'MiB/s']\n",
+     'iro_check', 'no check of that name'),
+    ("build_flashio:\n  'local:default':\n    checkpoint_bw: [300, -0.5, null, 'MiB/s']\n",
+     'build_flashio', 'no check of that name'),
+])
+def test_refs_check_refuses_what_no_check_could_mean(tmp_path, capsys, text, key, said):
+    f = tmp_path / 'ior.yaml'
+    f.write_text(text)
+    assert refs.main_refs(['--check', str(f)]) == 4
+    err = capsys.readouterr().err
+    assert f"{f}: key '{key}'" in err and said in err, err
+
+
+def test_refs_check_passes_the_shipped_files_and_the_checks_own_variables(tmp_path, capsys):
+    assert refs.main_refs(['--check', str(gateconfig.REFERENCES_DIR)]) == 0
+    # variables whose names the checks build from parameters, loops and class attributes
+    f = tmp_path / 'x.yaml'
+    f.write_text(
+        "flashio_build_check:\n  'local:default':\n    corner_time: [1, -0.5, null, s]\n"
+        "h5bench_read_check:\n  'local:default':\n    read_size: [1, -0.5, null, B]\n"
+        "mdtest_check:\n  'local:default':\n    file_stat_rate: [1, -0.5, null, ops/s]\n"
+        "fio_check:\n  'local:default':\n    read_bw: [1, -0.5, null]\n")
+    assert refs.main_refs(['--check', str(f)]) == 0, capsys.readouterr().err
+    f.write_text("h5bench_read_check:\n  'local:default':\n    write_size: [1, -0.5, null, B]\n")
+    assert refs.main_refs(['--check', str(f)]) == 4
+    assert "has no performance variable 'write_size'" in capsys.readouterr().err
+
+
+def test_check_variables_follow_the_checks_tables():
+    src = ("OPS = ('a', 'b')\nNAMES = {'x': 'ex', 'y': 'why'}\n"
+           "class base(X):\n    kind = ''\n"
+           "    def perf_table(self, p):\n        op = self.kind\n"
+           "        return {f'{op}_rate': (op, 'rate', 'MiB/s'), 'total': ('t', 'time', 's')}\n"
+           "class leaf(base):\n    kind = 'write'\n"
+           "class loops(X):\n    def setup(self):\n"
+           "        names = [NAMES[n] for n in self.files.split(',')]\n"
+           "        self.set_perf_variables({f'{n}_{o}_{self.size}': (o, n, u) for n in names\n"
+           "                                 for o in OPS for u in ('ops/s',)})\n")
+    got = refs._declared_variables(src)
+    cv = refs.CheckVariables(got)
+    assert cv.units('leaf', 'write_rate') == {'MiB/s'}
+    assert cv.units('leaf', 'read_rate') is None
+    assert cv.units('leaf', 'total') == {'s'}
+    assert cv.units('loops', 'why_b_64') == {'ops/s'}       # a parameter matches any word
+    assert cv.units('loops', 'zed_b_64') is None
+
+
+@pytest.fixture
+def read_only_dir(tmp_path):
+    """A directory nobody can write, root included (a read-only tmpfs when root)."""
+    d = tmp_path / 'ro'
+    d.mkdir()
+    if os.geteuid() == 0:
+        if subprocess.run(['mount', '-t', 'tmpfs', '-o', 'ro,size=1m', 'h5r-ro', str(d)],
+                          capture_output=True).returncode:
+            pytest.skip('cannot mount a read-only tmpfs')
+        yield d
+        subprocess.run(['umount', str(d)], check=True)
+    else:
+        d.chmod(0o555)
+        yield d
+        d.chmod(0o755)
+
+
+def test_refs_out_to_a_read_only_directory_names_it(tmp_path, capsys, read_only_dir):
+    hdir = tmp_path / 'hist'
+    make_history(hdir)
+    assert refs.main_refs(['--history', str(hdir), '--out', str(read_only_dir)]) == 4
+    err = capsys.readouterr().err
+    assert f'cannot write ior.yaml in {read_only_dir}' in err and 'Traceback' not in err
