@@ -8,8 +8,9 @@ each further line is one performance variable of one run. The last column,
 A line whose run failed sanity never exists (ReFrame logs no performance
 values then). A line whose run only fell outside its reference envelope
 (``result == fail`` in the ``performance`` phase) is a sample: it becomes a
-record with ``result: perf_fail``. Malformed lines are skipped and reported
-with their file and line number; they never stop the reading.
+record with ``result: perf_fail``. Malformed lines (a line that is not UTF-8
+included) are skipped and reported with their file and line number; they never
+stop the reading.
 """
 
 from __future__ import annotations
@@ -81,15 +82,34 @@ def parse_line(line: str, ncols: int, source: str) -> Record | None:
 
 def parse_text(text: str, source: str) -> tuple[list[Record], list[str]]:
     """Records of one perflog file's text, and the problems of the lines skipped."""
-    lines = text.splitlines()
+    return _parse_lines(list(enumerate(text.splitlines(), 1)), source)
+
+
+def parse_bytes(data: bytes, source: str) -> tuple[list[Record], list[str]]:
+    """Records of one perflog file's bytes: a line that is not UTF-8 is skipped and
+    named (file, line, the byte) like any malformed line, never silently replaced."""
+    lines, problems = [], []
+    for lineno, raw in enumerate(data.splitlines(), 1):
+        try:
+            lines.append((lineno, raw.decode('utf-8')))
+        except UnicodeDecodeError as err:
+            problems.append(f'{source}:{lineno}: not UTF-8 (byte 0x{raw[err.start]:02x} at '
+                            f'column {err.start + 1}), line skipped')
+            if lineno == 1:
+                return [], problems + [f'{source}: no readable header, file not read']
+    records, bad = _parse_lines(lines, source)
+    return records, problems + bad
+
+
+def _parse_lines(lines: list[tuple[int, str]], source: str) -> tuple[list[Record], list[str]]:
     if not lines:
         return [], []
-    header = lines[0].split('|')
+    header = lines[0][1].split('|')
     if header[-1] != 'h5r_context':
         return [], [f'{source}: not an h5regress perflog (last header column is '
                     f'{header[-1]!r}, expected h5r_context)']
     records, problems = [], []
-    for lineno, line in enumerate(lines[1:], 2):
+    for lineno, line in lines[1:]:
         if not line.strip():
             continue
         try:
@@ -118,12 +138,12 @@ def read(paths: Iterable[str]) -> tuple[list[Record], list[str]]:
     records, problems = [], []
     for path in perflog_files(paths):
         try:
-            with open(path, errors='replace') as fp:
-                text = fp.read()
+            with open(path, 'rb') as fp:
+                data = fp.read()
         except OSError as err:
             problems.append(f'{path}: {err}')
             continue
-        got, bad = parse_text(text, path)
+        got, bad = parse_bytes(data, path)
         records += got
         problems += bad
     return records, problems

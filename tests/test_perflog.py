@@ -43,3 +43,27 @@ def test_a_foreign_perflog_is_reported_not_read(tmp_path):
     (tmp_path / 'other.log').write_text('a|b|c\n1|2|3\n')
     records, problems = perflog.read([str(tmp_path)])
     assert records == [] and 'not an h5regress perflog' in problems[0]
+
+
+def test_a_line_that_is_not_utf8_is_skipped_and_named(tmp_path):
+    # issue 14: one bad byte used to be replaced silently and the line kept as a sample
+    good = line().encode()
+    bad = line(value='2.5').encode().replace(b'ior_check', b'ior_\xffcheck', 1)
+    (tmp_path / 'p.log').write_bytes(b'\n'.join([HEADER.encode(), good, bad, good]) + b'\n')
+    records, problems = perflog.read([str(tmp_path)])
+    assert [r.value for r in records] == [1.5, 1.5]
+    assert problems == [f'{tmp_path / "p.log"}:3: not UTF-8 (byte 0xff at column 31), '
+                        'line skipped']
+
+
+def test_the_gate_counts_a_line_that_is_not_utf8_as_malformed(tmp_path):
+    from h5regress import gate
+    body = [line().replace('run1', f'run{i}').replace('hdf5-1.14.6', b) for i, b in
+            enumerate(['hdf5-a', 'hdf5-b'])]
+    data = b'\n'.join([HEADER.encode()] + [x.encode() for x in body]
+                      + [body[0].encode().replace(b'local', b'loc\xe9l')]) + b'\n'
+    (tmp_path / 'p.log').write_bytes(data)
+    records, problems = gate.load_records(perflog_dirs=[str(tmp_path)])
+    night = gate.collect(records, 'hdf5-a', 'hdf5-b', problems)
+    assert night.counts['records'] == 2 and night.counts['malformed'] == 1
+    assert 'p.log:4: not UTF-8' in night.problems[0]
