@@ -13,6 +13,14 @@ Systems here:
 Systems are matched against the host name in order; ``local`` matches any host,
 so it comes last.
 
+Every partition has a ``time_limit`` (ReFrame's, per job, builds included): a tool
+that hangs (IOR through HDF5 on a full file system, h5bench collective) fails its test
+with "job timed out" instead of holding the run or the night. The ``local`` scheduler
+enforces it itself: SIGTERM to the job's process group (the job script's trap cleans
+the scratch), SIGKILL to the group 2 s later; SLURM gets it as ``--time``. The
+defaults fit the sizes each partition runs with; a site sets its own per partition,
+and a check may set a longer ``time_limit`` of its own.
+
 Site specifics live in each partition's ``extras`` (read by the checks, never
 hard-coded in them):
 
@@ -97,10 +105,11 @@ def ci_slurm_partition(name, descr, scheduler, launcher):
         'env_vars': ([['SLURM_MPI_TYPE', 'pmix']] if launcher == 'srun' else OMPI_AS_ROOT)
         + CI_SLURM_MPI,
         'extras': CI_SLURM_EXTRAS,
+        # also inside an allocation (local scheduler): a hung tool must not hold it
+        'time_limit': '10m',
     }
     if scheduler != 'local':
         part['access'] = ['--partition=debug', '--exclusive']
-        part['time_limit'] = '10m'
     return part
 
 
@@ -152,6 +161,8 @@ site_configuration = {
                     'launcher': 'srun',
                     'environs': ['gnu-openmpi'],
                     'max_jobs': 1,
+                    # the local scheduler kills a job past it (the night goes on)
+                    'time_limit': '30m',
                     'env_vars': [['SLURM_MPI_TYPE', 'pmix']],
                     'extras': {
                         'scratch': '/lustre/scratch/$USER/h5regress',
@@ -204,6 +215,9 @@ site_configuration = {
                     'environs': ['gnu-openmpi'],
                     # I/O checks must not share a node: ReFrame's default would run 8 at once
                     'max_jobs': 1,
+                    # a run at local's sizes takes seconds, a build a few minutes: a job
+                    # past this hangs, and is killed with its whole process group
+                    'time_limit': '15m',
                     'env_vars': OMPI_AS_ROOT + [
                         # ranks may exceed cores on a workstation
                         ['OMPI_MCA_rmaps_base_oversubscribe', '1'],
