@@ -126,7 +126,6 @@ def wanted(relpath: str) -> bool:
 #: Lines that show a failed run, anywhere in any file: (pattern, what it means).
 FAILURE_PATTERNS: list[tuple[re.Pattern, str]] = [
     (re.compile(r'^\s*(?:ior\s+|mdtest\s+)?ERROR\b'), 'an ERROR line'),
-    (re.compile(r'^\s*\*\* error \*\*'), 'an error'),
     (re.compile(r'^\s*(?:Error invalid argument|Invalid options)\b'), 'invalid options'),
     (re.compile(r'HDF5-DIAG: Error detected'), 'an HDF5 error stack'),
     (re.compile(r'incorrect data on (?:read|write)'), 'incorrect data on verification'),
@@ -140,12 +139,22 @@ FAILURE_PATTERNS: list[tuple[re.Pattern, str]] = [
 ]
 
 
+#: IOR's frame around an error (``** error **`` ... ``** exiting **``): the line inside
+#: (``ERROR in aiori-HDF5.c ...``) says more, so this one is the last resort.
+FRAMING_ERRORS: list[tuple[re.Pattern, str]] = [
+    (re.compile(r'^\s*\*\* error \*\*'), 'an error'),
+]
+
+
 def find_failure(files: Mapping[str, str],
                  extra: Iterable[tuple[re.Pattern, str]] = ()) -> str | None:
     """First failure line of ``files`` as ``"name:line: meaning: text"``, or None: the
-    tool's and the launcher's (:data:`FAILURE_PATTERNS`), the operating system's
-    (:data:`~h5regress.parsers.base.SYSTEM_ERRORS`)."""
-    return find_error_line(files, list(FAILURE_PATTERNS) + SYSTEM_ERRORS + list(extra))
+    operating system's (:data:`~h5regress.parsers.base.SYSTEM_ERRORS`: the cause, where
+    there is one), else the tool's and the launcher's (:data:`FAILURE_PATTERNS`), else
+    IOR's error frame."""
+    return find_error_line(files, SYSTEM_ERRORS) or \
+        find_error_line(files, list(FAILURE_PATTERNS) + list(extra)) or \
+        find_error_line(files, FRAMING_ERRORS)
 
 
 #: IOR's check of the file size after each phase (non-HDF5 APIs; ``ior.c`` CheckFileSize):
