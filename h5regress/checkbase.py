@@ -43,9 +43,11 @@ from reframe.core.exceptions import ReframeError, ReframeFatalError, SanityError
 
 from h5regress import tools
 from h5regress.parsers import ParsedRun, ParseError, parser_for
+from h5regress.parsers import base as parser_base
 from h5regress.record import comparable_config, config_hash
 
 EXIT_MARK = 'h5regress-exit-code:'
+SETUP_MARK = 'h5regress-setup-failed:'
 CACHE_MARK = 'h5regress-page-cache:'
 PROBE_FILE = 'h5r-probe.json'
 FILES_LIST = 'h5r-files.txt'
@@ -230,6 +232,9 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
         data = shell_word(self.data_dir)
         prerun = [
             f'mkdir -p {data}',
+            # no data directory, no run: stop here and say so (sanity reads this line)
+            f'[ -d {data} ] || {{ echo "{SETUP_MARK} cannot create the data directory" >&2; '
+            f'exit 1; }}',
             # the data go whatever happens: also on failure, timeout or cancellation
             f"trap 'rm -rf {data}; sync' EXIT",
             # a job the scheduler cancels gets SIGTERM: exit, so the EXIT trap cleans up
@@ -333,20 +338,61 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
         stdout = sn.evaluate(sn.extractall(rf'^{EXIT_MARK} (\d+)$', self.stdout, 1, int))
         if not stdout:
             stderr_path = os.path.join(self.stagedir, self.stderr.evaluate())
-            killed = ''
+            lines = []
             if os.path.exists(stderr_path):
                 with open(stderr_path, errors='replace') as fp:
-                    killed = next((line.strip() for line in fp
-                                   if 'CANCELLED' in line or 'TIME LIMIT' in line), '')
+                    lines = [line.strip() for line in fp]
+            killed = next((line for line in lines if 'CANCELLED' in line or
+                           'TIME LIMIT' in line or line.startswith(SETUP_MARK)), '')
+            if killed.startswith(SETUP_MARK):
+                why = [line for line in lines if line.startswith('mkdir:')]
+                raise SanityError(f'{self.tool} never ran: '
+                                  f'{": ".join([killed[len(SETUP_MARK):].strip()] + why)}')
             raise SanityError(f'the job ended before {self.tool} finished: '
                               f'{killed or "killed, cancelled or timed out"}')
         if stdout[-1] != 0:
-            raise SanityError(f'{self.tool} exited with {stdout[-1]}')
+            raise SanityError(f'{self.tool} exited with {stdout[-1]}{self.failure_cause()}')
+        return True
+
+    def error_line(self) -> str | None:
+        """The tool's error line on the job's stdout or stderr (its parser's
+        ``error_line``; the operating system's errors for tools without one)."""
+        streams = {}
+        for name in ('stdout', 'stderr'):
+            path = os.path.join(self.stagedir, getattr(self, name).evaluate())
+            if os.path.exists(path):
+                with open(path, errors='replace') as fp:
+                    streams[name] = fp.read()
+        parser = parser_for(self.parser or self.tool)
+        return getattr(parser, 'error_line', parser_base.error_line)(streams)
+
+    def failure_cause(self) -> str:
+        """``': <cause>'`` as the tool's output names it (the parser's reason, the tool's
+        error line on stdout or stderr), or ``''``."""
+        causes = []
+        try:
+            self.parsed_run()
+        except ParseError as err:
+            causes.append(str(err))
+        line = self.error_line()
+        if line and not any(line in cause for cause in causes):
+            causes.append(line)
+        return f': {"; ".join(causes)}' if causes else ''
+
+    @deferrable
+    def assert_no_error_lines(self):
+        """No error line of the tool on the job's stdout or stderr, whatever its exit
+        code: several tools exit 0 after failing (IOR through OMPIO on a full file system,
+        fio after one of its workers was killed)."""
+        line = self.error_line()
+        if line:
+            raise SanityError(f'{self.tool} failed: {line}')
         return True
 
     @sanity_function
     def validate(self):
-        return sn.all([self.assert_tool_exit(), self.assert_parsed()])
+        return sn.all([self.assert_tool_exit(), self.assert_no_error_lines(),
+                       self.assert_parsed()])
 
     @deferrable
     def measured(self, operation: str, metric: str):

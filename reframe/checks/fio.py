@@ -18,7 +18,7 @@ from reframe.core.backends import getlauncher
 from reframe.core.builtins import parameter, run_after, variable
 
 from h5regress import presets
-from h5regress.checkbase import IOBenchmark
+from h5regress.checkbase import IOBenchmark, shell_word
 
 WRITE_OUT = 'fio-write.json'
 READ_OUT = 'fio-read.json'
@@ -85,8 +85,9 @@ class fio_check(IOBenchmark):
 
     def _fio_opts(self, rw: str, output: str) -> list[str]:
         opts = [o.format(rw=rw) for o in self.tool_options]
-        return opts + [f'--name=seq{rw}', f'--directory={self.data_dir}',
-                       f'--output={output}']
+        # quoted for the job script (spaces); fio splits --directory at ':' unless escaped
+        directory = shell_word(self.data_dir.replace(':', '\\:'))
+        return opts + [f'--name=seq{rw}', f'--directory={directory}', f'--output={output}']
 
     @run_after('setup')
     def set_phases(self):

@@ -17,7 +17,7 @@ from reframe.core.builtins import (deferrable, fixture, parameter, run_after, ru
                                    sanity_function, variable)
 
 from h5regress import tools
-from h5regress.checkbase import HDF5Benchmark
+from h5regress.checkbase import HDF5Benchmark, shell_word
 from h5regress.parsers import flashio
 
 KERNEL_SOURCE = os.path.join(os.path.dirname(__file__), '..', '..', 'kernels', 'flash-io')
@@ -98,9 +98,10 @@ class flashio_base(HDF5Benchmark):
                              '--nxb', zones, '--nyb', zones, '--nzb', zones]
         if self.blocks_per_rank:
             self.tool_options += ['--blocks-per-rank', str(self.blocks_per_rank)]
-        # --keep: the files stay for the base's listing; its trap removes them after
+        # --keep: the files stay for the base's listing; its trap removes them after.
+        # The prefix is quoted for the job script (a scratch path may hold spaces).
         self.executable_opts = self.tool_options + [
-            '--keep', '--json', SUMMARY, os.path.join(self.data_dir, 'flash_')]
+            '--keep', '--json', SUMMARY, shell_word(os.path.join(self.data_dir, 'flash_'))]
         self.output_files = [SUMMARY, 'stdout', 'stderr']
         blocks = (self.blocks_per_rank or 81) * self.num_nodes * self.tasks_per_node
         self.data_bytes = self.iterations * blocks * self.zones_per_block ** 3 * 24 * 8
