@@ -44,3 +44,32 @@ def run_reframe(args: list[str], workdir: Path, env: dict | None = None,
     return subprocess.run(reframe_command(args, workdir), cwd=REPO,
                           env=reframe_env(workdir, env), capture_output=True, text=True,
                           timeout=timeout)
+
+
+def path_with_tools(*names: str, how: str = '') -> str:
+    """A ``PATH`` on which every tool of ``names`` is found: this one, else this one with
+    the directories of the Spack environment's binaries (its first HDF5 build) ahead.
+
+    Without either the test is skipped, saying how to get the tools; where the Spack
+    environment must be there (``$H5REGRESS_EXPECT_SPACK``, set by ``.ci/run`` with the
+    offline bundle) it fails instead.
+    """
+    import pytest
+
+    from h5regress import manifest
+
+    path = os.environ.get('PATH', '/usr/bin:/bin')
+    missing = [n for n in names if shutil.which(n, path=path) is None]
+    installed = REPO / 'spack-env' / 'manifest.json'
+    if missing and installed.exists():
+        build = manifest.load(installed)[sorted(manifest.load(installed))[0]]
+        dirs = {os.path.dirname(build.tools[n]) for n in missing if n in build.tools}
+        path = ':'.join(sorted(dirs) + [path])
+        missing = [n for n in names if shutil.which(n, path=path) is None]
+    if missing:
+        why = (f'{", ".join(missing)} neither on PATH nor in the Spack environment: '
+               f'{how or "install the Spack environment (ci/setup --spack-bundle DIR)"}')
+        if os.environ.get('H5REGRESS_EXPECT_SPACK'):
+            pytest.fail(f'H5REGRESS_EXPECT_SPACK is set: {why}', pytrace=False)
+        pytest.skip(why)
+    return path

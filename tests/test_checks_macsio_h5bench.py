@@ -11,13 +11,13 @@ under pytest's temporary directory, never into the repository.
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from reframe_run import REPO, reframe_bin, reframe_command, reframe_env
+from reframe_run import (REPO, path_with_tools, reframe_bin, reframe_command,
+                         reframe_env)
 
 REFRAME = Path(reframe_bin())
 CHECKS = REPO / 'reframe' / 'checks'
@@ -266,10 +266,6 @@ def test_missing_tool_is_skipped_with_how_to_get_it(tmp_path):
 
 # ----------------------------------------------------------------------------- real runs
 
-def require(*names: str, how: str) -> None:
-    missing = [n for n in names if shutil.which(n) is None]
-    if missing:
-        pytest.skip(f'{", ".join(missing)} not on PATH: {how}')
 
 
 def perf_lines(tmp: Path, check: str) -> list[dict]:
@@ -291,10 +287,11 @@ def by_test(rows: list[dict]) -> dict[str, dict[str, dict]]:
     return out
 
 
+@pytest.mark.slow
 def test_macsio_runs_on_local(tmp_path):
-    require('macsio', how=HOW['macsio'])
+    path = path_with_tools('macsio', how=HOW['macsio'])
     out = reframe(tmp_path, '-c', str(CHECKS / 'macsio.py'), '-r',
-                  '-n', 'miftmpl-MIF$|hdf5-MIF$|hdf5-SIF-collective$', check=False)
+                  '-n', 'miftmpl-MIF$|hdf5-MIF$|hdf5-SIF-collective$', path=path, check=False)
     assert out.returncode == 0, out.stdout[-6000:]
     tests = by_test(perf_lines(tmp_path, 'macsio_check'))
     assert set(tests) == {'miftmpl-MIF', 'hdf5-MIF', 'hdf5-SIF-collective'}
@@ -313,13 +310,14 @@ def test_macsio_runs_on_local(tmp_path):
     assert not any((tmp_path / 'stage').rglob('macsio_hdf5_*.h5'))
 
 
+@pytest.mark.slow
 def test_h5bench_runs_on_local(tmp_path):
-    require('h5bench_write', 'h5bench_read', 'h5bench_exerciser', 'h5bench_hdf5_iotest',
-            how=HOW['h5bench'])
+    path = path_with_tools('h5bench_write', 'h5bench_read', 'h5bench_exerciser',
+                           'h5bench_hdf5_iotest', how=HOW['h5bench'])
     out = reframe(tmp_path, '-c', str(CHECKS / 'h5bench.py'), '-r', '-n',
                   'write_check.*(1D-CONTIG-CONTIG-collective|subfiling)$|'
                   'read_check.*(1D-FULL|2D-CS)$|exerciser.*collective$|'
-                  'metadata.*contiguous-independent$', check=False)
+                  'metadata.*contiguous-independent$', path=path, check=False)
     assert out.returncode == 0, out.stdout[-6000:]
     write = by_test(perf_lines(tmp_path, 'h5bench_write_check'))
     assert '1D-CONTIG-CONTIG-collective' in write
@@ -348,9 +346,10 @@ def test_h5bench_runs_on_local(tmp_path):
         assert '1D-CONTIG-CONTIG-subfiling' in write
 
 
+@pytest.mark.slow
 def test_mdtest_runs_on_local(tmp_path):
-    require('mdtest', how=HOW['mdtest'])
-    out = reframe(tmp_path, '-c', str(CHECKS / 'mdtest.py'), '-r', check=False)
+    path = path_with_tools('mdtest', how=HOW['mdtest'])
+    out = reframe(tmp_path, '-c', str(CHECKS / 'mdtest.py'), '-r', path=path, check=False)
     assert out.returncode == 0, out.stdout[-6000:]
     tests = by_test(perf_lines(tmp_path, 'mdtest_check'))
     assert set(tests) == {'unique_dir', 'shared_dir'}

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from h5regress import perflog
-from reframe_run import REPO, run_reframe
+from reframe_run import REPO, path_with_tools, run_reframe
 
 
 def records_of(workdir):
@@ -106,11 +106,11 @@ def test_a_missing_tool_is_skipped_with_how_to_get_it(tmp_path):
     assert '2 skipped' in out.stdout
 
 
-@pytest.mark.skipif(shutil.which('ior') is None,
-                    reason='ior not on PATH: build it from hpc/ior or install the Spack '
-                           'environment (spack-env/README.md)')
+@pytest.mark.slow
 def test_ior_end_to_end(tmp_path):
-    out = run_reframe(['-c', 'reframe/checks/ior.py', '-r'], tmp_path)
+    path = path_with_tools('ior')
+    out = run_reframe(['-c', 'reframe/checks/ior.py', '-r', '-n', '^ior_check'], tmp_path,
+                      env={'PATH': path})
     assert out.returncode == 0, out.stdout + out.stderr
     records = records_of(tmp_path)
     means = {(r.params['api'], r.params['preset'], r.params['layout'], r.operation): r
