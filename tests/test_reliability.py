@@ -277,7 +277,9 @@ def test_fio_check_with_a_worker_killed_fails_without_records(tmp_path):
         watcher.join()
     assert killed, 'no fio worker was found to kill'
     assert out.returncode != 0
-    assert 'got signal=9' in out.stdout, out.stdout
+    # fio names the worker's death; or, where fio's main process hangs on a lock the dead
+    # worker held (fio 3.33, rarely this late in the writes), the time limit ends the job
+    assert 'got signal=9' in out.stdout or 'timed out' in out.stdout, out.stdout
     assert records_of(tmp_path) == []
 
 
