@@ -28,9 +28,23 @@ candidate is better" and ``exp(d)`` is the *performance ratio*.
   approximation with tie correction).
 * **Benjamini-Hochberg** (:func:`benjamini_hochberg`): step-up adjusted
   p-values across the night's gated metrics.
-* **Welch t-test** (:func:`welch_t`) with an incomplete-beta Student-t tail,
-  for the windowed change-point detector (:func:`change_points`) that watches
-  the nightly history of main.
+* **Welch t-test** (:func:`welch_t`), and its statistic in the windowed
+  change-point detector (:func:`change_points`) that watches the nightly
+  history of main.
+
+Where the numbers come from
+---------------------------
+Every distribution is scipy's: the normal, Student t, chi-square and F laws
+through the ``scipy.special`` functions that ``scipy.stats.norm/t/chi2/f``
+evaluate themselves (``ndtr``, ``stdtr``, ``chdtrc``, ... -- the same values,
+without the ~80 us per call of ``rv_continuous`` dispatch, which the change
+points and the calibration's millions of gates would feel); the exact null law
+of the signed-rank statistic from ``scipy.stats.wilcoxon(method='exact')``;
+Benjamini-Hochberg from ``scipy.stats.false_discovery_control``; the Welch
+test from ``scipy.stats.ttest_ind``; root finding and Simpson's rule of the
+alpha-spending levels from ``scipy.optimize`` and ``scipy.integrate``.
+scipy has no Hodges-Lehmann estimator or interval, no pooled-history t test
+and no group-sequential boundaries: those are ours, built on its pieces.
 """
 
 from __future__ import annotations
@@ -39,12 +53,29 @@ import dataclasses
 import functools
 import math
 from collections.abc import Sequence
-from statistics import NormalDist
+
+import numpy as np
+from scipy import special
 
 #: Beyond this many non-zero pairs the signed-rank distribution is approximated.
 EXACT_MAX_N = 60
 
-_NORMAL = NormalDist()
+
+def _sps():
+    """``scipy.stats``, imported on first use: it takes 0.5-2 s to import, which
+    the commands that only need medians and percentiles (report, refs) skip."""
+    import scipy.stats
+    return scipy.stats
+
+
+def norm_cdf(x: float) -> float:
+    """Standard normal CDF (``scipy.stats.norm.cdf``)."""
+    return float(special.ndtr(x))
+
+
+def norm_ppf(p: float) -> float:
+    """Standard normal quantile (``scipy.stats.norm.ppf``)."""
+    return float(special.ndtri(p))
 
 
 # --------------------------------------------------------------------------- basics
@@ -106,11 +137,12 @@ def _ranks(values: Sequence[float]) -> tuple[list[float], list[int]]:
 
 
 # ----------------------------------------------------------------- signed rank
-@functools.lru_cache(maxsize=None)
 def signed_rank_counts(n: int) -> tuple[int, ...]:
     """Number of sign assignments giving each value of T+ (0..n(n+1)/2).
 
-    Coefficients of prod_{i=1..n} (1 + x^i); they sum to 2^n.
+    Coefficients of prod_{i=1..n} (1 + x^i); they sum to 2^n. Kept as the
+    exact integer reference of the law the gate takes from scipy (scipy gives
+    probabilities in floating point); the tests hold one to the other.
     """
     counts = [1]
     for i in range(1, n + 1):
@@ -123,13 +155,23 @@ def signed_rank_counts(n: int) -> tuple[int, ...]:
 
 @functools.lru_cache(maxsize=None)
 def _signed_rank_cdf(n: int) -> tuple[float, ...]:
-    counts = signed_rank_counts(n)
-    total = 2 ** n
-    acc, out = 0, []
-    for c in counts:
-        acc += c
-        out.append(acc / total)
-    return tuple(out)
+    """P(T+ <= t), t = 0..n(n+1)/2: the exact null law of ``scipy.stats.wilcoxon``.
+
+    scipy gives the law only as p-values of samples, so it is asked once per
+    ``n``, in one vectorised call, for one sample per value of T+ (ranks 1..n,
+    the greedy subset summing to t positive). Cached: the gate and the
+    calibration then read p-values and critical values from the table (one
+    scipy call per sample would cost ~2 ms).
+    """
+    top = n * (n + 1) // 2
+    rows = np.empty((top + 1, n))
+    for t in range(top + 1):
+        rest = t
+        for k in range(n, 0, -1):
+            rows[t, k - 1] = k if k <= rest else -k
+            rest -= k if k <= rest else 0
+    res = _sps().wilcoxon(rows, method='exact', alternative='less', axis=1)
+    return tuple(float(p) for p in np.atleast_1d(res.pvalue))
 
 
 @functools.lru_cache(maxsize=None)
@@ -152,7 +194,7 @@ def signed_rank_critical(n: int, confidence: float) -> int:
         return c
     m = n * (n + 1) / 4.0
     sd = math.sqrt(n * (n + 1) * (2 * n + 1) / 24.0)
-    z = _NORMAL.inv_cdf(half)
+    z = norm_ppf(half)
     return max(-1, math.floor(m - 0.5 + z * sd))
 
 
@@ -222,7 +264,7 @@ def signed_rank(d: Sequence[float], confidence: float = 0.95) -> Comparison:
         cdf = _signed_rank_cdf(m)
         t = int(round(t_plus))
         p_worse = cdf[t]                                  # P(T+ <= t)
-        p_better = 1.0 - (cdf[t - 1] if t > 0 else 0.0)   # P(T+ >= t)
+        p_better = cdf[len(cdf) - 1 - t]                  # P(T+ >= t), by symmetry
         method = 'exact'
     else:
         mu = m * (m + 1) / 4.0
@@ -231,8 +273,8 @@ def signed_rank(d: Sequence[float], confidence: float = 0.95) -> Comparison:
         if sd == 0.0:
             p_worse = p_better = 1.0
         else:
-            p_worse = _NORMAL.cdf((t_plus - mu + 0.5) / sd)
-            p_better = 1.0 - _NORMAL.cdf((t_plus - mu - 0.5) / sd)
+            p_worse = norm_cdf((t_plus - mu + 0.5) / sd)
+            p_better = norm_cdf((mu - t_plus + 0.5) / sd)
         method = 'normal'
     p_worse = min(1.0, p_worse)
     p_better = min(1.0, p_better)
@@ -260,7 +302,7 @@ def rank_sum(base: Sequence[float], cand: Sequence[float],
     big_n = m + n
     var = m * n / 12.0 * ((big_n + 1) - sum(t ** 3 - t for t in ties) / (big_n * (big_n - 1)))
     sd = math.sqrt(var) if var > 0 else 0.0
-    z = _NORMAL.inv_cdf((1.0 - confidence) / 2.0)
+    z = norm_ppf((1.0 - confidence) / 2.0)
     c = math.floor(mu - 0.5 + z * sd) if sd > 0 else -1
     if c < 0:
         lo, hi = -math.inf, math.inf
@@ -270,8 +312,8 @@ def rank_sum(base: Sequence[float], cand: Sequence[float],
     if sd == 0.0:
         p_worse = p_better = 1.0
     else:
-        p_worse = _NORMAL.cdf((u - mu + 0.5) / sd)
-        p_better = 1.0 - _NORMAL.cdf((u - mu - 0.5) / sd)
+        p_worse = norm_cdf((u - mu + 0.5) / sd)
+        p_better = norm_cdf((mu - u + 0.5) / sd)
     p_worse, p_better = min(1.0, p_worse), min(1.0, p_better)
     return Comparison(min(m, n), est, lo, hi, p_worse, p_better,
                       min(1.0, 2 * min(p_worse, p_better)), 'rank-sum')
@@ -282,85 +324,33 @@ def benjamini_hochberg(pvalues: Sequence[float]) -> list[float]:
     """Benjamini-Hochberg adjusted p-values (q-values), in input order.
 
     Reject at FDR level q every hypothesis whose adjusted value is <= q.
+    (``scipy.stats.false_discovery_control``.)
     """
-    m = len(pvalues)
-    if m == 0:
+    if len(pvalues) == 0:
         return []
-    order = sorted(range(m), key=lambda i: pvalues[i])
-    adj = [0.0] * m
-    running = 1.0
-    for rank in range(m, 0, -1):
-        i = order[rank - 1]
-        running = min(running, pvalues[i] * m / rank)
-        adj[i] = min(1.0, running)
-    return adj
+    return [float(q) for q in _sps().false_discovery_control(list(pvalues), method='bh')]
 
 
 # ------------------------------------------------------------------- Student t
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the incomplete beta function (modified Lentz)."""
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 300):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 3e-14:
-            break
-    return h
-
-
-def betainc(a: float, b: float, x: float) -> float:
-    """Regularised incomplete beta I_x(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    lbeta = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-    front = math.exp(lbeta + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
-
-
 def t_two_sided_p(t: float, df: float) -> float:
     """Two-sided p-value of Student's t with ``df`` degrees of freedom."""
     if math.isnan(t) or df <= 0:
         return 1.0
-    if math.isinf(t):
-        return 0.0
-    return betainc(df / 2.0, 0.5, df / (df + t * t))
+    return min(1.0, 2.0 * float(special.stdtr(df, -abs(t))))
 
 
 def welch_t(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
-    """Welch's t-test of mean(b) - mean(a): (t, df, two-sided p)."""
+    """Welch's t-test of mean(b) - mean(a): (t, df, two-sided p) (``scipy.stats.ttest_ind``)."""
     na, nb = len(a), len(b)
     if na < 2 or nb < 2:
         return 0.0, 0.0, 1.0
-    va, vb = variance(a) / na, variance(b) / nb
-    diff = mean(b) - mean(a)
-    se2 = va + vb
-    if se2 <= 0.0:
+    if variance(a) + variance(b) <= 0.0:      # scipy: nan; here the limit
+        diff = mean(b) - mean(a)
         if diff == 0.0:
             return 0.0, float(na + nb - 2), 1.0
         return math.copysign(math.inf, diff), float(na + nb - 2), 0.0
-    t = diff / math.sqrt(se2)
-    df = se2 ** 2 / ((va ** 2 / (na - 1) if na > 1 else 0) + (vb ** 2 / (nb - 1) if nb > 1 else 0))
-    return t, df, t_two_sided_p(t, df)
+    res = _sps().ttest_ind(b, a, equal_var=False)
+    return float(res.statistic), float(res.df), float(res.pvalue)
 
 
 # --------------------------------------------------------------- change points
@@ -448,43 +438,14 @@ CONSISTENCY_LEVEL = 0.05
 
 def t_cdf(t: float, df: float) -> float:
     """P(T <= t) for Student's t with ``df`` degrees of freedom (df = inf: normal)."""
-    if math.isnan(t):
-        return float('nan')
-    if math.isinf(df) or df > 1e7:
-        return _NORMAL.cdf(t)
-    if math.isinf(t):
-        return 1.0 if t > 0 else 0.0
-    tail = 0.5 * betainc(df / 2.0, 0.5, df / (df + t * t))
-    return 1.0 - tail if t > 0 else tail
+    return float(special.stdtr(df, t))            # scipy.stats.t.cdf
 
 
-def _bisect(f, lo: float, hi: float, target: float, increasing: bool = True,
-            tol: float = 1e-10) -> float:
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if (f(mid) < target) == increasing:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < tol * max(1.0, abs(mid)):
-            break
-    return 0.5 * (lo + hi)
-
-
-@functools.lru_cache(maxsize=4096)
 def t_ppf(p: float, df: float) -> float:
     """Quantile of Student's t (df = inf: normal)."""
     if not 0.0 < p < 1.0:
         raise ValueError('t_ppf: p must be in (0, 1)')
-    if math.isinf(df) or df > 1e7:
-        return _NORMAL.inv_cdf(p)
-    if p < 0.5:
-        return -t_ppf(1.0 - p, df)
-    z = _NORMAL.inv_cdf(p)
-    hi = max(1.0, z)
-    while t_cdf(hi, df) < p:
-        hi *= 2.0
-    return _bisect(lambda x: t_cdf(x, df), 0.0, hi, p)
+    return float(special.stdtrit(df, p))          # scipy.stats.t.ppf
 
 
 def f_sf(f: float, df1: float, df2: float) -> float:
@@ -493,61 +454,22 @@ def f_sf(f: float, df1: float, df2: float) -> float:
         return 1.0
     if math.isinf(f):
         return 0.0
-    if math.isinf(df2) or df2 > 1e7:
+    if math.isinf(df2):                           # scipy's fdtrc gives nan there
         return chi2_sf(f * df1, df1)
-    x = df2 / (df2 + df1 * f)
-    return betainc(df2 / 2.0, df1 / 2.0, x)
-
-
-def _gammainc_lower(a: float, x: float) -> float:
-    """Regularised lower incomplete gamma P(a, x) (series / continued fraction)."""
-    if x <= 0.0:
-        return 0.0
-    lg = math.lgamma(a)
-    if x < a + 1.0:
-        term = total = 1.0 / a
-        ap = a
-        for _ in range(1000):
-            ap += 1.0
-            term *= x / ap
-            total += term
-            if abs(term) < abs(total) * 1e-15:
-                break
-        return total * math.exp(-x + a * math.log(x) - lg)
-    tiny = 1e-300
-    b = x + 1.0 - a
-    c = 1.0 / tiny
-    d = 1.0 / b
-    h = d
-    for i in range(1, 1000):
-        an = -i * (i - a)
-        b += 2.0
-        d = an * d + b
-        d = tiny if abs(d) < tiny else d
-        c = b + an / c
-        c = tiny if abs(c) < tiny else c
-        d = 1.0 / d
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-15:
-            break
-    return 1.0 - math.exp(-x + a * math.log(x) - lg) * h
+    return float(special.fdtrc(df1, df2, f))      # scipy.stats.f.sf
 
 
 def chi2_sf(x: float, df: float) -> float:
     """Upper tail P(X >= x) of chi-square with ``df`` degrees of freedom."""
     if x <= 0.0:
         return 1.0
-    return max(0.0, 1.0 - _gammainc_lower(df / 2.0, x / 2.0))
+    return float(special.chdtrc(df, x))           # scipy.stats.chi2.sf
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=4096)   # pool_variance asks the same few per metric
 def chi2_ppf(p: float, df: float) -> float:
     """Quantile of chi-square with ``df`` degrees of freedom."""
-    hi = max(1.0, df)
-    while 1.0 - chi2_sf(hi, df) < p:
-        hi *= 2.0
-    return _bisect(lambda x: 1.0 - chi2_sf(x, df), 0.0, hi, p)
+    return 2.0 * float(special.gammaincinv(df / 2.0, p))   # scipy.stats.chi2.ppf
 
 
 @dataclasses.dataclass
@@ -672,55 +594,46 @@ def sequential_levels(looks: tuple[int, ...], alpha: float,
     test statistic ``Z_k`` of the mean of the first ``n_k`` pairs, whose
     looks are correlated as ``sqrt(n_j / n_k)`` (independent increments), by
     the recursive numerical integration of Armitage, McPherson and Rowe
-    (1969) on a grid; stopping early for PASS is ignored (non-binding), which
-    keeps the levels conservative. A single look returns ``(alpha,)``.
+    (1969) on a grid -- ours: scipy has no group-sequential boundaries (it
+    gives the normal law, Simpson's rule and the root finder). Stopping early
+    for PASS is ignored (non-binding), which keeps the levels conservative. A single look returns ``(alpha,)``.
     """
     if not looks or any(b <= a for a, b in zip(looks, looks[1:])) or looks[0] < 1:
         raise ValueError(f'looks must be increasing positive pair counts, got {looks}')
     if len(looks) == 1:
         return (alpha,)
+    from scipy import integrate, optimize
+    norm = _sps().norm
     info = [n / looks[-1] for n in looks]
-    grid_n = 241
+    grid_n = 241                 # odd: composite Simpson's rule on the grid
     lo_z = -8.0
     levels: list[float] = []
     spent = 0.0
-    density: list[float] = []   # density of Z_{k-1} on the continuation grid
-    grid: list[float] = []
+    density = grid = np.empty(0)   # density of Z_{k-1} on the continuation grid
     for k, t in enumerate(info):
         target = alpha * t ** rho - spent
         if k == 0:
-            c = _NORMAL.inv_cdf(1.0 - target)
+            c = -norm_ppf(target)
         else:
             prev_t = info[k - 1]
             sd = math.sqrt(t - prev_t)
-            weights = _simpson_weights(grid)
+            z_prev = grid * math.sqrt(prev_t)
 
             def crossing(c: float) -> float:
-                return math.fsum(w * f * (1.0 - _NORMAL.cdf((c * math.sqrt(t)
-                                                             - z * math.sqrt(prev_t)) / sd))
-                                 for w, f, z in zip(weights, density, grid))
-            c = _bisect(crossing, -8.0, 12.0, target, increasing=False, tol=1e-9)
-        levels.append(1.0 - _NORMAL.cdf(c))
+                tail = special.ndtr((z_prev - c * math.sqrt(t)) / sd)   # 1 - Phi(...)
+                return float(integrate.simpson(density * tail, x=grid)) - target
+            c = optimize.brentq(crossing, -8.0, 12.0, xtol=1e-12)
+        levels.append(norm_cdf(-c))
         spent += target
         # density of Z_k on (lo_z, c): continue only below the FAIL boundary
-        new_grid = [lo_z + (c - lo_z) * i / (grid_n - 1) for i in range(grid_n)]
+        new_grid = np.linspace(lo_z, c, grid_n)
         if k == 0:
-            density = [_NORMAL.pdf(z) for z in new_grid]
+            density = norm.pdf(new_grid)
         else:
-            w = _simpson_weights(grid)
-            density = [math.fsum(wi * fi * _NORMAL.pdf((z2 * math.sqrt(t) - z * math.sqrt(prev_t))
-                                                         / sd) * math.sqrt(t) / sd
-                                 for wi, fi, z in zip(w, density, grid))
-                       for z2 in new_grid]
+            kernel = norm.pdf((new_grid[:, None] * math.sqrt(t) - z_prev[None, :]) / sd)
+            density = integrate.simpson(kernel * density, x=grid, axis=1) * math.sqrt(t) / sd
         grid = new_grid
     return tuple(levels)
-
-
-def _simpson_weights(grid: Sequence[float]) -> list[float]:
-    """Composite Simpson weights on an evenly spaced grid of odd length."""
-    n = len(grid)
-    h = (grid[-1] - grid[0]) / (n - 1)
-    return [h / 3.0 * (1 if i in (0, n - 1) else (4 if i % 2 else 2)) for i in range(n)]
 
 
 def look_level(n: int, looks: Sequence[int] | None, alpha: float,

@@ -236,7 +236,7 @@ def test_sequential_levels_spend_alpha_by_look():
 def test_sequential_loop_false_alarm_rate_is_alpha():
     """Simulated loop (z of the running mean at 10, 15, 20): total crossing = alpha."""
     looks = (10, 15, 20)
-    bounds = [stats._NORMAL.inv_cdf(1 - p) for p in stats.sequential_levels(looks, 0.05)]
+    bounds = [stats.norm_ppf(1 - p) for p in stats.sequential_levels(looks, 0.05)]
     rng = random.Random(7)
     reps, hits = 40000, 0
     for _ in range(reps):
@@ -259,3 +259,57 @@ def test_look_level_maps_pairs_to_the_planned_look():
     assert stats.look_level(20, [10, 15, 20], 0.01) == levels[2]
     assert stats.look_level(23, [10, 15, 20], 0.01) == levels[2]
     assert stats.look_level(7, None, 0.01) == 0.01
+
+
+# ------------------------------------------------------- agreement with scipy
+def test_exact_law_is_scipys_and_matches_the_integer_counts():
+    for n in (1, 2, 7, 20, 45, 60):
+        cdf = stats._signed_rank_cdf(n)
+        acc, total = 0, 2 ** n
+        for t, c in enumerate(stats.signed_rank_counts(n)):
+            acc += c
+            assert cdf[t] == pytest.approx(acc / total, rel=1e-13, abs=1e-300)
+
+
+def test_signed_rank_p_values_are_scipys_wilcoxon():
+    scipy_stats = pytest.importorskip('scipy.stats')
+    rng = random.Random(8)
+    for n in (3, 9, 20, 33, 60):
+        d = [rng.gauss(-0.04, 0.1) for _ in range(n)]
+        comp = stats.signed_rank(d)
+        assert comp.method == 'exact'
+        for alt, p in (('less', comp.p_worse), ('greater', comp.p_better)):
+            ref = scipy_stats.wilcoxon(d, method='exact', alternative=alt).pvalue
+            assert p == pytest.approx(ref, rel=1e-12, abs=1e-15)
+    d = [-0.1, -0.1, -0.1, -0.2, -0.2, 0.05, -0.3, -0.1, -0.2, -0.1, 0.0, 0.1]
+    comp = stats.signed_rank(d)                      # ties and a zero: normal approximation
+    for alt, p in (('less', comp.p_worse), ('greater', comp.p_better)):
+        ref = scipy_stats.wilcoxon(d, method='asymptotic', correction=True, alternative=alt)
+        assert p == pytest.approx(ref.pvalue, rel=1e-12)
+
+
+def test_rank_sum_p_values_are_scipys_mann_whitney():
+    scipy_stats = pytest.importorskip('scipy.stats')
+    base = [0.0, 0.1, 0.2, 0.05, 0.1, 0.08, 0.15]
+    cand = [-0.1, 0.02, 0.1, -0.05, 0.0, 0.03]
+    comp = stats.rank_sum(base, cand)
+    for alt, p in (('less', comp.p_worse), ('greater', comp.p_better)):
+        ref = scipy_stats.mannwhitneyu(cand, base, method='asymptotic', use_continuity=True,
+                                       alternative=alt)
+        assert p == pytest.approx(ref.pvalue, rel=1e-12)
+
+
+def test_distribution_wrappers_are_scipy_stats():
+    scipy_stats = pytest.importorskip('scipy.stats')
+    for df in (3, 19, 380):
+        assert stats.t_cdf(-2.1, df) == pytest.approx(scipy_stats.t.cdf(-2.1, df), rel=1e-12)
+        assert stats.t_ppf(0.99, df) == pytest.approx(scipy_stats.t.ppf(0.99, df), rel=1e-12)
+        assert stats.chi2_sf(1.3 * df, df) == pytest.approx(scipy_stats.chi2.sf(1.3 * df, df),
+                                                            rel=1e-12)
+        assert stats.chi2_ppf(1e-4, df) == pytest.approx(scipy_stats.chi2.ppf(1e-4, df), rel=1e-12)
+        assert stats.f_sf(1.7, 19, df) == pytest.approx(scipy_stats.f.sf(1.7, 19, df), rel=1e-12)
+    assert stats.f_sf(1.7, 19, math.inf) == pytest.approx(scipy_stats.chi2.sf(1.7 * 19, 19))
+    assert stats.norm_ppf(0.975) == pytest.approx(scipy_stats.norm.ppf(0.975), rel=1e-14)
+    t, df, p = stats.welch_t([1.0, 2.0, 3.5, 4.0], [3.0, 4.5, 5.0, 6.0, 9.0])
+    ref = scipy_stats.ttest_ind([3.0, 4.5, 5.0, 6.0, 9.0], [1.0, 2.0, 3.5, 4.0], equal_var=False)
+    assert (t, p) == pytest.approx((ref.statistic, ref.pvalue), rel=1e-12)
