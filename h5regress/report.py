@@ -1,15 +1,26 @@
 """``h5regress report``: the night's report as Markdown, self-contained HTML and JUnit XML.
 
-Input: the gate's result (``h5regress gate --json``) and the history (for the
-plots, change points and false-alarm rates). Output in one directory:
+Input: the gate's result (``h5regress gate --json``), the history (for the
+plots) and, when found, tonight's perflogs and the builds manifest (for where
+the metrics ran: node list, file system, data size, command; and whether the
+builds are stand-ins). Output in one directory:
 
-* ``report.md``: verdict table and the other tables, for merge requests and mail;
-* ``report.html``: the same plus one history plot per gated metric (inline
-  SVG: nightly medians of candidate and baseline, the reference envelope, the
-  5th-95th percentile band of the history, tonight's run and samples marked).
-  No scripts, no external assets: it opens from an artifact store or mail;
+* ``report.md``: verdict, builds, where, and the other tables, for merge
+  requests and mail;
+* ``report.html``: its first screen answers the night: the verdict in one
+  sentence, a forest plot of each gated metric's ratio and interval against
+  1 - margin and 1.0, the builds (HDF5 commits) and where each metric ran;
+  then the tables (every column labelled) and one interactive history plot per
+  gated metric (nightly medians, 5th-95th percentile band, reference envelope,
+  tonight's runs; below it the nightly ratio with its interval against the
+  margin; hover gives night, commit and value). Plots by plotly; plotly.js is
+  inlined once, so the file opens offline (an artifact store, a mail);
 * ``junit.xml``: one test case per gated metric (FAIL -> failure,
   INCONCLUSIVE/DEGRADED -> skipped with the reason), for CI test views.
+
+``h5regress report --index --history DIR --out SITE`` writes ``SITE/index.html``,
+every night of the history (verdict, builds and commits, counts, lowest gated
+ratio), linking ``SITE/<night>/report.html`` where a night's report was kept.
 """
 
 from __future__ import annotations
@@ -17,6 +28,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,9 +37,10 @@ from xml.sax.saxutils import quoteattr
 
 from h5regress import atomic
 from h5regress import history as hist_mod
-from h5regress import stats
+from h5regress import perflog, stats
 from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
 from h5regress.gateconfig import ConfigError, load_config
+from h5regress.record import Record
 
 _COLORS = {'PASS': '#1a7f37', 'FAIL': '#cf222e', 'INCONCLUSIVE': '#9a6700',
            'DEGRADED': '#8250df', 'ERROR': '#cf222e', 'WARN': '#bc4c00', 'OK': '#1a7f37',
@@ -94,27 +107,38 @@ def _tables(result: Mapping[str, Any]) -> list[tuple[str, Sequence[str], list[li
     out = []
     gated = [_verdict_cells(m, degraded) for m in _rows(result, 'gated')]
     out.append(('Verdicts (gated metrics)', VERDICT_COLUMNS, gated,
-                'ratio = candidate / baseline (Hodges-Lehmann estimate over pairs); ↑ higher '
-                'is better, ↓ lower is better; q = Benjamini-Hochberg adjusted one-sided '
-                'p-value of a slowdown.'))
+                'baseline, candidate = medians of each build\'s runs tonight; ratio = '
+                'candidate / baseline of the values, the Hodges-Lehmann estimate over the '
+                'pairs (a median of per-pair ratios: it need not equal the quotient of the two '
+                'medians), with its 95% interval; ↑ higher is better, ↓ lower is better; '
+                'q = Benjamini-Hochberg adjusted one-sided p-value of a slowdown; envelope = '
+                'candidate median against the reference envelope.'))
     canary = [[c['metric'], c['canary'], _ratio((c['cand'] or {}).get('ratio')),
                _interval((c['cand'] or {}).get('lo'), (c['cand'] or {}).get('hi')),
                _ratio((c['base'] or {}).get('ratio')), c['verdict'] or '–']
               for c in result['canary']]
     out.append(('HDF5 as a fraction of MPI-IO',
-                ('metric', 'MPI-IO canary', 'candidate', 'interval', 'baseline', 'verdict'),
-                canary, f'WARN below {1 - result["config"]["hdf5_overhead"]:.0%}: worth a look.'))
+                ('metric', 'MPI-IO canary (same pattern)', 'HDF5/MPI-IO ratio, candidate',
+                 '95% interval', 'HDF5/MPI-IO ratio, baseline', 'verdict'),
+                canary, 'HDF5/MPI-IO ratio = performance of the pattern through HDF5 / the same '
+                'pattern through MPI-IO (1: HDF5 costs nothing; 0.9: HDF5 loses 10 %). WARN '
+                f'below {1 - result["config"]["hdf5_overhead"]:.0%}: worth a look.'))
     ceiling = [[c['metric'], c['fio'], _num(c['hdf5_value']), _num(c['fio_value']),
                 _pct(c['fraction'])] for c in result['ceiling']]
     out.append(('HDF5 as a fraction of the fio ceiling',
-                ('metric', 'fio ceiling', 'HDF5 (candidate)', 'fio', 'fraction'), ceiling, ''))
+                ('metric', 'fio ceiling (test)', 'HDF5 (candidate median)', 'fio (median)',
+                 'fraction'), ceiling, 'fraction = HDF5 candidate median / fio median of the '
+                'same system and operation.'))
     deg = [[d['canary'], _num(d['tonight']), _num(d.get('history_median')),
             _num(d.get('z'), 3), _pct(d.get('drop')), str(d['nights']),
             'DEGRADED' if d['degraded'] else (d.get('note') or 'ok')]
            for d in result['degraded']]
     out.append(('Canaries against their own history',
                 ('canary', 'tonight', 'history median', 'robust z', 'drop', 'nights', 'state'),
-                deg, ''))
+                deg, 'tonight = median of both builds\' MPI-IO runs; drop = 1 − tonight / '
+                'history median of its performance: positive = the machine is slower than '
+                'usual tonight, negative = faster (no concern). DEGRADED when it is far below '
+                'its history (robust z and drop both beyond their limits).'))
     cps = [[c['metric'], f'{c["from_night"]} → {c["to_night"]}',
             f'{c.get("from_commit") or "?"}..{c.get("to_commit") or "?"}',
             _ratio(c['ratio']), c['direction'], c['cause'], _num(c['p'], 2)]
@@ -167,47 +191,318 @@ def _md_cell(s: str) -> str:
     return str(s).replace('|', '\\|').replace('\n', ' ')
 
 
-def markdown(result: Mapping[str, Any]) -> str:
+def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    if not rows:
+        return ['(none)']
+    out = ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
+    out += ['| ' + ' | '.join(_md_cell(c) for c in r) + ' |' for r in rows]
+    return out
+
+
+def markdown(result: Mapping[str, Any], ctx: Mapping[str, Any] | None = None) -> str:
     cfg = result['config']
-    lines = [f'# {_title(result)}', '',
-             f'- candidate: `{result["candidate"]}` at `{result.get("candidate_commit") or "?"}`',
-             f'- baseline: `{result["baseline"]}` at `{result.get("baseline_commit") or "?"}`',
+    ctx = ctx or collect_context(result)
+    lines = [f'# {_title(result)}', '', f'**{summary(result).split(": ", 1)[1]}**', '',
+             f'- candidate: `{result["candidate"]}` at `{_commit_label(result, "candidate", ctx)}`',
+             f'- baseline: `{result["baseline"]}` at `{_commit_label(result, "baseline", ctx)}`',
              f'- rule: {_rule(cfg)}',
              f'- records: {_skipped_text(result)}']
+    if ctx.get('perflogs'):
+        lines.append(f'- perflogs: `{ctx["perflogs"]}`')
     if result.get('error'):
         lines.append(f'- **error**: {result["error"]}')
     if result['overall'] == 'DEGRADED':
         lines.append('- **degraded night**: a canary fell far below its history; '
                      'no verdict, rerun.')
+    lines += ['', '## Where', ''] + _md_table(WHERE_COLUMNS, where_rows(result, ctx))
     for title, header, rows, note in _tables(result):
         lines += ['', f'## {title}', '']
         if note:
             lines += [note, '']
-        if not rows:
-            lines.append('(none)')
-            continue
-        lines.append('| ' + ' | '.join(header) + ' |')
-        lines.append('|' + '---|' * len(header))
-        for r in rows:
-            lines.append('| ' + ' | '.join(_md_cell(c) for c in r) + ' |')
+        lines += _md_table(header, rows)
     if result.get('problems'):
         lines += ['', '## Problems (first of them)', '']
         lines += [f'- {_md_cell(p)}' for p in result['problems'][:20]]
     return '\n'.join(lines) + '\n'
 
 
-# ------------------------------------------------------------------ SVG
-def _series(history: hist_mod.History, m: Mapping[str, Any]) -> dict[str, Any]:
-    rows = history.series.get(m['key'], [])
-    nights = history.nights
-    xs, cand, base = [], [], []
-    for x in rows:
-        if nights[x['night_index']].get('degraded'):
+# ------------------------------------------------------------------ where
+def _of_attempt(pair_id: Any, attempt: str) -> bool:
+    """Whether a record's pair id belongs to a nightly attempt (``<attempt>-p<i>``)."""
+    return pair_id is not None and str(pair_id).rsplit('-p', 1)[0] == attempt
+
+
+def collect_context(result: Mapping[str, Any], records: Sequence[Record] = (),
+                    manifest: Mapping[str, Any] | None = None,
+                    perflogs: str | None = None) -> dict[str, Any]:
+    """What the gate result does not carry, from tonight's records and the manifest:
+    the records of each metric (provenance: node list, file system, data, command)
+    and whether the builds are stand-ins (their commit is this repository's)."""
+    by_key: dict[str, list[Record]] = {}
+    builds = (result.get('baseline'), result.get('candidate'))
+    for r in records:
+        if r.hdf5_build not in builds:
             continue
-        xs.append(nights[x['night_index']]['night'])
-        cand.append(x.get('cand_median'))
-        base.append(x.get('base_median'))
-    return {'nights': xs, 'cand': cand, 'base': base}
+        if result.get('attempt') and not _of_attempt(r.pair_id, result['attempt']):
+            continue
+        by_key.setdefault(hist_mod.metric_key(*r.key), []).append(r)
+    mbuilds = (manifest or {}).get('builds') or {}
+    standin = 'stand-in' in str((manifest or {}).get('spack_version', '')) or any(
+        str(((mbuilds.get(b) or {}).get('hdf5') or {}).get('variants', '')).startswith('stand-in')
+        for b in builds) or all('standin' in str(b) for b in builds)
+    return {'records': by_key, 'manifest': manifest or {}, 'standin': standin,
+            'perflogs': perflogs}
+
+
+def find_context(result: Mapping[str, Any], night_dir: Path | None,
+                 perflogs: str | None = None, manifest: str | None = None) -> dict[str, Any]:
+    """:func:`collect_context` from files: ``perflogs``/``manifest`` when given, else
+    where the nightly leaves them (``<night_dir>/perflogs/<attempt>``,
+    ``<night_dir>/manifest.json``); missing files leave the fields unknown."""
+    if perflogs is None and night_dir is not None and result.get('attempt'):
+        cand = night_dir / 'perflogs' / str(result['attempt'])
+        perflogs = str(cand) if cand.is_dir() else None
+    if manifest is None and night_dir is not None and (night_dir / 'manifest.json').is_file():
+        manifest = str(night_dir / 'manifest.json')
+    records: list[Record] = []
+    if perflogs:
+        records, _problems = perflog.read([perflogs])
+    man = None
+    if manifest:
+        try:
+            man = json.loads(Path(manifest).read_text(encoding='utf-8'))
+        except (OSError, ValueError):
+            man = None
+    rel = None
+    if perflogs and night_dir is not None:
+        try:
+            rel = str(Path(perflogs).resolve().relative_to(night_dir.resolve()))
+        except ValueError:
+            rel = None
+    return collect_context(result, records, man if isinstance(man, dict) else None, rel)
+
+
+def _bytes(n: Any) -> str:
+    if not _finite(n) or n <= 0:
+        return '–'
+    for unit in ('B', 'KiB', 'MiB', 'GiB', 'TiB'):
+        if n < 1024 or unit == 'TiB':
+            return f'{n:.0f} {unit}' if unit == 'B' else f'{n:.1f} {unit}'
+        n /= 1024
+    return '–'
+
+
+def _data_bytes(rec: Record) -> float | None:
+    """Data one run of the tool wrote or read, from what the record says."""
+    prov, params = rec.provenance or {}, rec.params or {}
+    for src in (prov, params):
+        for k in ('data_bytes', 'aggregate_bytes', 'bytes_written', 'total_bytes'):
+            if _finite(src.get(k)):
+                return float(src[k])
+    files = prov.get('files')
+    if isinstance(files, list):
+        sizes = [f.get('size_bytes') or f.get('data_bytes') for f in files if isinstance(f, dict)]
+        if sizes and all(_finite(s) for s in sizes):
+            return float(sum(sizes))
+    for w in prov.get('warnings') or []:
+        got = re.search(r'data written \((\d+) B\)', str(w))
+        if got:
+            return float(got.group(1))
+    return None
+
+
+def _nodes(m: Mapping[str, Any], rec: Record | None) -> tuple[str, str]:
+    """('nodes × ranks', node list) of a metric."""
+    params = (rec.params if rec else None) or m.get('params') or {}
+    nn, nr = params.get('num_nodes'), params.get('num_ranks')
+    count = f'{nn or "?"} × {nr or "?"}' if nn or nr else '–'
+    nl = (rec.provenance or {}).get('nodelist') if rec else None
+    if isinstance(nl, (list, tuple)):
+        nl = ','.join(map(str, nl))
+    return count, str(nl) if nl else '–'
+
+
+WHERE_COLUMNS = ('metric', 'system:partition', 'nodes × ranks', 'node list', 'file system',
+                 'data per run', 'command (one candidate run)')
+
+
+def where_rows(result: Mapping[str, Any], ctx: Mapping[str, Any]) -> list[list[str]]:
+    """Where each gated metric ran: system, nodes, file system, data size, command."""
+    rows = []
+    for m in _rows(result, 'gated'):
+        recs = ctx['records'].get(m['key']) or []
+        cand = [r for r in recs if r.hdf5_build == result['candidate']] or recs
+        rec = cand[0] if cand else None
+        prov = (rec.provenance or {}) if rec else {}
+        count, nodelist = _nodes(m, rec)
+        command = prov.get('command_line') or prov.get('command') or '–'
+        rows.append([m['label'], m.get('system') or '–', count, nodelist,
+                     str(prov.get('fs_type') or '–'), _bytes(_data_bytes(rec)) if rec else '–',
+                     str(command)])
+    return rows
+
+
+def _commit_label(result: Mapping[str, Any], side: str, ctx: Mapping[str, Any]) -> str:
+    build = result[side]
+    commit = result.get(f'{side}_commit') or (
+        ((ctx['manifest'].get('builds') or {}).get(build) or {}).get('hdf5') or {}).get('commit')
+    if ctx.get('standin'):
+        return f"stand-in (this repository's commit){' ' + str(commit)[:12] if commit else ''}"
+    return str(commit)[:12] if commit else '?'
+
+
+def _hdf5_version(result: Mapping[str, Any], side: str, ctx: Mapping[str, Any]) -> str:
+    for recs in ctx['records'].values():
+        for r in recs:
+            if r.hdf5_build == result[side] and (r.provenance or {}).get('hdf5_version'):
+                return str(r.provenance['hdf5_version'])
+    return '–'
+
+
+BUILD_COLUMNS = ('build', 'build id', 'HDF5 commit', 'HDF5 library version (as the tool saw it)')
+
+
+def build_rows(result: Mapping[str, Any], ctx: Mapping[str, Any]) -> list[list[str]]:
+    return [[name, str(result[side]), _commit_label(result, side, ctx),
+             _hdf5_version(result, side, ctx)]
+            for name, side in (('baseline', 'baseline'), ('candidate (tonight)', 'candidate'))]
+
+
+def summary(result: Mapping[str, Any]) -> str:
+    """Tonight's verdict in one sentence."""
+    cfg = result['config']
+    gated = _rows(result, 'gated')
+    floor = 1 - cfg['margin']
+    overall = result['overall']
+    if overall == 'ERROR':
+        text = f'no verdict: {result.get("error") or "error"}'
+    elif overall == 'DEGRADED':
+        text = 'no verdict: an MPI-IO canary fell far below its own history (the machine, ' \
+               'not HDF5); rerun'
+    elif overall == 'FAIL':
+        bad = [m['label'] for m in gated if m['verdict'] == 'FAIL']
+        text = (f'{len(bad)} of {len(gated)} gated metrics slower than the {cfg["margin"]:.0%} '
+                f'margin allows, significantly: ' + '; '.join(bad))
+    elif overall == 'PASS':
+        text = (f'all {len(gated)} gated metrics within the margin: every interval lies '
+                f'above {floor:.2f}')
+    else:
+        und = [m for m in gated if m['verdict'] != 'PASS']
+        text = (f'{len(und)} of {len(gated)} gated metrics undecided: their interval reaches '
+                f'below {floor:.2f} without a significant slowdown (more pairs decide)')
+    if result.get('a_a'):
+        text += ('. A/A night: both builds carry one commit, so a FAIL here would be a '
+                 'false alarm')
+    return f'{overall}: {text}.'
+
+
+# ------------------------------------------------------------------ plots
+_TEMPLATE = 'none'      # plotly's default template would add ~10 KiB per figure
+
+
+def _perf(m: Mapping[str, Any]) -> tuple[Any, Any, Any]:
+    """(ratio, lo, hi) of the performance, candidate/baseline (< 1: slower)."""
+    if m.get('perf_ratio') is not None:
+        return m['perf_ratio'], m.get('perf_lo'), m.get('perf_hi')
+    r, lo, hi = m.get('ratio'), m.get('ratio_lo'), m.get('ratio_hi')
+    if m.get('higher_is_better', True) or r is None:
+        return r, lo, hi
+    return 1 / r, (1 / hi if hi else None), (1 / lo if lo else None)
+
+
+def _fig_html(fig: Any, div_id: str, modebar: bool | str = 'hover') -> str:
+    return fig.to_html(full_html=False, include_plotlyjs=False, div_id=div_id,
+                       config={'displaylogo': False, 'responsive': True,
+                               'displayModeBar': modebar})
+
+
+def _wrap(label: str, width: int = 34) -> str:
+    """A long metric label on several lines (plotly breaks at ``<br>``)."""
+    lines, cur = [], ''
+    for word in str(label).split():
+        if cur and len(cur) + 1 + len(word) > width:
+            lines.append(cur)
+            cur = word
+        else:
+            cur = f'{cur} {word}' if cur else word
+    return '<br>'.join(html.escape(x) for x in lines + [cur])
+
+
+def _forest_range(gated: Sequence[Mapping[str, Any]], floor: float) -> tuple[float, float]:
+    vals = [v for m in gated for v in _perf(m) if _finite(v) and v > 0]
+    lo, hi = min([floor - 0.03] + vals), max([1.1] + vals)
+    pad = (hi - lo) * 0.05
+    return lo - pad, hi + pad
+
+
+def _forest_hover(m: Mapping[str, Any]) -> str:
+    r, lo, hi = _perf(m)
+    return (f'<b>{html.escape(m["label"])}</b><br>performance ratio {_ratio(r)} '
+            f'{_interval(lo, hi)}<br>medians: baseline {_num(m["base_median"])}, '
+            f'candidate {_num(m["cand_median"])} {html.escape(m["unit"])}<br>'
+            f'{m["n_pairs"]} pairs, q (BH) {_num(m["q"], 2)}<br>{m["verdict"] or "–"}')
+
+
+def forest_figure(result: Mapping[str, Any]) -> Any:
+    """Tonight's ratio and interval per gated metric against 1 - margin and 1."""
+    import plotly.graph_objects as go
+    gated = _rows(result, 'gated')
+    floor = 1 - result['config']['margin']
+    xmin, xmax = _forest_range(gated, floor)
+    fig = go.Figure()
+    for verdict in ('FAIL', 'INCONCLUSIVE', 'PASS', None):
+        ms = [m for m in gated if m['verdict'] == verdict and _perf(m)[0] is not None]
+        if not ms:
+            continue
+        xs = [_perf(m)[0] for m in ms]
+        plus = [(_perf(m)[2] if _perf(m)[2] is not None else xmax) - x for m, x in zip(ms, xs)]
+        minus = [x - (_perf(m)[1] or xmin) for m, x in zip(ms, xs)]
+        fig.add_trace(go.Scatter(
+            x=xs, y=[_wrap(m['label']) for m in ms], mode='markers+text', name=verdict or 'no verdict',
+            text=[f'{x:.3f} {verdict or ""}' for x in xs], textposition='top right',
+            textfont={'color': _COLORS.get(verdict), 'size': 12},
+            marker={'size': 12, 'symbol': 'diamond', 'color': _COLORS.get(verdict)},
+            error_x={'type': 'data', 'symmetric': False, 'array': plus, 'arrayminus': minus,
+                     'thickness': 2.5, 'width': 7, 'color': _COLORS.get(verdict)},
+            hovertext=[_forest_hover(m) for m in ms], hoverinfo='text'))
+    fig.add_vrect(x0=xmin, x1=floor, fillcolor=_COLORS['FAIL'], opacity=0.07, line_width=0)
+    fig.add_vline(x=floor, line={'color': _COLORS['FAIL'], 'dash': 'dash', 'width': 2})
+    fig.add_vline(x=1.0, line={'color': '#57606a', 'width': 1.5})
+    for x, text, anchor, color in ((floor, f'1 − margin = {floor:.2f} ', 'right', _COLORS['FAIL']),
+                                   (1.0, ' 1.0 = no change', 'left', '#57606a')):
+        fig.add_annotation(x=x, y=1.0, yref='paper', yanchor='bottom', xanchor=anchor,
+                           text=text, showarrow=False, font={'color': color, 'size': 12})
+    fig.update_layout(
+        template=_TEMPLATE, height=130 + 62 * len(gated), showlegend=False,
+        margin={'l': 10, 'r': 20, 't': 28, 'b': 50}, font={'size': 13}, hovermode='closest',
+        xaxis={'range': [xmin, xmax], 'title': {'text': 'performance ratio cand/base, 95% '
+               'interval', 'standoff': 8}, 'showgrid': True, 'gridcolor': '#eaeef2'},
+        yaxis={'automargin': True, 'categoryorder': 'array',
+               'categoryarray': [_wrap(m['label']) for m in gated],
+               'range': [len(gated) - 0.5, -0.8]})
+    return fig
+
+
+def _points(m: Mapping[str, Any], history: hist_mod.History,
+            result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One point per night of a metric (degraded nights left out), tonight last."""
+    out = []
+    for x in history.series.get(m['key'], []):
+        n = history.nights[x['night_index']]
+        if n.get('degraded'):
+            continue
+        r, lo, hi = _perf({**x, 'higher_is_better': m['higher_is_better']})
+        out.append({'night': str(n['night']), 'commit': n.get('candidate_commit') or '?',
+                    'base_commit': n.get('baseline_commit') or '?',
+                    'cand': x.get('cand_median'), 'base': x.get('base_median'),
+                    'r': r, 'lo': lo, 'hi': hi, 'verdict': x.get('verdict'),
+                    'pairs': x.get('n_pairs')})
+    r, lo, hi = _perf(m)
+    out.append({'night': str(result['night']), 'commit': result.get('candidate_commit') or '?',
+                'base_commit': result.get('baseline_commit') or '?',
+                'cand': m['cand_median'], 'base': m['base_median'], 'r': r, 'lo': lo, 'hi': hi,
+                'verdict': m['verdict'], 'pairs': m['n_pairs']})
+    return out
 
 
 def _y_range(data: Sequence[float], band: tuple[float, float] | None,
@@ -225,93 +520,178 @@ def _y_range(data: Sequence[float], band: tuple[float, float] | None,
     return lo - pad, hi + pad, pad
 
 
-def svg_plot(m: Mapping[str, Any], history: hist_mod.History, night: str,
-             width: int = 640, height: int = 200) -> str:
-    s = _series(history, m)
-    past = [v for v in s['cand'] if v]
-    nights = s['nights'] + [night]
-    cand = s['cand'] + [m['cand_median']]
-    base = s['base'] + [m['base_median']]
-    samples = list(m.get('cand') or [])
-    bsamples = list(m.get('base') or [])
-    data = [v for v in cand + base + samples + bsamples if v]
-    if not data:
-        return '<p>(no data)</p>'
-    env = m.get('envelope')
-    band = (stats.percentile(past, 5), stats.percentile(past, 95)) if len(past) >= 5 else None
-    ymin, ymax, pad = _y_range(data, band, env)
-    left, right, top, bottom = 64, 12, 22, 30
-    pw, ph = width - left - right, height - top - bottom
-    n = len(nights)
+def _level_traces(go: Any, m: Mapping[str, Any], pts: Sequence[Mapping[str, Any]],
+                  nights: list[str]) -> list[Any]:
+    """Nightly medians of both builds, with night, commit and value on hover."""
+    unit = html.escape(m['unit'])
+    out = []
+    for side, name, color, dash in (('base', 'baseline, nightly median', '#8c959f', 'dot'),
+                                    ('cand', 'candidate, nightly median', '#0969da', 'solid')):
+        commit = 'base_commit' if side == 'base' else 'commit'
+        out.append(go.Scatter(
+            x=nights, y=[p[side] for p in pts], name=name, mode='lines+markers',
+            line={'color': color, 'dash': dash, 'width': 2.2 if side == 'cand' else 1.5},
+            marker={'size': 5}, customdata=[[p[commit], p['pairs'], p['verdict'] or '–']
+                                            for p in pts],
+            hovertemplate=f'night %{{x}}<br>{name.split(",")[0]} commit %{{customdata[0]}}<br>'
+                          f'median %{{y:.4g}} {unit}<br>%{{customdata[1]}} pairs, '
+                          f'%{{customdata[2]}}<extra></extra>'))
+    return out
 
-    inner = pw - 24   # room right of tonight for its samples
 
-    def X(i: float) -> float:
-        return left + 8 + (inner * i / (n - 1) if n > 1 else inner / 2)
-
-    def Y(v: float) -> float:
-        v = min(max(v, ymin), ymax)
-        return top + ph * (1 - (v - ymin) / (ymax - ymin))
-
-    def poly(vals: Sequence[Any], color: str, w: float, dash: str = '') -> str:
-        pts = ' '.join(f'{X(i):.1f},{Y(v):.1f}' for i, v in enumerate(vals) if v)
-        extra = f' stroke-dasharray="{dash}"' if dash else ''
-        return (f'<polyline fill="none" stroke="{color}" stroke-width="{w}"{extra} '
-                f'points="{pts}"/>')
-
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" role="img" aria-label="{html.escape(m["label"])}">',
-             f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="#fff" '
-             f'stroke="#d0d7de"/>']
-    if band:
-        y1, y2 = Y(band[1]), Y(band[0])
-        parts.append(f'<rect x="{left}" y="{y1:.1f}" width="{pw}" height="{max(y2 - y1, 1):.1f}" '
-                     f'fill="#54aeff" fill-opacity="0.18"><title>5th-95th percentile of '
-                     f'history: {band[0]:.4g} - {band[1]:.4g}</title></rect>')
-    if env:
-        for v, dash in ((env['low'], '6,4'), (env['high'], '6,4'), (env['ref'], '2,3')):
-            if _finite(v) and ymin <= v <= ymax:
-                parts.append(f'<line x1="{left}" x2="{left + pw}" y1="{Y(v):.1f}" '
-                             f'y2="{Y(v):.1f}" stroke="#8250df" stroke-width="1" '
-                             f'stroke-dasharray="{dash}"/>')
-    parts.append(poly(base, '#8c959f', 1.2, '3,2'))
-    parts.append(poly(cand, '#0969da', 1.6))
-    xl = X(n - 1)
-    for v in bsamples:
-        parts.append(f'<circle cx="{xl - 4:.1f}" cy="{Y(v):.1f}" r="1.6" fill="#8c959f"/>')
-    for v in samples:
-        parts.append(f'<circle cx="{xl + 4:.1f}" cy="{Y(v):.1f}" r="1.6" fill="#0969da" '
-                     f'fill-opacity="0.6"/>')
-    color = _COLORS.get(m['verdict'], '#57606a')
+def _tonight_traces(go: Any, m: Mapping[str, Any], night: str) -> list[Any]:
+    """Tonight's runs of both builds (pair by pair) and its median, coloured by verdict."""
+    out = []
+    for side, name, color in (('base', "tonight's baseline runs", '#8c959f'),
+                              ('cand', "tonight's candidate runs", '#0969da')):
+        vals = list(m.get(side) or [])
+        if vals:
+            out.append(go.Box(
+                x=[night] * len(vals), y=vals, name=name, boxpoints='all', jitter=0.6,
+                pointpos=0, marker={'color': color, 'size': 4, 'opacity': 0.7},
+                line={'width': 1}, fillcolor='rgba(0,0,0,0)', offsetgroup=side,
+                text=[f'pair {i + 1}' if i < (m.get('n_pairs') or 0) else 'unpaired run'
+                      for i in range(len(vals))],
+                hovertemplate=f'{name}<br>%{{text}}: %{{y:.4g}}<extra></extra>'))
     if m['cand_median']:
-        parts.append(f'<circle cx="{xl:.1f}" cy="{Y(m["cand_median"]):.1f}" r="5" fill="none" '
-                     f'stroke="{color}" stroke-width="2.5"><title>tonight: '
-                     f'{m["cand_median"]:.4g}</title></circle>')
-    for v in (ymin + pad, (ymin + ymax) / 2, ymax - pad):
-        parts.append(f'<text x="{left - 6}" y="{Y(v) + 4:.1f}" font-size="11" '
-                     f'text-anchor="end" fill="#57606a">{v:.4g}</text>')
-    parts.append(f'<text x="{left}" y="{height - 10}" font-size="11" fill="#57606a">'
-                 f'{html.escape(nights[0])}</text>')
-    parts.append(f'<text x="{left + pw}" y="{height - 10}" font-size="11" fill="#57606a" '
-                 f'text-anchor="end">{html.escape(nights[-1])} (tonight)</text>')
-    parts.append(f'<text x="{left}" y="15" font-size="12" fill="#24292f">'
-                 f'{html.escape(m["unit"])} — {n} nights</text>')
-    parts.append('</svg>')
-    return ''.join(parts)
+        out.append(go.Scatter(
+            x=[night], y=[m['cand_median']], mode='markers', name='tonight (median; colour = '
+            'verdict)', marker={'size': 16, 'symbol': 'circle-open',
+                                'color': _COLORS.get(m['verdict'], '#57606a'),
+                                'line': {'width': 3}},
+            hovertemplate=f'tonight: candidate median %{{y:.4g}}, {m["verdict"] or "–"}'
+                          '<extra></extra>'))
+    return out
+
+
+def _band_env_traces(go: Any, m: Mapping[str, Any], nights: list[str],
+                     band: tuple[float, float] | None, yr: tuple[float, float]) -> list[Any]:
+    out = []
+    if band:
+        for i, v in enumerate(band):
+            out.append(go.Scatter(
+                x=nights, y=[v] * len(nights), mode='lines', line={'width': 0},
+                fill='tonexty' if i else None, fillcolor='rgba(84,174,255,0.18)',
+                name='5th-95th percentile of history', showlegend=bool(i),
+                legendgroup='band', hoverinfo='skip'))
+    env = m.get('envelope')
+    if env:
+        for key, name, dash in (('low', 'reference envelope', 'dash'),
+                                ('high', 'reference envelope', 'dash'),
+                                ('ref', 'reference value', 'dot')):
+            v = env.get(key)
+            if _finite(v) and yr[0] <= v <= yr[1]:
+                out.append(go.Scatter(
+                    x=nights, y=[v] * len(nights), mode='lines', name=name,
+                    legendgroup=name, showlegend=key != 'high',
+                    line={'color': '#8250df', 'dash': dash, 'width': 1.2},
+                    hovertemplate=f'{name} ({key}) {v:.4g}<extra></extra>'))
+    return out
+
+
+def _ratio_traces(go: Any, m: Mapping[str, Any], pts: Sequence[Mapping[str, Any]],
+                  nights: list[str]) -> list[Any]:
+    """Nightly performance ratio with its interval, and tonight's per-pair ratios."""
+    ok = [p for p in pts if p['r'] is not None]
+    out = [go.Scatter(
+        x=[p['night'] for p in ok], y=[p['r'] for p in ok], mode='markers',
+        name='ratio of the night, 95% interval',
+        marker={'size': 7, 'color': [_COLORS.get(p['verdict'], '#57606a') for p in ok]},
+        error_y={'type': 'data', 'symmetric': False, 'color': '#8c959f', 'thickness': 1.2,
+                 'array': [(p['hi'] - p['r']) if p['hi'] is not None else 0 for p in ok],
+                 'arrayminus': [(p['r'] - p['lo']) if p['lo'] else 0 for p in ok]},
+        customdata=[[p['commit'], _interval(p['lo'], p['hi']), p['verdict'] or '–']
+                    for p in ok],
+        hovertemplate='night %{x}<br>candidate commit %{customdata[0]}<br>ratio %{y:.3f} '
+                      '%{customdata[1]}<br>%{customdata[2]}<extra></extra>')]
+    n = m.get('n_pairs') or 0
+    base, cand = list(m.get('base') or [])[:n], list(m.get('cand') or [])[:n]
+    pairs = [(c / b if m['higher_is_better'] else b / c) for b, c in zip(base, cand) if b and c]
+    if pairs:
+        out.append(go.Scatter(
+            x=[nights[-1]] * len(pairs), y=pairs, mode='markers', name="tonight's pairs "
+            '(ratio per pair)', marker={'size': 5, 'color': '#0969da', 'opacity': 0.5},
+            text=[f'pair {i + 1}' for i in range(len(pairs))],
+            hovertemplate='%{text}: ratio %{y:.3f}<extra></extra>'))
+    return out
+
+
+def history_figure(m: Mapping[str, Any], history: hist_mod.History,
+                   result: Mapping[str, Any]) -> Any:
+    """Nightly medians (envelope, band, tonight's runs) over the nightly ratio."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+    pts = _points(m, history, result)
+    nights = [p['night'] for p in pts]
+    past = [p['cand'] for p in pts[:-1] if p['cand']]
+    band = (stats.percentile(past, 5), stats.percentile(past, 95)) if len(past) >= 5 else None
+    data = [v for p in pts for v in (p['cand'], p['base']) if v] + \
+        [v for v in list(m.get('cand') or []) + list(m.get('base') or []) if v]
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.66, 0.34],
+                        vertical_spacing=0.05)
+    if not data:
+        return fig
+    ymin, ymax, _ = _y_range(data, band, m.get('envelope'))
+    traces = _band_env_traces(go, m, nights, band, (ymin, ymax)) + \
+        _level_traces(go, m, pts, nights) + _tonight_traces(go, m, nights[-1])
+    for t in traces:
+        fig.add_trace(t, row=1, col=1)
+    for t in _ratio_traces(go, m, pts, nights):
+        fig.add_trace(t, row=2, col=1)
+    floor = 1 - result['config']['margin']
+    fig.add_hline(y=1.0, line={'color': '#57606a', 'width': 1}, row=2, col=1)
+    fig.add_hline(y=floor, line={'color': _COLORS['FAIL'], 'dash': 'dash', 'width': 1.5},
+                  annotation_text=f'1 − margin = {floor:.2f}', annotation_position='bottom left',
+                  row=2, col=1)
+    arrow = '↑ higher is better' if m['higher_is_better'] else '↓ lower is better'
+    fig.update_layout(
+        template=_TEMPLATE, height=540, margin={'l': 70, 'r': 20, 't': 60, 'b': 40},
+        boxmode='group', hovermode='closest', font={'size': 12},
+        legend={'orientation': 'h', 'y': 1.02, 'yanchor': 'bottom', 'x': 0, 'font': {'size': 11}})
+    fig.update_xaxes(type='category', categoryorder='array', categoryarray=nights,
+                     showgrid=True, gridcolor='#eaeef2', nticks=12)
+    fig.update_yaxes(title_text=f'{m["unit"]} ({arrow})', range=[ymin, ymax], row=1, col=1,
+                     showgrid=True, gridcolor='#eaeef2')
+    fig.update_yaxes(title_text='ratio cand/base', row=2, col=1, showgrid=True,
+                     gridcolor='#eaeef2')
+    return fig
+
+
+def plotly_js() -> str:
+    """plotly.js, once per page: the file opens offline (a CI artifact, a mail)."""
+    from plotly.offline import get_plotlyjs
+    return get_plotlyjs()
 
 
 # ------------------------------------------------------------------ HTML
 _CSS = """
-body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:24px;color:#24292f;
-max-width:1180px}
-h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #d0d7de}
+body{font-family:-apple-system,"Segoe UI",Helvetica,Arial,sans-serif;margin:16px 24px;
+color:#24292f;max-width:1360px}
+h1{font-size:22px;margin:4px 0 6px}h2{font-size:17px;margin-top:26px;border-bottom:1px solid #d0d7de}
+h3{font-size:14px;margin:4px 0}
 table{border-collapse:collapse;font-size:13px;margin:6px 0}
 th,td{border:1px solid #d0d7de;padding:3px 7px;text-align:left;vertical-align:top}
-th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}
+th{background:#f6f8fa}tr.help th{font-weight:normal;color:#57606a;font-size:11px;background:#fff}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
 .badge{display:inline-block;padding:2px 10px;border-radius:12px;color:#fff;font-weight:600}
-.note{color:#57606a;font-size:12px}.plot{margin:14px 0}
-.legend span{margin-right:14px;font-size:12px;color:#57606a}
+h1 .badge{font-size:20px;padding:3px 14px}
+.summary{font-size:15px;margin:4px 0 8px}
+.note{color:#57606a;font-size:12px}.plot{margin:14px 0 26px}
+#first-screen{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:8px 24px}
+#first-screen .wide{grid-column:1 / span 2}
+td code.cmd{display:inline-block;max-width:420px;overflow:hidden;text-overflow:ellipsis;
+white-space:nowrap;vertical-align:bottom}
 """
+
+#: what a column holds, shown under its name (HTML) and under the table (Markdown)
+COLUMN_HELP = {
+    'baseline': 'median of its runs', 'candidate': 'median of its runs',
+    'unit': '↑ higher / ↓ lower is better', 'ratio': 'candidate / baseline (HL over pairs)',
+    '95% interval': 'of the ratio', 'pairs': 'ABBA pairs tonight',
+    'q (BH)': 'adjusted p of a slowdown', 'envelope': 'candidate median vs reference',
+    'nodes × ranks': 'nodes × MPI ranks', 'data per run': 'one execution of the tool',
+    'drop': '1 − tonight / history median', 'robust z': '(tonight − median) / MAD σ',
+}
 
 
 def _badge(v: Any) -> str:
@@ -320,60 +700,154 @@ def _badge(v: Any) -> str:
     return html.escape(str(v))
 
 
-def to_html(result: Mapping[str, Any], history: hist_mod.History) -> str:
-    cfg = result['config']
+_NUMERIC = ('baseline', 'candidate', 'ratio', 'pairs', 'q (BH)', 'tonight', 'fraction',
+            'history median', 'robust z', 'drop', 'nights')
+
+
+def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]], table_id: str = '') -> str:
     e = html.escape
+    tid = f' id="{table_id}"' if table_id else ''
+    out = [f'<table{tid}><tr>' + ''.join(f'<th>{e(h)}</th>' for h in header) + '</tr>']
+    if any(h in COLUMN_HELP for h in header):
+        out.append('<tr class="help">' + ''.join(f'<th>{e(COLUMN_HELP.get(h, ""))}</th>'
+                                                 for h in header) + '</tr>')
+    for r in rows:
+        cells = []
+        for h, c in zip(header, r):
+            if h in ('verdict', 'state') and c in _COLORS:
+                cells.append(f'<td>{_badge(c)}</td>')
+            elif h.startswith('command'):
+                cells.append(f'<td><code class="cmd" title="{e(str(c))}">{e(str(c))}</code></td>')
+            else:
+                cls = ' class="num"' if h in _NUMERIC else ''
+                cells.append(f'<td{cls}>{e(str(c))}</td>')
+        out.append('<tr>' + ''.join(cells) + '</tr>')
+    out.append('</table>')
+    return '\n'.join(out)
+
+
+def first_screen(result: Mapping[str, Any], ctx: Mapping[str, Any]) -> str:
+    """Verdict, forest plot of the gated ratios against the margin, and where."""
+    e = html.escape
+    cfg = result['config']
+    out = ['<section id="first-screen">', '<div id="verdict" class="wide">',
+           f'<h1>h5regress night {e(str(result["night"]))} {_badge(result["overall"])}</h1>',
+           f'<p class="summary">{e(summary(result))}</p></div>', '<div>',
+           '<h3>Tonight per gated metric: ratio and 95% interval against the margin</h3>']
+    if _rows(result, 'gated'):
+        out.append(_fig_html(forest_figure(result), 'forest', False))
+    else:
+        out.append('<div id="forest" class="note">(no gated metric)</div>')
+    out.append(f'<p class="note">Each diamond is tonight\'s performance ratio candidate/baseline '
+               f'(Hodges-Lehmann estimate over the pairs; time metrics inverted, so below 1 is '
+               f'always slower), the bar its {cfg["confidence"]:.0%} interval. Red zone: below '
+               f'1 − margin ({1 - cfg["margin"]:.2f}). {e(_rule(cfg))}.</p></div>')
+    perf = ''
+    if ctx.get('perflogs'):
+        href = ctx['perflogs'].replace('\\', '/')
+        perf = f'<p class="note">perflogs: <a href="../{e(href)}/">{e(href)}</a></p>'
+    out += ['<div><h3>Builds</h3>', _html_table(BUILD_COLUMNS, build_rows(result, ctx), 'builds'),
+            perf, f'<p class="note">{e(_skipped_text(result))}</p></div>',
+            '<div class="wide"><h3>Where</h3>',
+            _html_table(WHERE_COLUMNS, where_rows(result, ctx), 'where'), '</div>', '</section>']
+    return '\n'.join(out)
+
+
+def _history_section(result: Mapping[str, Any], history: hist_mod.History) -> list[str]:
+    gated = _rows(result, 'gated')
+    if not gated:
+        return []
+    e = html.escape
+    out = ['<h2 id="plots">History of the gated metrics</h2>',
+           '<p class="note">Top: nightly medians of the candidate (blue) and the baseline '
+           '(grey dots), the 5th-95th percentile band of the candidate\'s history, the '
+           'reference envelope (purple, when near the data), tonight\'s runs (boxes) and '
+           'tonight\'s median (circle, colour = verdict). Bottom: the nightly ratio with its '
+           'interval against 1 and 1 − margin, and tonight\'s per-pair ratios. Hover for '
+           'night, commit and value; drag to zoom, double-click to reset.</p>']
+    for i, m in enumerate(gated):
+        out.append(f'<div class="plot"><div><b>{e(m["label"])}</b> {_badge(m["verdict"])} '
+                   f'<span class="note">ratio {_ratio(m["ratio"])} '
+                   f'{_interval(m["ratio_lo"], m["ratio_hi"])} (tonight)</span></div>')
+        out.append(_fig_html(history_figure(m, history, result), f'history-{i}'))
+        out.append('</div>')
+    return out
+
+
+def to_html(result: Mapping[str, Any], history: hist_mod.History,
+            ctx: Mapping[str, Any] | None = None) -> str:
+    e = html.escape
+    ctx = ctx or collect_context(result)
     out = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
-           f'<title>{e(_title(result))}</title><style>{_CSS}</style></head><body>',
-           f'<h1>h5regress night {e(result["night"])} {_badge(result["overall"])}</h1>',
-           f'<p>candidate <code>{e(result["candidate"])}</code> at '
-           f'<code>{e(str(result.get("candidate_commit") or "?"))}</code> vs baseline '
-           f'<code>{e(result["baseline"])}</code> at '
-           f'<code>{e(str(result.get("baseline_commit") or "?"))}</code></p>',
-           f'<p class="note">{e(_rule(cfg))}. {e(_skipped_text(result))}</p>']
+           f'<title>{e(_title(result))}</title><style>{_CSS}</style>',
+           f'<script type="text/javascript">{plotly_js()}</script></head><body>',
+           first_screen(result, ctx)]
     if result.get('error'):
         out.append(f'<p><b>error:</b> {e(result["error"])}</p>')
     if result['overall'] == 'DEGRADED':
         out.append('<p><b>Degraded night:</b> a canary fell far below its own history; '
                    'no verdict, rerun.</p>')
-    for title, header, rows, note in _tables(result):
+    for i, (title, header, rows, note) in enumerate(_tables(result)):
         out.append(f'<h2>{e(title)}</h2>')
         if note:
             out.append(f'<p class="note">{e(note)}</p>')
-        if not rows:
-            out.append('<p class="note">(none)</p>')
-            continue
-        out.append('<table><tr>' + ''.join(f'<th>{e(h)}</th>' for h in header) + '</tr>')
-        for r in rows:
-            cells = []
-            for h, c in zip(header, r):
-                if h in ('verdict', 'state') and c in _COLORS:
-                    cells.append(f'<td>{_badge(c)}</td>')
-                else:
-                    cls = ' class="num"' if h in ('baseline', 'candidate', 'ratio', 'pairs',
-                                                  'q (BH)', 'tonight', 'fraction') else ''
-                    cells.append(f'<td{cls}>{e(str(c))}</td>')
-            out.append('<tr>' + ''.join(cells) + '</tr>')
-        out.append('</table>')
-    gated = _rows(result, 'gated')
-    if gated:
-        out.append('<h2 id="plots">History of the gated metrics</h2>')
-        out.append('<p class="legend"><span style="color:#0969da">━ candidate (main), nightly '
-                   'median</span><span style="color:#8c959f">┅ baseline</span>'
-                   '<span style="color:#54aeff">▇ 5th–95th percentile of history</span>'
-                   '<span style="color:#8250df">╌ reference envelope</span>'
-                   '<span>◯ tonight (colour = verdict), dots = tonight\'s samples</span></p>')
-        for m in gated:
-            out.append(f'<div class="plot"><div><b>{e(m["label"])}</b> {_badge(m["verdict"])} '
-                       f'<span class="note">ratio {_ratio(m["ratio"])} '
-                       f'{_interval(m["ratio_lo"], m["ratio_hi"])}</span></div>')
-            out.append(svg_plot(m, history, result['night']))
-            out.append('</div>')
+        out.append(_html_table(header, rows) if rows else '<p class="note">(none)</p>')
+        if i == 0:   # the verdicts, then their history, then the rest
+            out += _history_section(result, history)
     if result.get('problems'):
         out.append('<h2>Problems</h2><ul>')
         out += [f'<li><code>{e(p)}</code></li>' for p in result['problems'][:20]]
         out.append('</ul>')
     out.append('</body></html>')
+    return '\n'.join(out)
+
+
+# ------------------------------------------------------------------ index of nights
+INDEX_COLUMNS = ('night', 'verdict', 'baseline (commit)', 'candidate (commit)', 'A/A',
+                 'gated: FAIL / INCONCLUSIVE / PASS', 'lowest gated ratio [interval]')
+
+
+def _index_row(night: Mapping[str, Any], metrics: Sequence[Mapping[str, Any]]) -> list[str]:
+    gated = [m for m in metrics if m.get('role') == 'gated']
+    counts = ' / '.join(str(sum(m.get('verdict') == v for m in gated))
+                        for v in ('FAIL', 'INCONCLUSIVE', 'PASS'))
+    worst = min(gated, key=lambda m: _perf(m)[0] if _perf(m)[0] is not None else math.inf,
+                default=None)
+    low = f'{_ratio(_perf(worst)[0])} {_interval(*_perf(worst)[1:])}' if worst else '–'
+    verdict = 'DEGRADED' if night.get('degraded') else (night.get('overall') or '–')
+    return [str(night['night']), verdict,
+            f'{night.get("baseline") or "?"} ({str(night.get("baseline_commit") or "?")[:12]})',
+            f'{night.get("candidate") or "?"} ({str(night.get("candidate_commit") or "?")[:12]})',
+            'yes' if night.get('a_a') else 'no', counts, low]
+
+
+def index_html(history: hist_mod.History, link: str | None = '{night}/report.html',
+               base: Path | None = None) -> str:
+    """Every night of the history, newest first, with a link to its report when
+    ``base / link.format(night=...)`` exists."""
+    e = html.escape
+    per_night: dict[int, list[Mapping[str, Any]]] = {}
+    for rows in history.series.values():
+        for x in rows:
+            per_night.setdefault(x['night_index'], []).append(x)
+    out = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
+           f'<title>h5regress: {len(history.nights)} nights</title><style>{_CSS}</style>'
+           '</head><body>', f'<h1>h5regress: all nights ({len(history.nights)})</h1>',
+           '<p class="note">Newest first. Lowest gated ratio: the gated metric with the lowest '
+           'performance ratio candidate/baseline that night (&lt; 1: slower), with its 95% '
+           'interval. A/A: both builds carry one commit (true ratio 1).</p>',
+           '<table id="nights"><tr>' + ''.join(f'<th>{e(h)}</th>' for h in INDEX_COLUMNS)
+           + '</tr>']
+    for idx in range(len(history.nights) - 1, -1, -1):
+        night = history.nights[idx]
+        cells = _index_row(night, per_night.get(idx, []))
+        target = link.format(night=night['night']) if link else None
+        first = e(cells[0])
+        if target and (base is None or (base / target).is_file()):
+            first = f'<a href="{e(target)}">{first}</a>'
+        out.append(f'<tr><td>{first}</td><td>{_badge(cells[1])}</td>'
+                   + ''.join(f'<td>{e(c)}</td>' for c in cells[2:]) + '</tr>')
+    out.append('</table></body></html>')
     return '\n'.join(out)
 
 
@@ -416,32 +890,77 @@ def junit(result: Mapping[str, Any]) -> str:
 
 
 def write_all(result: Mapping[str, Any], history: hist_mod.History | None,
-              outdir: str | Path) -> dict[str, Path]:
+              outdir: str | Path, ctx: Mapping[str, Any] | None = None) -> dict[str, Path]:
+    """report.md, report.html and junit.xml in ``outdir``. Without ``ctx``, tonight's
+    records and manifest are looked for where the nightly leaves them, beside
+    ``outdir`` (``../perflogs/<attempt>/``, ``../manifest.json``)."""
     outdir = Path(outdir)
     history = history or hist_mod.History()
+    ctx = ctx or find_context(result, outdir.parent)
     files = {'md': outdir / 'report.md', 'html': outdir / 'report.html',
              'junit': outdir / 'junit.xml'}
-    atomic.write_text(files['md'], markdown(result))
-    atomic.write_text(files['html'], to_html(result, history))
+    atomic.write_text(files['md'], markdown(result, ctx))
+    atomic.write_text(files['html'], to_html(result, history, ctx))
     atomic.write_text(files['junit'], junit(result))
     return files
 
 
+def write_index(history: hist_mod.History, outdir: str | Path,
+                link: str | None = '{night}/report.html') -> Path:
+    """``outdir/index.html``: every night, linked to ``outdir/<night>/report.html`` when
+    that report is there."""
+    outdir = Path(outdir)
+    path = outdir / 'index.html'
+    atomic.write_text(path, index_html(history, link, outdir))
+    return path
+
+
 # ------------------------------------------------------------------ CLI
-def main_report(argv: Sequence[str] | None = None) -> int:
-    """``h5regress report``: 0 written, 4 error."""
+def _parser() -> ArgParser:
     parser = ArgParser(
         prog='h5regress report',
         description="Write the night's report (report.md, report.html, junit.xml) from "
-                    "the gate's JSON result and the history.")
-    parser.add_argument('result', help='gate result JSON (h5regress gate --json)')
+                    "the gate's JSON result and the history; or, with --index, a page "
+                    'listing every night of the history (OUT/index.html).')
+    parser.add_argument('result', nargs='?', help='gate result JSON (h5regress gate --json)')
     parser.add_argument('--history', help=f'history directory (default ${hist_mod.ENV})')
     parser.add_argument('--config', help="a site's gate config YAML, layered over "
                         'ci/gate.yaml (for "history:")')
     parser.add_argument('--out', default='report', help='output directory (./report)')
-    args, code = parse_args(parser, argv)
+    parser.add_argument('--perflogs', help="tonight's perflog directory, for where the "
+                        'metrics ran (default: perflogs/<attempt> beside the result)')
+    parser.add_argument('--manifest', help='the builds manifest (default: manifest.json '
+                        'beside the result)')
+    parser.add_argument('--index', action='store_true',
+                        help='write OUT/index.html of all nights of the history instead; '
+                             'each night links to OUT/<night>/report.html when present')
+    return parser
+
+
+def _main_index(args: Any) -> int:
+    try:
+        hdir = hist_mod.resolve_dir(args.history, load_config(args.config))
+        if not hdir:
+            raise ValueError(f'--index needs --history or ${hist_mod.ENV}')
+        path = write_index(hist_mod.load(hdir), args.out)
+    except (OSError, ValueError, ConfigError) as err:
+        print(f'h5regress report: error: {err}', file=sys.stderr)
+        return EXIT_ERROR
+    print(f'wrote {path}')
+    return 0
+
+
+def main_report(argv: Sequence[str] | None = None) -> int:
+    """``h5regress report``: 0 written, 4 error."""
+    args, code = parse_args(_parser(), argv)
     if args is None:
         return code
+    if args.index:
+        return _main_index(args)
+    if not args.result:
+        print('h5regress report: error: give the gate result JSON (or --index)',
+              file=sys.stderr)
+        return EXIT_ERROR
     try:
         result = json.loads(Path(args.result).read_text(encoding='utf-8'))
         if not isinstance(result, dict) or 'metrics' not in result or 'overall' not in result:
@@ -449,7 +968,9 @@ def main_report(argv: Sequence[str] | None = None) -> int:
         cfg = load_config(args.config)
         hdir = hist_mod.resolve_dir(args.history, cfg)
         history = hist_mod.load(hdir, exclude_night=result['night'])
-        files = write_all(result, history, args.out)
+        ctx = find_context(result, Path(args.result).resolve().parent, args.perflogs,
+                           args.manifest)
+        files = write_all(result, history, args.out, ctx)
     except (OSError, ValueError, KeyError, ConfigError) as err:
         print(f'h5regress report: error: {args.result}: {err}', file=sys.stderr)
         return EXIT_ERROR

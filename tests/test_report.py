@@ -8,6 +8,8 @@ import struct
 import subprocess
 import xml.etree.ElementTree as ET
 import zlib
+import re
+from html.parser import HTMLParser
 
 import pytest
 
@@ -79,18 +81,149 @@ def test_markdown_has_verdict_table_and_sections(gated_night):
     assert 'bw_max' in md.split('## Reported, not gated')[1]
 
 
+class _Tags(HTMLParser):
+    """Start tags with their attributes, and the text of inline scripts."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags, self.scripts, self._in_script = [], [], False
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+        self._in_script = tag == 'script'
+        if self._in_script:
+            self.scripts.append('')
+
+    def handle_endtag(self, tag):
+        self._in_script = self._in_script and tag != 'script'
+
+    def handle_data(self, data):
+        if self._in_script:
+            self.scripts[-1] += data
+
+
+def _tags(html):
+    parser = _Tags()
+    parser.feed(html)
+    return parser
+
+
 def test_html_is_self_contained_with_plots(gated_night):
     res, files, _ = gated_night
     html = files['html'].read_text()
     assert html.startswith('<!DOCTYPE html>')
-    assert '<script' not in html.lower()
-    stripped = html.replace('http://www.w3.org/2000/svg', '')
-    assert 'http://' not in stripped and 'https://' not in stripped
-    assert 'src=' not in html and '<link' not in html
+    # plotly: scripts, all inline, plotly.js once (was: no <script> at all, no
+    # 'http://'/'src=' anywhere; plotly.js has those strings in its code)
+    parsed = _tags(html)
+    for tag, attrs in parsed.tags:
+        assert tag != 'link' and 'src' not in attrs, (tag, attrs)
+        assert not str(attrs.get('href', '')).startswith(('http:', 'https:', '//')), attrs
+    assert sum('Plotly.newPlot' not in s and 'plotly.js v' in s for s in parsed.scripts) == 1
+    assert len(html) < 6_000_000
     n_gated = sum(m['role'] == 'gated' for m in res['metrics'])
-    assert html.count('<svg') == n_gated == 2
+    # was: one <svg> per gated metric
+    assert sum(attrs.get('id', '').startswith('history-') for _, attrs in parsed.tags) \
+        == n_gated == 2
     assert '(tonight)' in html and '5th-95th percentile' in html
-    assert 'stroke-dasharray="6,4"' in html          # the reference envelope
+    # the reference envelope (was: its SVG dash pattern)
+    assert '"name":"reference envelope"' in html
+
+
+def _section(html, tag_id):
+    """The HTML of the element with that id (up to its closing tag at the same depth)."""
+    start = html.index(f'id="{tag_id}"')
+    start = html.rindex('<', 0, start)
+    name = html[start + 1:].split()[0]
+    depth, pos = 0, start
+    while True:
+        nxt = re.compile(rf'<(/?){name}[\s>]').search(html, pos)
+        depth += -1 if nxt.group(1) else 1
+        pos = nxt.end()
+        if depth == 0:
+            return html[start:pos]
+
+
+def test_first_screen_holds_verdict_forest_and_where(gated_night):
+    res, files, _ = gated_night
+    html = files['html'].read_text()
+    first = _section(html, 'first-screen')
+    assert html.index('id="first-screen"') < html.index('<h2')   # before every table
+    assert 'class="badge"' in first and '>FAIL</span>' in first.split('</h1>')[0]
+    assert '1 of 2 gated metrics slower' in first
+    assert 'id="forest"' in first and 'Plotly.newPlot' in first
+    where = _section(html, 'where')
+    for col in report.WHERE_COLUMNS:
+        assert f'<th>{col}</th>' in where
+    assert where.count('<tr>') == 1 + 2        # header and the two gated metrics
+    builds = _section(html, 'builds')
+    assert 'hdf5-1.14.6' in builds and '>b0<' in builds and '>c15<' in builds
+    assert '<th>median of its runs</th>' in html     # the columns say what they are
+    # the forest plot: tonight's ratio and interval per gated metric, 1 - margin and 1.0
+    fig = report.forest_figure(res)
+    xs = sorted(x for t in fig.data for x in t.x)
+    gated = [m for m in res['metrics'] if m['role'] == 'gated']
+    assert xs == sorted(m['ratio'] for m in gated)
+    lines = sorted(s.x0 for s in fig.layout.shapes if s.type == 'line')
+    assert lines == [pytest.approx(0.95), 1.0]
+    fail = next(t for t in fig.data if t.name == 'FAIL')
+    m = next(m for m in gated if m['verdict'] == 'FAIL')
+    assert fail.x[0] - fail.error_x.arrayminus[0] == pytest.approx(m['ratio_lo'])
+    assert fail.x[0] + fail.error_x.array[0] == pytest.approx(m['ratio_hi'])
+
+
+def _with_provenance(recs):
+    for r in recs:
+        r.provenance.update({'nodelist': 'n01,n02', 'fs_type': 'lustre',
+                             'command_line': f'ior -a HDF5 -o /scratch/{r.run_id}',
+                             'files': [{'size_bytes': 3 * 2 ** 30}]})
+        r.params['num_nodes'], r.params['num_ranks'] = 2, 64
+    return recs
+
+
+def test_where_reads_the_records_and_standin_builds_are_labelled(gated_night, tmp_path):
+    res, _, root = gated_night
+    ctx = report.collect_context(res, _with_provenance(night(15, ratio_slow=0.7, seed=15)))
+    rows = report.where_rows(res, ctx)
+    assert len(rows) == 2
+    assert all(r[1:6] == ['local:default', '2 × 64', 'n01,n02', 'lustre', '3.0 GiB']
+               for r in rows)
+    assert rows[0][6].startswith('ior -a HDF5')
+    assert not ctx['standin'] and report.build_rows(res, ctx)[1][2] == 'c15'
+    # a stand-in night: the commit is this repository's, and says so
+    man = {'spack_version': 'none (stand-in)', 'builds': {
+        b: {'hdf5': {'commit': 'abc123', 'variants': 'stand-in: the HDF5 on this machine'}}
+        for b in ('hdf5-standin-a', 'hdf5-standin-b')}}
+    sres = {**res, 'baseline': 'hdf5-standin-a', 'candidate': 'hdf5-standin-b',
+            'baseline_commit': 'abc123', 'candidate_commit': 'abc123'}
+    (tmp_path / 'manifest.json').write_text(json.dumps(man))
+    sctx = report.find_context(sres, tmp_path)
+    assert sctx['standin']
+    label = "stand-in (this repository's commit) abc123"
+    assert [r[2] for r in report.build_rows(sres, sctx)] == [label, label]
+    files = report.write_all(sres, history.load(root / 'hist'), tmp_path / 'report')
+    md, html = files['md'].read_text(), files['html'].read_text()
+    assert f'at `{label}`' in md and '`abc123`' not in md
+    assert label.replace("'", '&#x27;') in _section(html, 'builds')
+
+
+def test_index_lists_every_night(gated_night, tmp_path):
+    _, files, root = gated_night
+    hist = history.load(root / 'hist')
+    (tmp_path / '2025-03-03').mkdir()
+    (tmp_path / '2025-03-03' / 'report.html').write_text(files['html'].read_text())
+    rc = report.main_report(['--index', '--history', str(root / 'hist'), '--out', str(tmp_path)])
+    assert rc == 0
+    page = (tmp_path / 'index.html').read_text()
+    table = _section(page, 'nights')
+    assert table.count('<tr>') == 1 + len(hist) == 15
+    for n in hist.night_ids():
+        assert f'>{n}<' in table
+    assert table.count('<a href=') == 1 and 'href="2025-03-03/report.html"' in table
+    assert table.index('2025-03-14') < table.index('2025-03-01')      # newest first
+    assert '<script' not in page
+    assert report.main_report(['--index', '--out', str(tmp_path)]) == 4   # no history
+
+
 
 
 def test_junit(gated_night):
