@@ -224,15 +224,25 @@ class _Night:
         return max(seen, key=seen.get) if seen else None
 
 
+def of_attempt(pair_id: Any, attempt: str) -> bool:
+    """Whether a record's pair id belongs to a nightly attempt (``<attempt>-p<i>``)."""
+    return pair_id is not None and str(pair_id).rsplit('-p', 1)[0] == attempt
+
+
 def collect(records: Iterable[Record], baseline: str, candidate: str,
-            problems: Sequence[str] = ()) -> _Night:
-    """Samples per metric of the two builds; other builds and bad records counted."""
+            problems: Sequence[str] = (), attempt: str | None = None) -> _Night:
+    """Samples per metric of the two builds (of one nightly ``attempt`` when given);
+    other builds, other attempts and bad records counted."""
     night = _Night({}, {'records': 0, 'malformed': len(problems), 'other_build': 0,
-                        'duplicates': 0, 'non_positive': 0, 'direction_conflicts': 0,
-                        'perf_fail_samples': 0}, list(problems), {'base': {}, 'cand': {}})
+                        'other_attempt': 0, 'duplicates': 0, 'non_positive': 0,
+                        'direction_conflicts': 0, 'perf_fail_samples': 0},
+                   list(problems), {'base': {}, 'cand': {}})
     seen: set = set()
     for rec in records:
         night.counts['records'] += 1
+        if attempt is not None and not of_attempt(rec.pair_id, attempt):
+            night.skip('other_attempt')
+            continue
         if rec.hdf5_build == baseline:
             side = 'base'
         elif rec.hdf5_build == candidate:
@@ -525,7 +535,7 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
              references: refs_mod.References | None = None,
              problems: Sequence[str] = (), night: str | None = None,
              looks: Sequence[int] | None = None, baseline_commit: str | None = None,
-             candidate_commit: str | None = None) -> dict[str, Any]:
+             candidate_commit: str | None = None, attempt: str | None = None) -> dict[str, Any]:
     """Gate one night; returns the result mapping (JSON-serialisable).
 
     :func:`collect` the samples per metric, :func:`compare` the builds per
@@ -534,14 +544,14 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
     cfg = dict(cfg or load_config())
     looks = looks if looks is not None else cfg.get('looks')
     history = history or hist_mod.History()
-    tonight = collect(records, baseline, candidate, problems)
+    tonight = collect(records, baseline, candidate, problems, attempt)
     base_commit = baseline_commit or tonight.commit('base')
     cand_commit = candidate_commit or tonight.commit('cand')
     aa = baseline == candidate or (base_commit is not None and base_commit == cand_commit)
     comparisons = compare(tonight.groups, cfg, history, aa)
     decide_all(comparisons, cfg, looks)
     result: dict[str, Any] = {
-        'version': 1, 'night': night or _night_of(tonight.last_ts),
+        'version': 1, 'night': night or _night_of(tonight.last_ts), 'attempt': attempt,
         'timestamp': tonight.last_ts or None,
         'baseline': baseline, 'candidate': candidate,
         'baseline_commit': base_commit, 'candidate_commit': cand_commit, 'a_a': aa,
@@ -873,6 +883,8 @@ def build_parser() -> ArgParser:
     p.add_argument('--append-history', action='store_true',
                    help="store tonight's results in the history (replaces the same night)")
     p.add_argument('--night', help='night id (default: date of the newest record)')
+    p.add_argument('--attempt', help="only the records of this nightly attempt (pair ids "
+                   "'<attempt>-p<i>'): earlier attempts in the same perflogs are left out")
     p.add_argument('--refs', nargs='*', default=None, metavar='PATH',
                    help='reference files or directories (default reframe/config/references; '
                         '--refs alone: apply none)')
@@ -917,7 +929,7 @@ def main_gate(argv: Sequence[str] | None = None) -> int:
         result = run_gate(records, args.baseline, args.candidate, cfg, history=history,
                           references=references, problems=problems, night=night,
                           looks=args.looks, baseline_commit=args.baseline_commit,
-                          candidate_commit=args.candidate_commit)
+                          candidate_commit=args.candidate_commit, attempt=args.attempt)
         if history.problems:
             result['problems'].extend(history.problems[:10])
             result['problem_count'] += len(history.problems)

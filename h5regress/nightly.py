@@ -16,31 +16,56 @@
    once for the candidate, back to back, each a separate ReFrame run (so a
    separate execution of the tool); odd pairs run A then B, even pairs B then A,
    so drifts of the machine cancel. Every record carries its pair id
-   (``H5REGRESS_PAIR_ID``). ReFrame runs in this process's allocation: on a
+   (``H5REGRESS_PAIR_ID``, ``<attempt>-p<i>``). ReFrame runs in this process's allocation: on a
    cluster, take one allocation (``salloc -N2 ci/nightly --system cluster:alloc``)
    with a partition whose scheduler is ``local`` and launcher ``srun``, so both
    builds run on the same nodes.
-3. **Gate.** ``h5regress gate`` on the night's perflogs; while INCONCLUSIVE, more
+3. **Gate.** ``h5regress gate`` on this attempt's perflogs; while INCONCLUSIVE, more
    pairs up to ``--max-pairs`` (the gate knows the planned looks, so early
    looks need stronger evidence and the loop keeps the gate's alpha), then
    the final verdict, which is appended to the history.
 4. **Publish.** Report (Markdown, HTML, JUnit XML), gate JSON, perflogs and the
    manifest in ``--out``: the CI job's artifacts.
 
-The exit code is the gate's: 0 PASS, 1 FAIL, 2 INCONCLUSIVE, 3 DEGRADED, 4 ERROR.
+**Attempts.** Each run of this script is an attempt with its own id
+(``<night>.<UTC time>.<pid>.<nonce>``): its perflogs go to ``--out/perflogs/<attempt>/``,
+its ReFrame reports to ``--out/reports/<attempt>/``, its pair ids are
+``<attempt>-p<i>``, and the gate reads that directory and keeps only that
+attempt's records (``gate --attempt``). A reused ``--out`` (the default
+``./nightly-out``) never mixes attempts: an earlier night, an interrupted attempt or a
+rerun of the same night is never gated again; the previous attempt's ``gate.json`` and
+``report/`` are removed when an attempt starts, and two attempts cannot share one
+``--out`` at the same time (a lock; the second is an ERROR).
+
+**Signals.** SIGTERM (what ``timeout`` sends) or SIGINT stops the night: the
+signal is forwarded to the running child (each child, ReFrame included, runs in
+a process group of its own), everything below this process (ReFrame's jobs
+too: this process is their subreaper) gets SIGTERM and, 10 s later, SIGKILL;
+then the exit code is 4 (ERROR) and no verdict is written. A signal during the final
+gate waits for it (seconds), so that its JSON, report and history night agree.
+
+The exit code is the gate's: 0 PASS, 1 FAIL, 2 INCONCLUSIVE, 3 DEGRADED, 4 ERROR;
+a usage error, a failure of the script itself and a signal are ERROR too.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import datetime
+import fcntl
 import hashlib
 import json
 import os
 import re
+import secrets
 import shutil
+import signal
 import subprocess
 import sys
+import time
+import traceback
 from pathlib import Path
 
 from h5regress import gate, manifest
@@ -61,9 +86,155 @@ def log(msg: str) -> None:
     print(f'ci/nightly: {msg}', file=sys.stderr, flush=True)
 
 
-def run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
-    log('$ ' + ' '.join(str(c) for c in cmd))
-    return subprocess.run([str(c) for c in cmd], **kwargs)
+# -- children and signals -------------------------------------------------------
+
+#: seconds the children have to stop after a signal, before SIGKILL
+GRACE = 10.0
+PR_SET_CHILD_SUBREAPER = 36
+
+
+class Interrupted(BaseException):
+    """SIGTERM or SIGINT arrived: the night stops, and its children with it (a
+    BaseException, like KeyboardInterrupt: no ``except Exception`` swallows it)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class _State:
+    """What the signal handler needs: the running child, the signal, whether the
+    main flow is in a section that must not be cut (the final gate's writes)."""
+    child: subprocess.Popen | None = None
+    signum: int | None = None
+    since = 0.0
+    critical = False
+
+
+_state = _State()
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _on_signal(signum: int, frame) -> None:
+    if _state.signum is not None:
+        return                              # already stopping
+    _state.signum, _state.since = signum, time.monotonic()
+    log(f'{signal.Signals(signum).name}: stopping the night and its children')
+    if _state.child is not None:
+        _signal_group(_state.child.pid, signum)   # its wait returns, then we stop
+    elif not _state.critical:
+        raise Interrupted(signum)
+
+
+def handle_signals() -> None:
+    """Forward SIGTERM/SIGINT to the children; adopt every orphan below this process
+    (a subreaper: ReFrame's jobs, in sessions of their own, stay findable)."""
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _on_signal)
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+@contextlib.contextmanager
+def uninterrupted():
+    """A signal waits until the block is done, then stops the night."""
+    _state.critical = True
+    try:
+        yield
+    finally:
+        _state.critical = False
+    if _state.signum is not None:
+        raise Interrupted(_state.signum)
+
+
+def descendants(root: int | None = None) -> list[int]:
+    """Live processes below ``root`` (this process), from /proc."""
+    root = os.getpid() if root is None else root
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir('/proc'):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f'/proc/{entry.name}/stat', 'rb') as fp:
+                fields = fp.read().rsplit(b')', 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != b'Z':
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    out, todo = [], [root]
+    while todo:
+        for pid in children.get(todo.pop(), ()):
+            out.append(pid)
+            todo.append(pid)
+    return out
+
+
+def _reap() -> None:
+    """Collect the exit status of adopted orphans (no zombies left behind)."""
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+
+
+def stop_descendants(grace: float = GRACE) -> list[int]:
+    """SIGTERM every process below this one, SIGKILL what is left after ``grace``;
+    returns the PIDs that would not die (uninterruptible sleep)."""
+    start, termed = time.monotonic(), set()
+    while True:
+        _reap()
+        pids = descendants()
+        late = time.monotonic() - start > grace
+        if not pids or time.monotonic() - start > grace + 10:
+            return pids
+        for pid in pids:
+            if late or pid not in termed:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL if late else signal.SIGTERM)
+                termed.add(pid)
+        time.sleep(0.1)
+
+
+def run(cmd: list, *, capture: bool = False, timeout: float | None = None,
+        **kwargs) -> subprocess.CompletedProcess:
+    """Run a child in a process group of its own (a signal to this process is
+    forwarded to the group); ``capture``: its output as text."""
+    cmd = [str(c) for c in cmd]
+    log('$ ' + ' '.join(cmd))
+    if capture:
+        kwargs.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, start_new_session=True, **kwargs)
+    _state.child = proc
+    deadline = time.monotonic() + timeout if timeout else None
+    try:
+        while True:
+            try:
+                out, err = proc.communicate(timeout=0.5)
+                break
+            except subprocess.TimeoutExpired:
+                now = time.monotonic()
+                if (_state.signum is not None and now - _state.since > GRACE) or \
+                        (deadline and now > deadline):
+                    _signal_group(proc.pid, signal.SIGKILL)
+    finally:
+        _state.child = None
+    if _state.signum is not None:
+        raise Interrupted(_state.signum)
+    if deadline and time.monotonic() > deadline:
+        raise RuntimeError(f'{cmd[0]} did not finish in {timeout:g} s')
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+def stop_leftovers(what: str) -> None:
+    """Processes a finished child left behind would disturb the next measurement."""
+    left = descendants()
+    if left:
+        log(f'warning: {what} left {len(left)} process(es) running (PIDs '
+            f'{", ".join(map(str, left))}): stopped')
+        stop_descendants(grace=2.0)
 
 
 # -- builds -------------------------------------------------------------------
@@ -105,8 +276,8 @@ def build_standins(out: Path, slowdown: float) -> Path:
                 f'exec {binary} "$@"\n')
             wrapper.chmod(0o755)
             cand_tools[name] = str(wrapper)
-    commit = subprocess.run(['git', '-C', REPO, 'rev-parse', 'HEAD'], capture_output=True,
-                            text=True).stdout.strip() or '0' * 40
+    commit = run(['git', '-C', REPO, 'rev-parse', 'HEAD'], capture=True).stdout.strip() \
+        or '0' * 40
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')
 
     def standin(label, tool_paths):
@@ -129,8 +300,7 @@ def resolve_commit(ref: str, repo: str) -> str:
     """A full commit for ``ref``: itself when it is one, else the branch or tag's head."""
     if re.fullmatch(r'[0-9a-f]{40}', ref):
         return ref
-    out = subprocess.run(['git', 'ls-remote', repo, ref], capture_output=True, text=True,
-                         timeout=120)
+    out = run(['git', 'ls-remote', repo, ref], capture=True, timeout=120)
     heads = [line.split()[0] for line in out.stdout.splitlines() if line.strip()]
     if out.returncode or not heads:
         raise RuntimeError(f'cannot resolve {ref!r} in {repo}: '
@@ -176,7 +346,7 @@ def run_once(build: str, pair_id: str, args, env: dict) -> int:
     # ReFrame matches -n against the display name with its spaces removed; the build
     # is a lookahead, as its place among the parameters is not the checks' business
     name = f'(?=.*%hdf5_build={build}(%|$)){args.checks}'
-    report = args.out / 'reports' / f'{pair_id}-{build}.json'
+    report = args.out / 'reports' / args.attempt / f'{pair_id}-{build}.json'
     cmd = [Path(sys.executable).with_name('reframe'), '-C', args.config,
            '-c', REPO / 'reframe' / 'checks', '-n', name, '-r',
            '-s', args.out / 'stage', '-o', args.out / 'output', '--report-file', report]
@@ -186,6 +356,7 @@ def run_once(build: str, pair_id: str, args, env: dict) -> int:
         cmd += ['-S', setting]
     result = run(cmd, env={**env, 'H5REGRESS_PAIR_ID': pair_id},
                  stdout=subprocess.DEVNULL if args.quiet else None)
+    stop_leftovers(f'the ReFrame run of {pair_id} {build}')
     try:
         cases = json.loads(report.read_text())['session_info']['num_cases']
     except (OSError, ValueError, KeyError):
@@ -200,7 +371,7 @@ def run_once(build: str, pair_id: str, args, env: dict) -> int:
 
 def run_pairs(first: int, last: int, baseline: str, candidate: str, args, env) -> None:
     for i in range(first, last + 1):
-        pair_id = f'{args.night}-p{i:02d}'
+        pair_id = f'{args.attempt}-p{i:02d}'
         order = (baseline, candidate) if i % 2 else (candidate, baseline)
         for build in order:
             run_once(build, pair_id, args, env)
@@ -215,7 +386,8 @@ def looks(args) -> list[int]:
 
 
 def gate_once(baseline: str, candidate: str, args, final: bool) -> int:
-    cmd = ['--perflogs', str(args.out / 'perflogs'), '--baseline', baseline,
+    cmd = ['--perflogs', str(attempt_perflogs(args)), '--attempt', args.attempt,
+           '--baseline', baseline,
            '--candidate', candidate, '--looks', ','.join(map(str, looks(args))),
            '--night', args.night,
            '--json', str(args.out / 'gate.json')]
@@ -236,9 +408,17 @@ def gate_once(baseline: str, candidate: str, args, final: bool) -> int:
 
 # -- main ---------------------------------------------------------------------
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors exit 4 (ERROR): its own 2 reads as INCONCLUSIVE."""
+
+    def error(self, message: str):   # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(gate.EXIT_ERROR, f'{self.prog}: error: {message}\n')
+
+
 def parse_args(argv):
-    ap = argparse.ArgumentParser(prog='ci/nightly', description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = _Parser(prog='ci/nightly', description=__doc__,
+                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--candidate', help='HDF5 commit, branch or tag of the candidate, '
                     'e.g. develop (its head tonight); default: the commit spack.yaml pins')
     ap.add_argument('--hdf5-repo', default='https://github.com/HDFGroup/hdf5.git',
@@ -283,56 +463,118 @@ def parse_args(argv):
         ap.error('--inject-slowdown works on stand-in builds only')
     args.checks = args.checks or (STANDIN_CHECKS if args.stand_in else DEFAULT_CHECKS)
     args.out = args.out.resolve()
+    args.attempt = new_attempt(args.night)
     return args
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
-    args.out.mkdir(parents=True, exist_ok=True)
+def new_attempt(night: str) -> str:
+    """An id no other attempt has: the night, the UTC time, this process, a nonce."""
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime('%Y%m%dT%H%M%SZ')
+    return (f'{re.sub(r"[^A-Za-z0-9._-]+", "_", night)}.{stamp}.{os.getpid()}.'
+            f'{secrets.token_hex(2)}')
+
+
+def attempt_perflogs(args) -> Path:
+    """This attempt's perflogs: the only ones its gate reads."""
+    return args.out / 'perflogs' / args.attempt
+
+
+@contextlib.contextmanager
+def out_lock(out: Path):
+    """One attempt at a time per --out (a second one is an ERROR, not a mix)."""
+    fd = os.open(out / '.nightly.lock', os.O_RDWR | os.O_CREAT, 0o666)
     try:
-        if args.stand_in:
-            manifest_path = build_standins(args.out, args.inject_slowdown)
-            baseline, candidate = f'hdf5-{STANDIN_A}', f'hdf5-{STANDIN_B}'
-        elif args.no_install:
-            manifest_path = manifest.default_path()
-        else:
-            if args.candidate:
-                args.candidate = resolve_commit(args.candidate, args.hdf5_repo)
-            manifest_path = args.out / 'manifest.json'
-            install_environment(args.candidate, manifest_path)
-        if not args.stand_in:
-            baseline, candidate = choose_builds(manifest.load(manifest_path), args)
-    except (RuntimeError, manifest.ManifestError, OSError) as err:
-        log(f'error: {err}')
-        return gate.EXIT_ERROR
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RuntimeError(f'another ci/nightly is running with --out {out}') from None
+        yield
+    finally:
+        os.close(fd)
+
+
+def start_attempt(args) -> None:
+    """This attempt's directories; an earlier attempt's verdict goes (its perflogs and
+    ReFrame reports stay, in directories of their own)."""
+    stale = [p for p in (args.out / 'gate.json', args.out / 'report') if p.exists()]
+    if stale:
+        log(f'removing the previous attempt\'s {" and ".join(p.name for p in stale)}')
+    with contextlib.suppress(FileNotFoundError):
+        (args.out / 'gate.json').unlink()
+    shutil.rmtree(args.out / 'report', ignore_errors=True)
+    attempt_perflogs(args).mkdir(parents=True)
+    (args.out / 'reports' / args.attempt).mkdir(parents=True)
+
+
+def prepare_builds(args) -> tuple[Path, str, str]:
+    """(manifest, baseline build, candidate build) of the night."""
+    if args.stand_in:
+        return (build_standins(args.out, args.inject_slowdown),
+                f'hdf5-{STANDIN_A}', f'hdf5-{STANDIN_B}')
+    if args.no_install:
+        manifest_path = manifest.default_path()
+    else:
+        if args.candidate:
+            args.candidate = resolve_commit(args.candidate, args.hdf5_repo)
+        manifest_path = args.out / 'manifest.json'
+        install_environment(args.candidate, manifest_path)
+    return (manifest_path, *choose_builds(manifest.load(manifest_path), args))
+
+
+def final_gate(baseline: str, candidate: str, args) -> int:
+    """The verdict, its report and its history night: all written, or (a signal before
+    it) none; a signal during it waits for it."""
+    with uninterrupted():
+        return gate_once(baseline, candidate, args, final=True)
+
+
+def night(args) -> int:
+    """The attempt: builds, pairs, looks, the verdict."""
+    start_attempt(args)
+    manifest_path, baseline, candidate = prepare_builds(args)
     if manifest_path != args.out / 'manifest.json':
         shutil.copy(manifest_path, args.out / 'manifest.json')
     env = {**os.environ, 'H5REGRESS_MANIFEST': str(manifest_path),
-           'H5REGRESS_PERFLOG_DIR': str(args.out / 'perflogs')}
-    log(f'night {args.night}: baseline {baseline}, candidate {candidate}, '
-        f'{args.pairs} pairs (up to {args.max_pairs})')
-
+           'H5REGRESS_PERFLOG_DIR': str(attempt_perflogs(args))}
+    log(f'night {args.night}, attempt {args.attempt}: baseline {baseline}, candidate '
+        f'{candidate}, {args.pairs} pairs (up to {args.max_pairs})')
     done = args.pairs
-    try:
-        run_pairs(1, done, baseline, candidate, args, env)
-        while True:
-            final = done >= args.max_pairs
-            code = gate_once(baseline, candidate, args, final)
-            if final or code != gate.EXIT_INCONCLUSIVE:
-                break
-            more = min(args.more_pairs, args.max_pairs - done)
-            log(f'INCONCLUSIVE after {done} pairs: {more} more')
-            run_pairs(done + 1, done + more, baseline, candidate, args, env)
-            done += more
-    except RuntimeError as err:
-        log(f'error: {err}')
-        return gate.EXIT_ERROR
-    if not final:
-        code = gate_once(baseline, candidate, args, final=True)
+    run_pairs(1, done, baseline, candidate, args, env)
+    while done < args.max_pairs:
+        code = gate_once(baseline, candidate, args, final=False)
+        if code != gate.EXIT_INCONCLUSIVE:
+            break
+        more = min(args.more_pairs, args.max_pairs - done)
+        log(f'INCONCLUSIVE after {done} pairs: {more} more')
+        run_pairs(done + 1, done + more, baseline, candidate, args, env)
+        done += more
+    code = final_gate(baseline, candidate, args)
     if code == gate.EXIT_INCONCLUSIVE:
         log(f'warning: still INCONCLUSIVE after {done} pairs (the cap)')
     log(f'verdict: exit {code}; artifacts in {args.out}')
     return code
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    handle_signals()
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+        with out_lock(args.out):
+            return night(args)
+    except Interrupted as sig:
+        left = stop_descendants()
+        log(f'stopped by {sig}: attempt {args.attempt} has no verdict, its children are '
+            f'gone{f" (but for PIDs {left})" if left else ""}; exit {gate.EXIT_ERROR}')
+    except (RuntimeError, manifest.ManifestError, OSError) as err:
+        stop_descendants()
+        log(f'error: {err}')
+    except Exception as err:    # a bug must read as ERROR, never as FAIL (exit 1)
+        stop_descendants()
+        where = traceback.extract_tb(err.__traceback__)[-1]
+        log(f'error: {type(err).__name__}: {err} (at {Path(where.filename).name}:'
+            f'{where.lineno}); exit {gate.EXIT_ERROR}')
+    return gate.EXIT_ERROR
 
 
 if __name__ == '__main__':
