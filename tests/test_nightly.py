@@ -43,6 +43,9 @@ def test_a_against_a_is_not_fail(a_against_a):
     for name in ('report.md', 'report.html', 'junit.xml'):
         assert (out / 'report' / name).stat().st_size > 0
     assert list((out / 'history').rglob('*.jsonl')), 'the night was not appended to history'
+    # the attempt's own perflogs, and only its records, were gated
+    assert verdict['attempt'] and verdict['counts']['other_attempt'] == 0
+    assert [p.name for p in (out / 'perflogs').iterdir()] == [verdict['attempt']]
 
 
 def test_pairs_run_abba_back_to_back(a_against_a):
@@ -54,6 +57,7 @@ def test_pairs_run_abba_back_to_back(a_against_a):
         first.setdefault(r.pair_id, r.hdf5_build)
     assert len(first) == int(PAIRS)
     for pair_id, build in first.items():
+        assert gate.of_attempt(pair_id, json.loads((out / 'gate.json').read_text())['attempt'])
         odd = int(pair_id.rsplit('p', 1)[1]) % 2
         assert build == ('hdf5-standin-a' if odd else 'hdf5-standin-b'), pair_id
     # the MPI-IO canary ran in every pair too
