@@ -33,6 +33,7 @@ def a_against_a(tmp_path_factory):
     return out, nightly(out)
 
 
+@pytest.mark.slow
 def test_a_against_a_is_not_fail(a_against_a):
     out, result = a_against_a
     assert result.returncode not in (gate.EXIT_FAIL, gate.EXIT_ERROR), result.stderr[-3000:]
@@ -48,6 +49,7 @@ def test_a_against_a_is_not_fail(a_against_a):
     assert [p.name for p in (out / 'perflogs').iterdir()] == [verdict['attempt']]
 
 
+@pytest.mark.slow
 def test_pairs_run_abba_back_to_back(a_against_a):
     out, _ = a_against_a
     records, problems = perflog.read([str(out / 'perflogs')])
@@ -64,6 +66,7 @@ def test_pairs_run_abba_back_to_back(a_against_a):
     assert {r.params['api'] for r in records} == {'hdf5', 'mpiio'}
 
 
+@pytest.mark.slow
 def test_a_large_injected_slowdown_fails(tmp_path):
     result = nightly(tmp_path, '--inject-slowdown', '9')
     assert result.returncode == gate.EXIT_FAIL, result.stdout[-3000:] + result.stderr[-3000:]

@@ -17,7 +17,8 @@ import pytest
 from slurm_cluster import (ACCOUNTING_PROGRAMS, MESSAGE_TIMEOUT, SlurmCluster,
                            SlurmClusterError, _proc_stat, missing_programs)
 
-pytestmark = pytest.mark.slurm
+# the SLURM tests bring up a real cluster and run jobs through it: minutes, so slow
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 HELLO_C = r"""
 #include <mpi.h>
