@@ -41,9 +41,10 @@ from reframe.core.builtins import (deferrable, parameter, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import ReframeError, ReframeFatalError, SanityError
 
-from h5regress import tools
+from h5regress import catalog, tools
 from h5regress.parsers import ParsedRun, ParseError, parser_for
 from h5regress.parsers import base as parser_base
+from h5regress.gateconfig import REFERENCES_DIR
 from h5regress.record import comparable_config, config_hash
 
 EXIT_MARK = 'h5regress-exit-code:'
@@ -52,6 +53,8 @@ CACHE_MARK = 'h5regress-page-cache:'
 PROBE_FILE = 'h5r-probe.json'
 FILES_LIST = 'h5r-files.txt'
 HINTS_FILE = 'h5r-mpiio-hints'
+#: what a tool's own "data below node memory" warnings say (the suite's replaces them)
+TOOL_MEMORY_WARNINGS = ('is below the memory of the', 'node memory unknown')
 #: set (to anything) where every tool must be there (CI with the Spack bundle): a check
 #: whose tool is missing fails, naming it, instead of being skipped
 REQUIRE_TOOLS_ENV = 'H5REGRESS_REQUIRE_TOOLS'
@@ -184,6 +187,16 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
         if row is not None:
             self.case = row.format(self.benchmark)
 
+    @run_after('init')
+    def set_reference_file(self):
+        """ReFrame reads the envelopes from the reference file the tool declares
+        (:mod:`h5regress.catalog`), the file ``h5regress refs`` writes: in
+        ``config/references/`` beside the checks' directory, found relative to the check
+        (ReFrame's ``$ref``), unless the check names its own."""
+        if not getattr(self.reference, 'is_external', bool)():
+            self.reference = {'$ref': os.path.join(
+                '..', 'config', REFERENCES_DIR.name, catalog.get(self.tool).reference_file)}
+
     # -- set-up ---------------------------------------------------------------
 
     def hdf5_build_id(self) -> str:
@@ -225,6 +238,46 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
             with open(hints, 'w') as fp:
                 fp.writelines(f'{k} {v}\n' for k, v in sorted(self.mpiio_hints.items()))
             self.env_vars['ROMIO_HINTS'] = hints
+
+    # -- the row: its parameters once, the options from them -------------------
+
+    def row_params(self) -> dict[str, object]:
+        """The test's parameters, defaults included, from its row (``benchmark``) and
+        its variables: what every record carries and the config hash covers. Each check
+        defines it; sizes the partition scales are resolved here, once."""
+        return {}
+
+    def row_options(self, params: dict[str, object]) -> list[str]:
+        """The tool options that define the benchmark, from :meth:`row_params`'s
+        parameters (no run-specific paths: they are :meth:`run_options`)."""
+        return []
+
+    def run_options(self) -> list[str]:
+        """What one execution adds to the options: paths in the data directory."""
+        return []
+
+    def command_options(self) -> list[str]:
+        """The executed command's options: the tool options, then :meth:`run_options`
+        (a tool that reads its settings from a file overrides this)."""
+        return self.tool_options + self.run_options()
+
+    def row_data_bytes(self, params: dict[str, object]) -> int:
+        """Bytes the run writes in total (for the "data below node memory" warning)."""
+        return 0
+
+    def perf_table(self, params: dict[str, object]) -> dict[str, tuple[str, str, str]]:
+        """``{perf var: (operation, metric, unit)}`` of the row."""
+        return {}
+
+    @run_after('setup')
+    def derive_from_row(self):
+        """``test_params``, ``tool_options``, ``executable_opts``, ``data_bytes`` and
+        the performance variables, each derived once from the row."""
+        self.test_params = self.row_params()
+        self.tool_options = self.row_options(self.test_params)
+        self.executable_opts = self.command_options()
+        self.data_bytes = self.row_data_bytes(self.test_params)
+        self.set_perf_variables(self.perf_table(self.test_params))
 
     @run_before('run')
     def add_hygiene_and_probe(self):
@@ -433,6 +486,18 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
                     f'nodes used ({total_mem} B): the figures may be mostly page cache']
         return []
 
+    def record_warnings(self, run: ParsedRun, probe: dict) -> list[str]:
+        """The run's warnings, with the "data below node memory" one said once, by the
+        suite (:meth:`memory_warning`): where the suite can tell (the data written and the
+        nodes' memory known), a tool's own say on it (the FLASH-IO kernel's, which
+        ``h5regress parse`` keeps for runs made outside the suite) is left out."""
+        node_mem = self.current_partition.extras.get('node_memory_bytes') or \
+            probe.get('node_memory_bytes')
+        tool = run.warnings
+        if self.data_bytes and node_mem:
+            tool = [w for w in tool if not any(p in w for p in TOOL_MEMORY_WARNINGS)]
+        return tool + self.memory_warning(probe)
+
     @run_before('performance')
     def set_record_context(self):
         """Everything a perflog line needs to become a record (see h5regress.perflog)."""
@@ -468,7 +533,7 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
             'command_line': ' '.join([self.executable] + list(self.executable_opts)),
             'job_script': self.job.script_filename,
             'spack_lock': os.environ.get('H5REGRESS_SPACK_LOCK', ''),
-            'warnings': run.warnings + self.memory_warning(probe),
+            'warnings': self.record_warnings(run, probe),
         }
         if tool.source == 'PATH':
             provenance['warnings'].append(f'{self.tool} from PATH, not from the Spack '

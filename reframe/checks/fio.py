@@ -57,29 +57,31 @@ class fio_check(IOBenchmark):
     fallocate = variable(str, value='native')
 
     tool = 'fio'
-    #: envelopes are data: reframe/config/references/ (path relative to this file)
-    reference = {'$ref': '../config/references/fio.yaml'}
+    output_files = [WRITE_OUT, READ_OUT, 'stdout']
+
+    def row_params(self):
+        size = self.size or self.current_partition.extras.get('fio_size', '1G')
+        return {
+            'mode': self.benchmark, 'size': presets.parse_size(size, 'fio_check.size'),
+            'block_size': self.block_size, 'numjobs': self.tasks_per_node,
+            'ioengine': self.ioengine, 'direct': self.benchmark == 'direct',
+            'end_fsync': self.benchmark == 'buffered', 'fallocate': self.fallocate,
+        }
+
+    def row_options(self, p):
+        return ['--rw={rw}', f'--bs={p["block_size"]}', f'--size={p["size"]}',
+                f'--numjobs={p["numjobs"]}', f'--ioengine={p["ioengine"]}',
+                f'--direct={int(p["direct"])}', f'--fallocate={p["fallocate"]}',
+                '--group_reporting', '--output-format=json'] + ['--end_fsync=1'] * p['end_fsync']
+
+    def row_data_bytes(self, p):
+        return p['size'] * p['numjobs']
+
+    def perf_table(self, p):
+        return {f'{op}_bw': (op, 'bw', 'MiB/s') for op in ('write', 'read')}
 
     @run_after('setup')
-    def set_fio_options(self):
-        size = self.size or self.current_partition.extras.get('fio_size', '1G')
-        size_bytes = presets.parse_size(size, 'fio_check.size')
-        self.tool_options = [
-            '--rw={rw}', f'--bs={self.block_size}', f'--size={size_bytes}',
-            f'--numjobs={self.tasks_per_node}', f'--ioengine={self.ioengine}',
-            f'--direct={int(self.benchmark == "direct")}', f'--fallocate={self.fallocate}',
-            '--group_reporting', '--output-format=json',
-        ]
-        if self.benchmark == 'buffered':
-            self.tool_options.append('--end_fsync=1')
-        self.data_bytes = size_bytes * self.tasks_per_node
-        self.test_params = {
-            'mode': self.benchmark, 'size': size_bytes, 'block_size': self.block_size,
-            'numjobs': self.tasks_per_node, 'ioengine': self.ioengine,
-            'direct': self.benchmark == 'direct', 'end_fsync': self.benchmark == 'buffered',
-            'fallocate': self.fallocate,
-        }
-        self.set_perf_variables({f'{op}_bw': (op, 'bw', 'MiB/s') for op in ('write', 'read')})
+    def run_on_the_node(self):
         # fio is not an MPI program: run it directly on the node
         self.job.launcher = getlauncher('local')()
 
@@ -96,7 +98,6 @@ class fio_check(IOBenchmark):
             self.drop_caches_command(),
             self.launch_command(self._fio_opts('read', READ_OUT)) + ' || h5r_rc=$?',
         ]
-        self.output_files = [WRITE_OUT, READ_OUT, 'stdout']
 
     def parse_output(self, files):
         return self.parse_phases([WRITE_OUT, READ_OUT], files,

@@ -86,35 +86,35 @@ class flashio_base(HDF5Benchmark):
 
     tool = 'flash-io'
     parser = 'flash-io'
-    #: envelopes are data: reframe/config/references/ (path relative to this file)
-    reference = {'$ref': '../config/references/flashio.yaml'}
+    output_files = [SUMMARY, 'stdout', 'stderr']
 
-    @run_after('setup')
-    def set_kernel_options(self):
+    def row_params(self):
         api, transfer = self.benchmark
-        zones = str(self.zones_per_block)
-        self.tool_options = [f'--api={api}', f'--{transfer}', f'--files={self.files}',
-                             f'--iterations={self.iterations}',
-                             '--nxb', zones, '--nyb', zones, '--nzb', zones]
-        if self.blocks_per_rank:
-            self.tool_options += ['--blocks-per-rank', str(self.blocks_per_rank)]
+        return {'api': api, 'transfer': transfer, 'blocks_per_rank': self.blocks_per_rank,
+                'zones_per_block': self.zones_per_block, 'files': self.files,
+                'iterations': self.iterations}
+
+    def row_options(self, p):
+        zones = str(p['zones_per_block'])
+        return ([f'--api={p["api"]}', f'--{p["transfer"]}', f'--files={p["files"]}',
+                 f'--iterations={p["iterations"]}', '--nxb', zones, '--nyb', zones,
+                 '--nzb', zones] +
+                (['--blocks-per-rank', str(p['blocks_per_rank'])] if p['blocks_per_rank']
+                 else []))
+
+    def run_options(self):
         # --keep: the files stay for the base's listing; its trap removes them after.
         # The prefix is quoted for the job script (a scratch path may hold spaces).
-        self.executable_opts = self.tool_options + [
-            '--keep', '--json', SUMMARY, shell_word(os.path.join(self.data_dir, 'flash_'))]
-        self.output_files = [SUMMARY, 'stdout', 'stderr']
-        blocks = (self.blocks_per_rank or 81) * self.num_nodes * self.tasks_per_node
-        self.data_bytes = self.iterations * blocks * self.zones_per_block ** 3 * 24 * 8
-        self.test_params = {
-            'api': api, 'transfer': transfer, 'blocks_per_rank': self.blocks_per_rank,
-            'zones_per_block': self.zones_per_block, 'files': self.files,
-            'iterations': self.iterations,
-        }
-        kinds = [KINDS[f] for f in self.files.split(',')]
-        self.set_perf_variables({
-            f'{kind}_{metric}': (kind, metric, unit)
-            for kind in kinds for metric, unit in (('bw', 'MiB/s'), ('time', 's'))
-        })
+        return ['--keep', '--json', SUMMARY, shell_word(os.path.join(self.data_dir, 'flash_'))]
+
+    def row_data_bytes(self, p):
+        blocks = (p['blocks_per_rank'] or 81) * self.num_nodes * self.tasks_per_node
+        return p['iterations'] * blocks * p['zones_per_block'] ** 3 * 24 * 8
+
+    def perf_table(self, p):
+        return {f'{kind}_{metric}': (kind, metric, unit)
+                for kind in [KINDS[f] for f in p['files'].split(',')]
+                for metric, unit in (('bw', 'MiB/s'), ('time', 's'))}
 
     @sanity_function
     def validate(self):

@@ -142,8 +142,6 @@ class h5bench_base(HDF5Benchmark):
     the reference index, and parsing one execution of the benchmark."""
 
     tool = 'h5bench'
-    #: envelopes are data: reframe/config/references/ (path relative to this file)
-    reference = {'$ref': '../config/references/h5bench.yaml'}
 
     #: h5bench benchmark the parser reads (``write``, ``read``, ``exerciser``, ``metadata``)
     kind = ''
@@ -250,22 +248,40 @@ class h5bench_pattern_base(h5bench_base):
         with open(os.path.join(self.stagedir, name), 'w') as fp:
             fp.write(self.cfg_text({**cfg, 'CSV_FILE': csv}))
 
-    def use_pattern(self, cfg: dict[str, str], cfg_name: str, csv: str, **params) -> None:
-        """Run on ``cfg`` (written to ``cfg_name``): options, sizes, parameters, perf variables."""
-        self.write_cfg(cfg_name, cfg, csv)
-        self.tool_options = [f'{k}={v}' for k, v in cfg.items()]
-        self.executable_opts = [cfg_name, os.path.join(self.data_dir, DATA_FILE)]
-        self.data_bytes = (math.prod(int(cfg[f'DIM_{i}']) for i in (1, 2, 3)) *
-                           PARTICLE_BYTES * self.timesteps * self.num_tasks)
-        self.test_params = {**h5bench_parser.parse_cfg(self.cfg_text(cfg)),
-                            'benchmark': self.kind, **params}
+    #: the configuration file and CSV of the measured execution
+    cfg_name, csv_name = WRITE_CFG, WRITE_CSV
+
+    def row_config(self) -> tuple[dict[str, str], dict[str, object]]:
+        """h5bench's KEY=VALUE settings of the row, and the row's own parameters (its
+        I/O and mode); each pattern check defines it."""
+        raise NotImplementedError
+
+    def row_params(self):
+        """The settings as h5bench's parser reads them, the row's I/O and mode."""
+        self.cfg, extra = self.row_config()
+        return {**h5bench_parser.parse_cfg(self.cfg_text(self.cfg)), 'benchmark': self.kind,
+                **extra}
+
+    def row_options(self, p):
+        return [f'{k}={v}' for k, v in self.cfg.items()]
+
+    def command_options(self):
+        return [self.cfg_name, os.path.join(self.data_dir, DATA_FILE)]
+
+    def row_data_bytes(self, p):
+        return (math.prod(int(self.cfg[f'DIM_{i}']) for i in (1, 2, 3)) *
+                PARTICLE_BYTES * self.timesteps * self.num_tasks)
+
+    def perf_table(self, p):
         op = self.kind
-        self.set_perf_variables({
-            f'{op}_raw_rate': (op, 'raw_rate', 'MiB/s'),
-            f'{op}_observed_rate': (op, 'observed_rate', 'MiB/s'),
-            f'{op}_metadata_time': (op, 'metadata_time', 's'),
-            f'{op}_size': (op, 'size', 'B'),
-        })
+        return {f'{op}_raw_rate': (op, 'raw_rate', 'MiB/s'),
+                f'{op}_observed_rate': (op, 'observed_rate', 'MiB/s'),
+                f'{op}_metadata_time': (op, 'metadata_time', 's'),
+                f'{op}_size': (op, 'size', 'B')}
+
+    @run_after('setup')
+    def write_config_file(self):
+        self.write_cfg(self.cfg_name, self.cfg, self.csv_name)
 
     def use_async(self) -> None:
         """ASYNC mode: the async VOL connector, when installed (skip otherwise)."""
@@ -301,18 +317,17 @@ class h5bench_write_base(h5bench_pattern_base):
 
     binary = 'h5bench_write'
     kind = 'write'
+    output_files = WRITE_FILES
 
-    @run_after('setup')
-    def set_benchmark_options(self):
+    def row_config(self):
         dims, mem, file, io = self.benchmark
         if io == 'subfiling':
             why = subfiling_support(self.executable)
             self.skip_if(why is not None, why)
         if io == 'async':
             self.use_async()
-        self.output_files = WRITE_FILES
-        self.use_pattern(self.pattern_config(dims, mem, file, io), WRITE_CFG, WRITE_CSV,
-                         io=io, mode='ASYNC' if io == 'async' else 'SYNC')
+        return (self.pattern_config(dims, mem, file, io),
+                {'io': io, 'mode': 'ASYNC' if io == 'async' else 'SYNC'})
 
 
 class h5bench_read_base(h5bench_pattern_base):
@@ -326,12 +341,13 @@ class h5bench_read_base(h5bench_pattern_base):
 
     binary = 'h5bench_read'
     kind = 'read'
+    cfg_name, csv_name = READ_CFG, READ_CSV
+    output_files = READ_FILES + WRITE_PHASE_FILES
 
     #: READ_OPTIONs h5bench reads on rank 0 only
     SINGLE_RANK = ('PRL', 'RDC', 'LDC', 'CS')
 
-    @run_after('setup')
-    def set_benchmark_options(self):
+    def row_config(self):
         dims, option = self.benchmark
         if option in self.SINGLE_RANK:
             # h5bench reads these on rank 0 only: one rank writes and reads
@@ -350,7 +366,11 @@ class h5bench_read_base(h5bench_pattern_base):
             # the cross stencil steps diagonally; h5bench wants STRIDE_SIZE_2 < STRIDE_SIZE
             read.update(STRIDE_SIZE=str(d1 // 4), STRIDE_SIZE_2=str(d2 // 5))
         self.write_cfg(WRITE_CFG, write, WRITE_CSV)
-        self.use_pattern(read, READ_CFG, READ_CSV, mode='SYNC')
+        return read, {'mode': 'SYNC'}
+
+    @run_after('setup')
+    def set_write_phase(self):
+        """The write phase that makes the file read, then the page cache dropped."""
         try:
             writer = self.companion_binary('h5bench_write')
         except tools.ToolNotFound as err:
@@ -363,7 +383,6 @@ class h5bench_read_base(h5bench_pattern_base):
             self.drop_caches_command(),
         ]
         self.postrun_cmds = ['[ "$h5r_write_rc" -eq 0 ] || h5r_rc=$h5r_write_rc']
-        self.output_files = READ_FILES + WRITE_PHASE_FILES
 
     def parse_output(self, files):
         """The write phase must have succeeded; the run is the read phase, its figures
@@ -405,33 +424,34 @@ class h5bench_exerciser_base(h5bench_base):
 
     binary = 'h5bench_exerciser'
     kind = 'exerciser'
+    output_files = ['stdout', 'stderr']
+
+    def row_params(self):
+        dims, io = self.benchmark
+        return {'benchmark': 'exerciser', 'numdims': dims, 'io': io,
+                'minels': self.min_elements, 'nsizes': self.num_sizes,
+                'bufmult': self.buffer_multiplier,
+                'dimranks': [self.num_tasks] + [1] * (dims - 1)}
+
+    def row_options(self, p):
+        dims = p['numdims']
+        return (['--numdims', str(dims), '--minels'] + [str(p['minels'])] * dims +
+                ['--nsizes', str(p['nsizes']), '--bufmult'] + [str(p['bufmult'])] * dims +
+                ['--dimranks'] + [str(r) for r in p['dimranks']] +
+                ['--indepio'] * (p['io'] == 'independent'))
+
+    def perf_table(self, p):
+        # bytes per rank of the double dataset at the largest buffer (the parser's key)
+        largest = 8 * (p['minels'] * p['bufmult'] ** (p['nsizes'] - 1)) ** p['numdims']
+        return {'write_raw_rate': ('write', f'raw_rate_{largest}B', 'MiB/s'),
+                'read_raw_rate': ('read', f'raw_rate_{largest}B', 'MiB/s'),
+                'dataset_create_time': ('dataset_create', f'time_{largest}B', 's'),
+                'file_open_time': ('file_open', f'time_{largest}B', 's')}
 
     @run_after('setup')
-    def set_benchmark_options(self):
-        dims, io = self.benchmark
-        ranks = [self.num_tasks] + [1] * (dims - 1)
-        opts = ['--numdims', str(dims), '--minels'] + [str(self.min_elements)] * dims + [
-            '--nsizes', str(self.num_sizes),
-            '--bufmult'] + [str(self.buffer_multiplier)] * dims + [
-            '--dimranks'] + [str(r) for r in ranks]
-        if io == 'independent':
-            opts.append('--indepio')
-        self.tool_options = self.executable_opts = opts
+    def in_data_dir(self):
         # the exerciser makes (and removes) its file in the working directory
         self.run_in_data_dir()
-        self.output_files = ['stdout', 'stderr']
-        # bytes per rank of the double dataset at the largest buffer (the parser's key)
-        largest = 8 * (self.min_elements *
-                       self.buffer_multiplier ** (self.num_sizes - 1)) ** dims
-        self.test_params = {'benchmark': 'exerciser', 'numdims': dims, 'io': io,
-                            'minels': self.min_elements, 'nsizes': self.num_sizes,
-                            'bufmult': self.buffer_multiplier, 'dimranks': ranks}
-        self.set_perf_variables({
-            'write_raw_rate': ('write', f'raw_rate_{largest}B', 'MiB/s'),
-            'read_raw_rate': ('read', f'raw_rate_{largest}B', 'MiB/s'),
-            'dataset_create_time': ('dataset_create', f'time_{largest}B', 's'),
-            'file_open_time': ('file_open', f'time_{largest}B', 's'),
-        })
 
 
 class h5bench_metadata_base(h5bench_base):
@@ -464,36 +484,45 @@ class h5bench_metadata_base(h5bench_base):
 
     INI = 'hdf5_iotest.ini'
     CSV = 'hdf5_iotest.csv'
+    output_files = ['stdout', 'stderr', INI, CSV]
 
-    @run_after('setup')
-    def set_benchmark_options(self):
+    def settings(self) -> dict[str, str]:
+        """hdf5_iotest's settings of the row (the ini file's keys, paths apart)."""
         layout, mpi_io = self.benchmark
-        settings = {
+        return {
             'version': '0', 'steps': str(self.steps), 'arrays': str(self.arrays),
             'rows': str(self.block_side), 'columns': str(self.block_side),
             'process-rows': str(self.num_tasks), 'process-columns': '1',
             'scaling': 'weak', 'dataset-rank': '4', 'slowest-dimension': 'step',
             'layout': layout, 'mpi-io': mpi_io,
         }
+
+    def row_params(self):
+        return {'benchmark': 'metadata', **h5bench_parser.parse_ini(
+            ''.join(f'{k} = {v}\n' for k, v in self.settings().items()))}
+
+    def row_options(self, p):
+        return [f'{k}={v}' for k, v in self.settings().items()]
+
+    def command_options(self):
+        return [os.path.join(self.stagedir, self.INI)]
+
+    def perf_table(self, p):
+        return {'total_time': ('total', 'time', 's'),
+                'write_phase_time_max': ('write', 'phase_time_max', 's'),
+                'read_phase_time_max': ('read', 'phase_time_max', 's'),
+                'write_rate_max': ('write', 'rate_max', 'MiB/s'),
+                'read_rate_max': ('read', 'rate_max', 'MiB/s')}
+
+    @run_after('setup')
+    def write_ini(self):
         # hdf5_iotest cuts ini lines at 200 characters (inih's INI_MAX_LINE): paths are
         # relative to the data directory it runs in, and the CSV comes back to the stage
         paths = {'csv-file': self.CSV, 'hdf5-file': self.data_file}
         with open(os.path.join(self.stagedir, self.INI), 'w') as fp:
             fp.write('[DEFAULT]\n')
-            fp.writelines(f'{k} = {v}\n' for k, v in {**settings, **paths}.items())
-        self.tool_options = [f'{k}={v}' for k, v in settings.items()]
-        self.executable_opts = [os.path.join(self.stagedir, self.INI)]
+            fp.writelines(f'{k} = {v}\n' for k, v in {**self.settings(), **paths}.items())
         self.run_in_data_dir(keep=(self.CSV,))
-        self.output_files = ['stdout', 'stderr', self.INI, self.CSV]
-        self.test_params = {'benchmark': 'metadata', **h5bench_parser.parse_ini(
-            ''.join(f'{k} = {v}\n' for k, v in settings.items()))}
-        self.set_perf_variables({
-            'total_time': ('total', 'time', 's'),
-            'write_phase_time_max': ('write', 'phase_time_max', 's'),
-            'read_phase_time_max': ('read', 'phase_time_max', 's'),
-            'write_rate_max': ('write', 'rate_max', 'MiB/s'),
-            'read_rate_max': ('read', 'rate_max', 'MiB/s'),
-        })
 
 
 # ------------------------------------------------------------------ prebuilt and built

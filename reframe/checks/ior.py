@@ -107,63 +107,58 @@ class ior_base(HDF5Benchmark):
     hdf5_nofill = variable(bool, value=False)
 
     tool = 'ior'
-    #: envelopes are data: reframe/config/references/ (path relative to this file)
-    reference = {'$ref': '../config/references/ior.yaml'}
 
-    @run_after('setup')
-    def set_benchmark_options(self):
+    def preset(self, name):
+        """The sizes of a row's preset (``reframe/config/presets.yaml``)."""
+        return presets.load('ior')[name]
+
+    def row_params(self):
         api, preset_name, layout = self.benchmark
         extras = self.current_partition.extras
-        preset = presets.load('ior')[preset_name]
-        segments = self.segments or (extras.get('stripe_count', 1)
-                                     if preset['segments'] == 'stripe_count'
-                                     else int(preset['segments']))
+        preset = self.preset(preset_name)
+        where = f'ior preset {preset_name}'
         block, transfer = presets.scaled_sizes(
-            presets.parse_size(preset['block_size'], f'ior preset {preset_name}'),
-            presets.parse_size(preset['transfer_size'], f'ior preset {preset_name}'),
+            presets.parse_size(preset['block_size'], where),
+            presets.parse_size(preset['transfer_size'], where),
             float(extras.get('size_factor', 1.0)))
-        if self.block_size:
-            block = presets.parse_size(self.block_size, f'{type(self).__name__}.block_size')
-        if self.transfer_size:
-            transfer = presets.parse_size(self.transfer_size,
-                                          f'{type(self).__name__}.transfer_size')
-
-        opts = ['-a', api, '-b', str(block), '-t', str(transfer), '-s', str(segments),
-                '-i', str(self.repetitions), '-C']
-        if preset['collective']:
-            opts.append('-c')
-        if layout == 'fpp':
-            opts.append('-F')
-        if self.fsync:
-            opts.append('-e')
-        if self.stonewall:
-            opts += ['-D', str(self.stonewall)]
-        if api == 'HDF5':
-            if self.hdf5_collective_metadata:
-                opts.append('--hdf5.collectiveMetadata')
-            if self.hdf5_alignment:
-                opts.append(f'--hdf5.setAlignment={self.hdf5_alignment}')
-            if self.hdf5_chunk_size:
-                opts.append(f'--hdf5.chunkSize={self.hdf5_chunk_size}')
-            if self.hdf5_nofill:
-                opts.append('--hdf5.noFill')
-        self.tool_options = opts
-        self.data_bytes = block * segments * self.num_nodes * self.tasks_per_node
-        self.test_params = {
+        segments = (extras.get('stripe_count', 1) if preset['segments'] == 'stripe_count'
+                    else int(preset['segments']))
+        name = type(self).__name__
+        return {
             'api': api, 'preset': preset_name, 'layout': layout,
-            'collective': bool(preset['collective']), 'block_size': block,
-            'transfer_size': transfer, 'segments': segments,
+            'collective': bool(preset['collective']),
+            'block_size': (presets.parse_size(self.block_size, f'{name}.block_size')
+                           if self.block_size else block),
+            'transfer_size': (presets.parse_size(self.transfer_size, f'{name}.transfer_size')
+                              if self.transfer_size else transfer),
+            'segments': self.segments or segments,
             'repetitions': self.repetitions, 'stonewall': self.stonewall,
             'fsync': self.fsync, 'reorder_tasks': True,
             'hdf5_collective_metadata': self.hdf5_collective_metadata,
             'hdf5_alignment': self.hdf5_alignment, 'hdf5_chunk_size': self.hdf5_chunk_size,
             'hdf5_nofill': self.hdf5_nofill,
         }
-        self.set_perf_variables({
-            f'{op}_{metric}': (op, metric, 'MiB/s')
-            for op in ('write', 'read')
-            for metric in ('bw_mean', 'bw_max', 'bw_min', 'bw_std')
-        })
+
+    def row_options(self, p):
+        hdf5 = p['api'] == 'HDF5'
+        return (['-a', p['api'], '-b', str(p['block_size']), '-t', str(p['transfer_size']),
+                 '-s', str(p['segments']), '-i', str(p['repetitions'])] +
+                ['-C'] * p['reorder_tasks'] + ['-c'] * p['collective'] +
+                ['-F'] * (p['layout'] == 'fpp') + ['-e'] * p['fsync'] +
+                (['-D', str(p['stonewall'])] if p['stonewall'] else []) +
+                ['--hdf5.collectiveMetadata'] * (hdf5 and p['hdf5_collective_metadata']) +
+                ([f'--hdf5.setAlignment={p["hdf5_alignment"]}']
+                 if hdf5 and p['hdf5_alignment'] else []) +
+                ([f'--hdf5.chunkSize={p["hdf5_chunk_size"]}']
+                 if hdf5 and p['hdf5_chunk_size'] else []) +
+                ['--hdf5.noFill'] * (hdf5 and p['hdf5_nofill']))
+
+    def row_data_bytes(self, p):
+        return p['block_size'] * p['segments'] * self.num_nodes * self.tasks_per_node
+
+    def perf_table(self, p):
+        return {f'{op}_{metric}': (op, metric, 'MiB/s') for op in ('write', 'read')
+                for metric in ('bw_mean', 'bw_max', 'bw_min', 'bw_std')}
 
     @run_after('setup')
     def set_phases(self):
@@ -209,3 +204,4 @@ class ior_build_check(BuiltByFixture, ior_base):
     tool_build = fixture(build_ior, scope='environment')
     #: the partition's HDF5: the build the records call ``path``
     hdf5_build = parameter([tools.PATH_BUILD], inherit_params=False, loggable=True)
+

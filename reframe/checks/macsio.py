@@ -93,57 +93,60 @@ class macsio_base(HDF5Benchmark):
     compression_params = variable(str, value='level=1')
 
     tool = 'macsio'
-    #: envelopes are data: reframe/config/references/ (path relative to this file)
-    reference = {'$ref': '../config/references/macsio.yaml'}
+    output_files = [macsio_parser.LOG_NAME, macsio_parser.TIMINGS_NAME, 'stdout', 'stderr']
 
-    @run_after('setup')
-    def set_benchmark_options(self):
+    def row_params(self):
         interface, mode, io, compression = self.benchmark
-        ranks = self.num_tasks
-        part = (presets.parse_size(self.part_size, f'{type(self).__name__}.part_size')
-                if self.part_size else
-                max(MIN_PART_SIZE, int(BASE_PART_SIZE *
-                                       float(self.current_partition.extras.get('size_factor',
-                                                                                1.0)))))
-        files = {'MIF': self.mif_file_count or max(1, ranks // 2),
-                 'MIFFPP': ranks, 'SIF': 1}[mode]
-        opts = ['--interface', interface, '--parallel_file_mode', mode, str(files),
-                '--part_size', str(part), '--avg_num_parts', str(self.avg_num_parts),
-                '--vars_per_part', str(self.vars_per_part), '--num_dumps', str(self.num_dumps)]
-        plugin = []
-        if interface == 'hdf5':
-            # HDF5's error stack only reaches stderr with --show_errors
-            plugin = ['--show_errors']
-            if io == 'independent':
-                plugin.append('--no_collective')
-            if compression:
-                plugin += ['--compression', compression, self.compression_params]
-        self.tool_options = opts + (['--plugin_args'] + plugin if plugin else [])
-        # the log is circular, 64 lines per rank: make room for two lines per dump
-        lines = 64 + 4 * self.num_dumps
-        # --plugin_args takes everything after it: paths and logging go before
-        self.executable_opts = opts + [
-            '--filebase', os.path.join(self.data_dir, 'macsio'),
-            '--log_line_cnt', str(lines), '64',
-        ] + (['--plugin_args'] + plugin if plugin else [])
-        self.output_files = [macsio_parser.LOG_NAME, macsio_parser.TIMINGS_NAME, 'stdout',
-                             'stderr']
-        self.data_bytes = int(part * self.vars_per_part * self.avg_num_parts * ranks *
-                              self.num_dumps)
-        self.test_params = {
+        factor = float(self.current_partition.extras.get('size_factor', 1.0))
+        return {
             'interface': interface, 'parallel_file_mode': mode,
-            'file_count': None if mode == 'MIFFPP' else files, 'part_size': part,
+            'file_count': {'MIF': self.mif_file_count or max(1, self.num_tasks // 2),
+                           'MIFFPP': None, 'SIF': 1}[mode],
+            'part_size': (presets.parse_size(self.part_size, f'{type(self).__name__}.part_size')
+                          if self.part_size else max(MIN_PART_SIZE, int(BASE_PART_SIZE * factor))),
             'avg_num_parts': self.avg_num_parts, 'vars_per_part': self.vars_per_part,
             'num_dumps': self.num_dumps,
             'collective': None if interface != 'hdf5' else io != 'independent',
             'compression': compression or None,
             'compression_params': self.compression_params if compression else None,
         }
-        self.set_perf_variables({
-            'write_bw': ('write', 'bw', 'MiB/s'),
-            'write_bw_dump_min': ('write', 'bw_dump_min', 'MiB/s'),
-            'write_bw_dump_max': ('write', 'bw_dump_max', 'MiB/s'),
-        })
+
+    def row_options(self, p):
+        files = self.num_tasks if p['file_count'] is None else p['file_count']
+        return ['--interface', p['interface'], '--parallel_file_mode', p['parallel_file_mode'],
+                str(files), '--part_size', str(p['part_size']),
+                '--avg_num_parts', str(p['avg_num_parts']),
+                '--vars_per_part', str(p['vars_per_part']), '--num_dumps', str(p['num_dumps'])]
+
+    def plugin_options(self, p):
+        """``--plugin_args`` and the HDF5 plugin's options (it takes everything after it)."""
+        if p['interface'] != 'hdf5':
+            return []
+        # HDF5's error stack only reaches stderr with --show_errors
+        return (['--plugin_args', '--show_errors'] + ['--no_collective'] * (not p['collective']) +
+                (['--compression', p['compression'], p['compression_params']]
+                 if p['compression'] else []))
+
+    def run_options(self):
+        # the log is circular, 64 lines per rank: make room for two lines per dump
+        return ['--filebase', os.path.join(self.data_dir, 'macsio'),
+                '--log_line_cnt', str(64 + 4 * self.num_dumps), '64']
+
+    def row_data_bytes(self, p):
+        return int(p['part_size'] * p['vars_per_part'] * p['avg_num_parts'] * self.num_tasks *
+                   p['num_dumps'])
+
+    def perf_table(self, p):
+        return {'write_bw': ('write', 'bw', 'MiB/s'),
+                'write_bw_dump_min': ('write', 'bw_dump_min', 'MiB/s'),
+                'write_bw_dump_max': ('write', 'bw_dump_max', 'MiB/s')}
+
+    @run_after('setup')
+    def plugin_args_last(self):
+        """Paths and logging go before ``--plugin_args``, which takes everything after it."""
+        plugin = self.plugin_options(self.test_params)
+        self.tool_options += plugin
+        self.executable_opts += plugin
 
     def parse_output(self, files):
         """The log (with the command line) and the files left in the data directory."""

@@ -49,29 +49,30 @@ class mdtest_base(IOBenchmark):
     file_bytes = variable(int, value=3901)
 
     tool = 'mdtest'
-    #: envelopes are data: reframe/config/references/ (path relative to this file)
-    reference = {'$ref': '../config/references/mdtest.yaml'}
+    output_files = ['stdout', 'stderr']
 
-    @run_after('setup')
-    def set_benchmark_options(self):
-        opts = ['-F', '-n', str(self.items), '-i', str(self.iterations),
-                '-w', str(self.file_bytes), '-e', str(self.file_bytes)]
-        if self.benchmark == 'unique_dir':
-            opts.append('-u')
-        if self.num_nodes > 1:
-            # stat and read another node's files, not this client's cached ones
-            opts += ['-N', str(self.tasks_per_node)]
-        self.tool_options = opts
-        self.executable_opts = opts + ['-d', self.data_dir]
-        self.output_files = ['stdout', 'stderr']
-        self.data_bytes = self.items * self.file_bytes * self.num_tasks
-        self.test_params = {'layout': self.benchmark, 'items': self.items,
-                            'iterations': self.iterations, 'write_bytes': self.file_bytes,
-                            'read_bytes': self.file_bytes, 'files_only': True,
-                            'unique_dir': self.benchmark == 'unique_dir',
-                            'nstride': self.tasks_per_node if self.num_nodes > 1 else 0}
-        self.set_perf_variables({f'{op}_rate': (op, 'rate_mean', 'ops/s')
-                                 for op in OPERATIONS})
+    def row_params(self):
+        return {'layout': self.benchmark, 'items': self.items,
+                'iterations': self.iterations, 'write_bytes': self.file_bytes,
+                'read_bytes': self.file_bytes, 'files_only': True,
+                'unique_dir': self.benchmark == 'unique_dir',
+                # on several nodes, stat and read another node's files, not the cached ones
+                'nstride': self.tasks_per_node if self.num_nodes > 1 else 0}
+
+    def row_options(self, p):
+        return (['-F'] * p['files_only'] +
+                ['-n', str(p['items']), '-i', str(p['iterations']),
+                 '-w', str(p['write_bytes']), '-e', str(p['read_bytes'])] +
+                ['-u'] * p['unique_dir'] + (['-N', str(p['nstride'])] if p['nstride'] else []))
+
+    def run_options(self):
+        return ['-d', self.data_dir]
+
+    def row_data_bytes(self, p):
+        return p['items'] * p['write_bytes'] * self.num_tasks
+
+    def perf_table(self, p):
+        return {f'{op}_rate': (op, 'rate_mean', 'ops/s') for op in OPERATIONS}
 
 
 @rfm.simple_test
