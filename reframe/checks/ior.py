@@ -205,3 +205,50 @@ class ior_build_check(BuiltByFixture, ior_base):
     #: the partition's HDF5: the build the records call ``path``
     hdf5_build = parameter([tools.PATH_BUILD], inherit_params=False, loggable=True)
 
+
+# ------------------------------------------------------------------ IO500's IOR phases
+
+#: IO500's ior-hard transfer (and block) size in bytes
+IO500_HARD_TRANSFER = 47008
+#: ior-hard segments at ``size_factor`` 1.0 (each rank writes one transfer per segment)
+IO500_HARD_SEGMENTS = 10000
+#: IO500's two IOR phases as presets (sizes before scaling)
+IO500_PHASES = {
+    'easy': {'block_size': '10g', 'transfer_size': '2m', 'segments': 1, 'collective': False},
+    'hard': {'block_size': IO500_HARD_TRANSFER, 'transfer_size': IO500_HARD_TRANSFER,
+             'segments': IO500_HARD_SEGMENTS, 'collective': False},
+}
+
+
+@rfm.simple_test
+class io500_check(Prebuilt, ior_base):
+    """IO500's ``ior-easy`` and ``ior-hard`` phases, through POSIX and HDF5.
+
+    The IO500 list runs the same IOR phases on every storage system: ``ior-easy``
+    writes and reads a file per process in large sequential transfers (the best case),
+    ``ior-hard`` one shared file in 47008-byte transfers interleaved across the ranks
+    (the worst case: transfers match neither stripes nor blocks). Each is a row
+    (``api-phase-layout``) of :class:`ior_base`: IOR's parser reads it, the gate's IOR
+    rules judge it (HDF5 rows gated, POSIX rows controls), and its envelopes are
+    ``io500_check``'s entries of IOR's reference file. ``ior-easy``'s block scales
+    with ``size_factor`` like the presets, ``ior-hard``'s segment count (its transfer
+    is IO500's). IO500 stonewalls each write phase at 300 s; these write a fixed amount.
+    """
+
+    #: (api, IO500 phase, layout)
+    benchmark = parameter([
+        ('POSIX', 'easy', 'fpp'), ('HDF5', 'easy', 'fpp'),
+        ('POSIX', 'hard', 'ssf'), ('HDF5', 'hard', 'ssf'),
+    ], fmt=lambda row: '-'.join(row), loggable=True, inherit_params=False)
+
+    def preset(self, name):
+        return IO500_PHASES[name]
+
+    def row_params(self):
+        params = super().row_params()
+        if params['preset'] == 'hard' and not (self.block_size or self.transfer_size
+                                               or self.segments):
+            factor = float(self.current_partition.extras.get('size_factor', 1.0))
+            params.update(block_size=IO500_HARD_TRANSFER, transfer_size=IO500_HARD_TRANSFER,
+                          segments=max(1, round(IO500_HARD_SEGMENTS * factor)))
+        return params
