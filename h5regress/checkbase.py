@@ -27,7 +27,6 @@ lives here, once:
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import sys
@@ -41,7 +40,7 @@ from reframe.core.builtins import (deferrable, parameter, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import ReframeError, ReframeFatalError, SanityError
 
-from h5regress import catalog, tools
+from h5regress import catalog, runresults, tools
 from h5regress.parsers import ParsedRun, ParseError, parser_for
 from h5regress.parsers import base as parser_base
 from h5regress.gateconfig import REFERENCES_DIR
@@ -50,11 +49,9 @@ from h5regress.record import comparable_config, config_hash
 EXIT_MARK = 'h5regress-exit-code:'
 SETUP_MARK = 'h5regress-setup-failed:'
 CACHE_MARK = 'h5regress-page-cache:'
-PROBE_FILE = 'h5r-probe.json'
-FILES_LIST = 'h5r-files.txt'
+PROBE_FILE = runresults.PROBE_FILE
+FILES_LIST = runresults.FILES_LIST
 HINTS_FILE = 'h5r-mpiio-hints'
-#: what a tool's own "data below node memory" warnings say (the suite's replaces them)
-TOOL_MEMORY_WARNINGS = ('is below the memory of the', 'node memory unknown')
 #: set (to anything) where every tool must be there (CI with the Spack bundle): a check
 #: whose tool is missing fails, naming it, instead of being skipped
 REQUIRE_TOOLS_ENV = 'H5REGRESS_REQUIRE_TOOLS'
@@ -457,69 +454,24 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
 
     def written_files(self) -> dict[str, int]:
         """Files the run left in its data directory (relative path -> bytes)."""
-        path = os.path.join(self.stagedir, FILES_LIST)
-        written = {}
-        if os.path.exists(path):
-            with open(path) as fp:
-                for line in fp:
-                    size, _, name = line.rstrip('\n').partition(' ')
-                    if name:
-                        written[name] = int(size)
-        return written
+        return runresults.written_files(self.stagedir)
 
     def probe(self) -> dict:
-        path = os.path.join(self.stagedir, PROBE_FILE)
-        try:
-            with open(path) as fp:
-                return json.load(fp)
-        except (OSError, ValueError) as err:
-            return {'probe_error': f'{path}: {err}'}
+        return runresults.probe(self.stagedir)
+
+    def node_memory(self, probe: dict) -> int | None:
+        """Memory of one node: the partition's ``extras``, else what the probe read."""
+        return self.current_partition.extras.get('node_memory_bytes') or \
+            probe.get('node_memory_bytes')
 
     def memory_warning(self, probe: dict) -> list[str]:
-        node_mem = self.current_partition.extras.get('node_memory_bytes') or \
-            probe.get('node_memory_bytes')
-        if not self.data_bytes or not node_mem:
-            return []
-        total_mem = node_mem * self.num_nodes
-        if self.data_bytes < total_mem:
-            return [f'data written ({self.data_bytes} B) is below the memory of the '
-                    f'nodes used ({total_mem} B): the figures may be mostly page cache']
-        return []
+        """The suite's "data below node memory" warning (the one place it is made)."""
+        return runresults.memory_warning(self.data_bytes, self.node_memory(probe),
+                                         self.num_nodes)
 
-    def record_warnings(self, run: ParsedRun, probe: dict) -> list[str]:
-        """The run's warnings, with the "data below node memory" one said once, by the
-        suite (:meth:`memory_warning`): where the suite can tell (the data written and the
-        nodes' memory known), a tool's own say on it (the FLASH-IO kernel's, which
-        ``h5regress parse`` keeps for runs made outside the suite) is left out."""
-        node_mem = self.current_partition.extras.get('node_memory_bytes') or \
-            probe.get('node_memory_bytes')
-        tool = run.warnings
-        if self.data_bytes and node_mem:
-            tool = [w for w in tool if not any(p in w for p in TOOL_MEMORY_WARNINGS)]
-        return tool + self.memory_warning(probe)
-
-    @run_before('performance')
-    def set_record_context(self):
-        """Everything a perflog line needs to become a record (see h5regress.perflog)."""
-        if self.is_dry_run():
-            return
-        run = self.parsed_run()
-        probe = self.probe()
+    def provenance(self, run: ParsedRun, probe: dict) -> dict:
+        """Where the figures come from: the tool's, the probe's, the build's, the job's."""
         tool = self.resolved_tool
-        comparable = comparable_config(
-            tool=self.tool, params=self.test_params, options=self.tool_options,
-            num_nodes=self.num_nodes, num_ranks=self.num_tasks,
-            fs_type=probe.get('fs_type'), mpiio_layer=self.mpiio_layer,
-            mpiio_hints=self.mpiio_hints, system=self.current_partition.fullname)
-        self.config_hash = config_hash(comparable)
-        perfvars = {}
-        for name, fn in self.perf_variables.items():
-            # perf functions made by perf() carry the measurement they read
-            op, metric = self.perfvar_measurements[name]
-            m = run.measurement(op, metric)
-            perfvars[name] = {'operation': op, 'metric': metric,
-                              'higher_is_better': m.higher_is_better,
-                              'samples': m.samples}
         provenance = {
             **run.provenance,
             **probe,
@@ -533,20 +485,31 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
             'command_line': ' '.join([self.executable] + list(self.executable_opts)),
             'job_script': self.job.script_filename,
             'spack_lock': os.environ.get('H5REGRESS_SPACK_LOCK', ''),
-            'warnings': self.record_warnings(run, probe),
+            'warnings': runresults.record_warnings(run, self.data_bytes,
+                                                   self.node_memory(probe), self.num_nodes),
         }
         if tool.source == 'PATH':
             provenance['warnings'].append(f'{self.tool} from PATH, not from the Spack '
                                           'environment manifest')
         provenance['test_class'] = type(self).__name__
-        self.h5r_context = json.dumps({
-            'tool': self.tool,
-            'params': {**run.params, **self.test_params, 'num_nodes': self.num_nodes,
-                       'num_ranks': self.num_tasks, 'case': getattr(self, 'case', '')},
-            'provenance': provenance,
-            'perfvars': perfvars,
-            'pair_id': os.environ.get('H5REGRESS_PAIR_ID') or None,
-        }, sort_keys=True, default=str)
+        return provenance
+
+    @run_before('performance')
+    def set_record_context(self):
+        """Everything a perflog line needs to become a record (see h5regress.perflog)."""
+        if self.is_dry_run():
+            return
+        run, probe = self.parsed_run(), self.probe()
+        self.config_hash = config_hash(comparable_config(
+            tool=self.tool, params=self.test_params, options=self.tool_options,
+            num_nodes=self.num_nodes, num_ranks=self.num_tasks,
+            fs_type=probe.get('fs_type'), mpiio_layer=self.mpiio_layer,
+            mpiio_hints=self.mpiio_hints, system=self.current_partition.fullname))
+        params = {**run.params, **self.test_params, 'num_nodes': self.num_nodes,
+                  'num_ranks': self.num_tasks, 'case': getattr(self, 'case', '')}
+        self.h5r_context = runresults.context_json(
+            self.tool, params, self.provenance(run, probe),
+            runresults.perfvars(run, self.perfvar_measurements))
 
     def set_perf_variables(self, table: dict[str, tuple[str, str, str]]):
         """``{perf var name: (operation, metric, unit)}`` -> performance variables."""

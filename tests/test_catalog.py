@@ -35,3 +35,19 @@ def test_case_of_a_record_without_it_comes_from_the_declared_parameters():
     assert refs.index_value('case', 's:p', {'api': 'HDF5', 'preset': 'collective',
                                              'layout': 'ssf'}) == 'HDF5-collective-ssf'
     assert refs.index_value('case', 's:p', {'mode': 'direct'}) == 'direct'
+
+
+def test_the_memory_warning_is_the_suites_once():
+    from h5regress import runresults
+    from h5regress.parsers import ParsedRun
+    kernel = ('data written (18.0 MiB in 6 files) is below the memory of the 1 node(s) '
+              '(7.8 GiB): the figures may be mostly page cache')
+    run = ParsedRun(tool='flash-io', params={}, provenance={}, measurements=[],
+                    warnings=[kernel, 'something else'])
+    warnings = runresults.record_warnings(run, 100, 1000, 1)
+    assert [w for w in warnings if 'below the memory' in w] == [
+        'data written (100 B) is below the memory of the nodes used (1000 B): the figures '
+        'may be mostly page cache']
+    assert 'something else' in warnings
+    # where the suite cannot tell (node memory unknown), the tool's own is kept
+    assert runresults.record_warnings(run, 100, None, 1) == [kernel, 'something else']
