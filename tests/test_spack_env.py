@@ -428,3 +428,24 @@ def test_the_installed_environment_manifest():
     assert set(builds) == {f"hdf5-{label}" for label in labels}
     for b in builds.values():
         assert {"ior", "mdtest", "macsio", "flash-io"} <= set(b.tools)
+
+
+def test_stale_build_stages_of_develop_packages_go_before_install(tmp_path):
+    """A lock pins the develop package's hash, so a second checkout builds the same
+    hash from another tree: its old stage (a CMake cache naming the other tree) must
+    go, or CMake stops. Only the develop packages' stages go."""
+    inst = install_module()
+    lock = (ENV / "locks" / "workstation.lock").read_text()
+    hashes = inst.develop_hashes(lock)
+    assert hashes and all(
+        "dev_path" in json.loads(lock)["concrete_specs"][h]["parameters"] for h in hashes)
+    root = tmp_path / "stages"
+    stale = [root / f"spack-stage-flash-io-main-{h}" for h in hashes]
+    kept = root / "spack-stage-hdf5-1.14.1-someotherhash"
+    for d in [*stale, kept]:
+        (d / "spack-build").mkdir(parents=True)
+    stub = tmp_path / "spack"
+    stub.write_text(f'#!/bin/sh\necho {root}\n')   # `spack ... location --stages`
+    stub.chmod(0o755)
+    inst.clear_develop_stages(str(stub), [], lock)
+    assert not any(d.exists() for d in stale) and kept.exists()
