@@ -93,6 +93,9 @@ BENCHMARKS: dict[str, Benchmark] = {b.tool: b for b in (
         Binary('h5bench_hdf5_iotest', variant='metadata'))),
     Benchmark('flash-io', parser='flashio', references='flashio.yaml', package='flash-io',
               binaries=(Binary('flash-io'),)),
+    # the HDF5 code paths where regressions happened (kernels/h5paths): one row per path
+    Benchmark('h5paths', package='h5paths', binaries=(Binary('h5paths'),),
+              case_params=('path', 'api', 'transfer', 'layout')),
 )}
 
 

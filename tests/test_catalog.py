@@ -12,6 +12,7 @@ def test_manifest_layout_is_derived_from_the_declarations():
                     'h5bench_exerciser': (('bin/h5bench_exerciser',), 'exerciser'),
                     'h5bench_hdf5_iotest': (('bin/h5bench_hdf5_iotest',), 'metadata')},
         'flash-io': {'flash-io': (('bin/flash-io',), None)},
+        'h5paths': {'h5paths': (('bin/h5paths',), None)},
     }
 
 

@@ -1,0 +1,249 @@
+"""h5paths: this project's kernel of the HDF5 code paths where regressions happened
+(``kernels/h5paths``; its README says what each path does).
+
+Input: the kernel's JSON summary (``h5paths --json FILE``; any ``*.json`` whose
+``tool`` is ``h5paths``), and the job's stdout and stderr for the failure lines.
+
+Measurements, one set per timed phase (``operation``, the kernel's phase name):
+
+=====================================  ============  ======  ========  ======================
+operation                              metric        unit    higher    value
+=====================================  ============  ======  ========  ======================
+data phases: ``write``, ``read``,      ``bw``        MiB/s   yes       bytes / 2^20 / seconds,
+``write_subset``, ``write_sources``,                                   mean over iterations;
+``read_vds``                                                           ``samples`` per iteration
+metadata phases: ``create``,           ``ops_per_s`` 1/s     yes       objects / seconds, mean
+``open_read``, ``open_close``                                          over iterations
+every phase                            ``time``      s       no        mean seconds
+=====================================  ============  ======  ========  ======================
+
+Failures (:class:`RunFailed`), never a sample: ``h5paths: ERROR`` lines or HDF5
+error stacks on stdout or stderr (whatever the exit code), a summary whose status
+is not ``ok`` or that lists errors, a stdout without ``h5paths: finished OK``, fewer
+iterations than asked, an iteration without a phase of its path, a phase that moved
+other than the bytes asked (elements x ranks x bytes per element of the path), or a
+metadata phase that touched fewer objects than asked.
+
+A path the HDF5 build cannot run (``multi-dataset`` before 1.14) is not a failure:
+the kernel exits 2 with ``h5paths: ERROR <path>: not available in HDF5 <version>``,
+and :func:`unavailable` returns that line for the check to skip the row with it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import PurePosixPath
+from typing import Any
+
+from h5regress.parsers.base import MIB, SYSTEM_ERRORS, ExpectedFile, Measurement, ParsedRun, \
+    ParseError, RunFailed, check_files as check_expected, find_error_line, is_stderr_name
+
+TOOL = 'h5paths'
+
+#: phases that move array data (bandwidth) and phases that touch objects (rate)
+DATA_PHASES = ('write', 'write_subset', 'read', 'write_sources', 'read_vds')
+METADATA_PHASES = ('create', 'open_read', 'open_close')
+
+#: the timed phases of each path, in the kernel's order
+PHASES: dict[str, tuple[str, ...]] = {
+    **{p: ('write', 'read') for p in (
+        'compound-same', 'compound-superset', 'compound-reorder', 'convert-none',
+        'convert-float-double', 'convert-endian', 'chunked-deflate', 'partial-chunk',
+        'multi-dataset')},
+    'compound-subset': ('write', 'write_subset', 'read'),
+    'many-datasets': ('create', 'open_read'),
+    'attributes': ('create', 'open_read'),
+    'efc': ('create', 'open_read'),
+    'open-close': ('open_close',),
+    'vds': ('write_sources', 'read_vds'),
+}
+
+#: the record parameters, as the kernel's JSON ``params`` names them
+PARAMS = ('path', 'api', 'transfer', 'layout', 'chunk_elements', 'modify_write_buf',
+          'coll_metadata', 'libver', 'elements', 'objects', 'iterations')
+
+_HDF5_ERROR = re.compile(r'HDF5-DIAG: Error detected|^\s*#\d{3}: .* line \d+ in ')
+_KERNEL_ERROR = re.compile(r'^h5paths: (ERROR|FAILED)\b')
+_MPI_ABORT = re.compile(r'MPI_ABORT was invoked|mpirun noticed that process rank \d+ .* exited '
+                        r'on signal')
+#: the kernel's word that the build lacks what the path needs (exit 2): a skip, not a failure
+_UNAVAILABLE = re.compile(r'^h5paths: ERROR (\S+): not available in HDF5 (\S+)\s*$', re.M)
+
+#: error lines of any output (a job's stdout and stderr), in order of what explains most
+FAILURE_LINES = [(_KERNEL_ERROR, 'the kernel failed'),
+                 (_HDF5_ERROR, 'HDF5 reported an error'),
+                 (_MPI_ABORT, 'an MPI rank died')] + SYSTEM_ERRORS
+
+
+def wanted(relpath: str) -> bool:
+    """Files of a run directory that can hold h5paths output: its JSON summary, and
+    the job's streams."""
+    name = PurePosixPath(relpath).name
+    return name.endswith(('.json', '.txt', '.out', '.err', '.log')) or \
+        name in ('stdout', 'stderr')
+
+
+def error_line(files: Mapping[str, str]) -> str | None:
+    """The first line of ``files`` that shows the run failed (see :data:`FAILURE_LINES`)."""
+    return find_error_line(files, FAILURE_LINES)
+
+
+def unavailable(files: Mapping[str, str]) -> str | None:
+    """The kernel's line saying the HDF5 build cannot run the path, or None."""
+    for name, text in files.items():
+        m = _UNAVAILABLE.search(text)
+        if m:
+            return m.group(0).strip()
+    return None
+
+
+def parse(files: Mapping[str, str]) -> list[ParsedRun]:
+    if not files:
+        raise ParseError('h5paths: nothing to parse')
+    streams = {p: t for p, t in files.items() if not p.endswith('.json')}
+    summaries = [(p, d) for p, t in files.items() if p.endswith('.json')
+                 for d in [_load_json(p, t)] if d is not None]
+    line = unavailable(streams)
+    if line:
+        raise RunFailed(f'h5paths: {line}')
+    line = error_line(streams)
+    if line:
+        raise RunFailed(f'h5paths: {line}')
+    if not summaries:
+        raise ParseError(f'h5paths: no JSON summary of h5paths among '
+                         f'{", ".join(sorted(files))} (run it with --json FILE)')
+    stdout = [p for p in streams if not is_stderr_name(p) and 'h5paths' in streams[p]]
+    for p in stdout:
+        if 'h5paths: finished OK' not in streams[p]:
+            raise RunFailed(f'h5paths: {p}: incomplete output (no "h5paths: finished OK")')
+    return [_from_json(path, data) for path, data in summaries]
+
+
+# ------------------------------------------------------------------ helpers
+
+def _load_json(path: str, text: str) -> dict[str, Any] | None:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        if '"h5paths"' in text:
+            raise RunFailed(f'h5paths: {path}: truncated or invalid JSON summary ({e})') from None
+        return None
+    if not isinstance(data, dict) or data.get('tool') != TOOL:
+        return None
+    return data
+
+
+def _from_json(path: str, d: dict[str, Any]) -> ParsedRun:
+    status, errors = d.get('status'), d.get('errors') or []
+    if status != 'ok' or errors:
+        raise RunFailed(f'h5paths: {path}: run status {status!r}'
+                        + (': ' + '; '.join(map(str, errors)) if errors else ''))
+    try:
+        opts = d['params']
+        name = d['path']
+        ranks = int(d['mpi_ranks'])
+        params = {key: opts[key] for key in PARAMS if key in opts}
+        params.update(path=name, api=d['api'], num_ranks=ranks)
+        phases = PHASES.get(name)
+        if phases is None:
+            raise ParseError(f'h5paths: {path}: unknown path {name!r} (known: '
+                             f'{", ".join(sorted(PHASES))})')
+        per_phase = _per_phase(path, d['iterations'], phases, int(opts['iterations']))
+        expected = _expected(name, opts, ranks)
+    except ParseError:
+        raise
+    except (KeyError, TypeError, ValueError) as e:
+        raise ParseError(f'h5paths: {path}: malformed JSON summary ({e!r})') from None
+    _check_moved_as_asked(path, per_phase, expected)
+    measurements = []
+    for phase in phases:
+        seconds = [s for s, _, _ in per_phase[phase]]
+        if phase in DATA_PHASES:
+            bws = [b / MIB / s for s, b, _ in per_phase[phase]]
+            measurements.append(Measurement(phase, 'bw', _mean(bws), 'MiB/s', True, bws))
+        else:
+            rates = [o / s for s, _, o in per_phase[phase]]
+            measurements.append(Measurement(phase, 'ops_per_s', _mean(rates), '1/s', True,
+                                            rates))
+        measurements.append(Measurement(phase, 'time', _mean(seconds), 's', False, seconds))
+    prov = {k: d[k] for k in ('kernel_version', 'hdf5_version', 'hdf5_version_source',
+                              'read_cache') if k in d}
+    prov['files'] = [{'name': PurePosixPath(f['name']).name, 'bytes': int(f['bytes'])}
+                     for f in d.get('files') or []]
+    warnings = list(d.get('warnings') or [])
+    if d.get('read_cache') != 'evicted' and any(p.startswith(('read', 'open')) for p in phases):
+        warnings.append(f'read figures may come from the page cache: the kernel says '
+                        f'read_cache {d.get("read_cache")!r}')
+    return ParsedRun(TOOL, params, prov, measurements, warnings=warnings)
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def _per_phase(path: str, iterations: list[Mapping[str, Any]], phases: tuple[str, ...],
+               asked: int) -> dict[str, list[tuple[float, int, int]]]:
+    """phase -> [(seconds, bytes, objects) per iteration]; every iteration asked, every
+    phase of the path in each, each time positive."""
+    if len(iterations) != asked:
+        raise RunFailed(f'h5paths: {path}: {len(iterations)} iteration(s) in the summary, '
+                        f'{asked} asked')
+    out: dict[str, list[tuple[float, int, int]]] = {p: [] for p in phases}
+    for it in iterations:
+        seen = {ph['phase']: ph for ph in it['phases']}
+        for phase in phases:
+            ph = seen.get(phase)
+            if ph is None:
+                raise RunFailed(f'h5paths: {path}: iteration {it.get("iteration")} has no '
+                                f'{phase} phase')
+            seconds = float(ph['seconds'])
+            if not seconds > 0:
+                raise RunFailed(f'h5paths: {path}: iteration {it.get("iteration")} {phase}: '
+                                f'time {seconds} s is not positive')
+            out[phase].append((seconds, int(ph.get('bytes') or 0),
+                               int(ph.get('objects') or 0)))
+    return out
+
+
+def _expected(name: str, opts: Mapping[str, Any], ranks: int) -> dict[str, tuple[int, int]]:
+    """phase -> (bytes, objects) the options ask of one iteration (0: not checked)."""
+    elements = int(opts.get('elements') or 0)
+    objects = int(opts.get('objects') or 0)
+    out = {}
+    for phase in PHASES[name]:
+        if phase in DATA_PHASES:
+            out[phase] = (elements * ranks * element_bytes(name, phase), 0)
+        else:
+            out[phase] = (0, objects * ranks if objects else 0)
+    return out
+
+
+def element_bytes(name: str, phase: str) -> int:
+    """Bytes of one element the path moves in the phase (the file type's size)."""
+    return _ELEMENT_BYTES.get((name, phase), _ELEMENT_BYTES.get((name, '*'), 0))
+
+
+#: (path, phase) -> bytes per element moved, as kernels/h5paths/README.md defines them
+_ELEMENT_BYTES: dict[tuple[str, str], int] = {}
+
+
+def _check_moved_as_asked(path: str, per_phase: Mapping[str, list[tuple[float, int, int]]],
+                          expected: Mapping[str, tuple[int, int]]) -> None:
+    for phase, values in per_phase.items():
+        want_bytes, want_objects = expected[phase]
+        for i, (_, moved, objects) in enumerate(values):
+            if want_bytes and moved != want_bytes:
+                raise RunFailed(f'h5paths: {path}: iteration {i} {phase} moved {moved} B, '
+                                f'{want_bytes} B asked')
+            if want_objects and objects < want_objects:
+                raise RunFailed(f'h5paths: {path}: iteration {i} {phase} touched {objects} '
+                                f'objects, {want_objects} asked')
+
+
+def check_files(run: ParsedRun, written: Mapping[str, int]) -> list[str]:
+    """Problems of the files on disk (``{relative path: bytes}``) against the summary's
+    list: each file it names there with the size it names."""
+    return check_expected([ExpectedFile((f['name'],), size=f['bytes'])
+                           for f in run.provenance.get('files', [])], written)

@@ -1,0 +1,211 @@
+"""h5paths: the HDF5 code paths where real regressions happened, one row per path.
+
+The kernel is this project's (``kernels/h5paths``; its README says what each path
+does and which HDF5 calls it times). ``h5paths_check`` runs the binary of each HDF5
+build of the Spack manifest; without one, ``h5paths_build_check`` builds the kernel
+from this tree with ReFrame's CMake build system against the parallel HDF5 it finds
+(Debian's on ``local``).
+
+Rows: compound datasets read and written through a memory type that is the file
+type (``compound-same``), a subset, a superset or a reordering of it; atomic type
+conversion (``convert-none`` is its no-conversion twin); metadata-heavy paths
+(many datasets, attributes, open/close) with and without collective metadata I/O
+and at two file-format bounds; filtered and partial chunks; virtual datasets; the
+external file cache; multi-dataset I/O. Data rows have an MPI-IO twin (``api``
+``mpiio``: the same bytes through MPI-IO, the gate's canary). A row the HDF5 build
+cannot run (``multi-dataset`` before 1.14) is skipped with the kernel's own words.
+"""
+
+import os
+
+import reframe as rfm
+import reframe.utility.sanity as sn
+from reframe.core.builtins import (deferrable, fixture, parameter, run_after, run_before,
+                                   sanity_function, variable)
+
+from h5regress import tools
+from h5regress.checkbase import HDF5Benchmark, shell_word
+from h5regress.parsers import h5paths
+
+KERNEL_SOURCE = os.path.join(os.path.dirname(__file__), '..', '..', 'kernels', 'h5paths')
+SUMMARY = 'h5paths.json'
+
+
+def row_name(row):
+    """``compound-subset-hdf5-collective-contiguous`` (+ ``-mwb``, ``-cmd``, ``-<libver>``
+    where the row sets them): the reference files' ``case``."""
+    path, api, transfer, layout, modify_write_buf, coll_metadata, libver = row
+    return '-'.join([path, api, transfer, layout] + (['mwb'] if modify_write_buf else []) +
+                    (['cmd'] if coll_metadata else []) + [libver])
+
+
+def rows():
+    """The table: (path, api, transfer, layout, modify_write_buf, coll_metadata, libver)."""
+    base = 'earliest'
+    compound = ('compound-same', 'compound-subset', 'compound-superset', 'compound-reorder')
+    convert = ('convert-none', 'convert-float-double', 'convert-endian')
+    table = []
+    # compound through each memory type, contiguous and chunked, collective
+    table += [(p, 'hdf5', 'collective', lay, False, False, base)
+              for p in compound for lay in ('contiguous', 'chunked')]
+    # independent transfers for the subset and its no-conversion twin
+    table += [(p, 'hdf5', 'independent', 'contiguous', False, False, base)
+              for p in ('compound-same', 'compound-subset')]
+    # H5Pset_modify_write_buf on the writes that convert
+    table += [(p, 'hdf5', 'collective', 'contiguous', True, False, base)
+              for p in compound[1:]]
+    # atomic conversion on write and read
+    table += [(p, 'hdf5', 'collective', 'contiguous', False, False, base) for p in convert]
+    # metadata: without and with collective metadata I/O, at two format bounds
+    table += [(p, 'hdf5', 'collective', 'contiguous', False, cmd, lv)
+              for p in ('many-datasets', 'attributes', 'open-close')
+              for cmd, lv in ((False, base), (True, base), (False, 'v110'))]
+    table += [('chunked-deflate', 'hdf5', 'collective', 'chunked', False, False, base),
+              ('partial-chunk', 'hdf5', 'collective', 'chunked', False, False, base),
+              ('vds', 'hdf5', 'collective', 'contiguous', False, False, base),
+              ('efc', 'hdf5', 'collective', 'contiguous', False, False, base),
+              ('multi-dataset', 'hdf5', 'collective', 'contiguous', False, False, base)]
+    # MPI-IO twins of the collective contiguous data rows (the canaries)
+    table += [(p, 'mpiio', 'collective', 'contiguous', False, False, base)
+              for p in compound + convert]
+    return table
+
+
+class build_h5paths(rfm.CompileOnlyRegressionTest):
+    """The kernel built from this tree with CMake (HDF5 found by CMake)."""
+
+    #: Extra CMake options, e.g. ``-DHDF5_ROOT=/path``.
+    #:
+    #: :type: list of str
+    #: :default: ``[]``
+    cmake_options = variable(list, value=[])
+
+    valid_systems = ['*']
+    valid_prog_environs = ['+mpi']
+    sourcesdir = KERNEL_SOURCE
+    build_system = 'CMake'
+
+    @run_before('compile')
+    def configure(self):
+        self.build_system.builddir = 'build'
+        self.build_system.config_opts = ['-DCMAKE_BUILD_TYPE=Release'] + self.cmake_options
+        self.build_system.max_concurrency = 2
+
+    @sanity_function
+    def built(self):
+        return sn.assert_true(os.path.exists(os.path.join(self.stagedir, 'build', 'h5paths')),
+                              msg='h5paths binary not built')
+
+
+class h5paths_base(HDF5Benchmark):
+    #: (path, api, transfer, layout, modify_write_buf, coll_metadata, libver): the code
+    #: path, HDF5 or its MPI-IO twin, collective or independent transfers, contiguous
+    #: or chunked datasets, ``H5Pset_modify_write_buf``, collective metadata I/O,
+    #: the low bound of ``H5Pset_libver_bounds``.
+    benchmark = parameter(rows(), fmt=row_name, loggable=True)
+
+    #: Elements per rank of each data path's dataset(s).
+    #:
+    #: :type: int
+    #: :default: ``1048576``
+    elements = variable(int, value=1048576)
+
+    #: Objects per rank (datasets, attributes, files) of the metadata paths.
+    #:
+    #: :type: int
+    #: :default: ``1000``
+    objects = variable(int, value=1000)
+
+    #: Elements per chunk of the chunked rows.
+    #:
+    #: :type: int
+    #: :default: ``65536``
+    chunk_elements = variable(int, value=65536)
+
+    #: Iterations (each runs every phase of the path once; per-iteration values are
+    #: the samples).
+    #:
+    #: :type: int
+    #: :default: ``3``
+    iterations = variable(int, value=3)
+
+    tool = 'h5paths'
+    output_files = [SUMMARY, 'stdout', 'stderr']
+
+    def row_params(self):
+        path, api, transfer, layout, modify_write_buf, coll_metadata, libver = self.benchmark
+        return {'path': path, 'api': api, 'transfer': transfer, 'layout': layout,
+                'chunk_elements': self.chunk_elements if layout == 'chunked' else 0,
+                'modify_write_buf': modify_write_buf, 'coll_metadata': coll_metadata,
+                'libver': libver, 'elements': self.elements, 'objects': self.objects,
+                'iterations': self.iterations}
+
+    def row_options(self, p):
+        return (['--path', p['path'], '--api', p['api'], '--transfer', p['transfer'],
+                 '--layout', p['layout']] +
+                (['--chunk-elements', str(p['chunk_elements'])] if p['chunk_elements']
+                 else []) +
+                (['--modify-write-buf'] if p['modify_write_buf'] else []) +
+                (['--coll-metadata'] if p['coll_metadata'] else []) +
+                ['--libver', p['libver'], '--elements', str(p['elements']),
+                 '--objects', str(p['objects']), '--iterations', str(p['iterations'])])
+
+    def run_options(self):
+        # --keep: the files stay for the base's listing; its trap removes them after.
+        # The prefix is quoted for the job script (a scratch path may hold spaces).
+        return ['--keep', '--json', SUMMARY, shell_word(os.path.join(self.data_dir, 'h5p_'))]
+
+    def row_data_bytes(self, p):
+        return p['iterations'] * sum(
+            p['elements'] * self.num_nodes * self.tasks_per_node *
+            h5paths.element_bytes(p['path'], phase)
+            for phase in h5paths.PHASES[p['path']] if phase.startswith('write'))
+
+    def perf_table(self, p):
+        return {f'{phase}_{metric}': (phase, metric, unit)
+                for phase in h5paths.PHASES[p['path']]
+                for metric, unit in ((('bw', 'MiB/s') if phase in h5paths.DATA_PHASES
+                                      else ('ops_per_s', '1/s')), ('time', 's'))}
+
+    @run_before('sanity')
+    def skip_what_the_build_cannot_run(self):
+        """A path the HDF5 build lacks (the kernel's exit-2 line) is a skip, not a FAIL."""
+        line = h5paths.unavailable(self.read_outputs())
+        self.skip_if(line is not None, line)
+
+    @sanity_function
+    def validate(self):
+        return sn.all([
+            super().validate(),
+            sn.assert_false(self.file_problems(), msg='files on disk: {0}'),
+        ])
+
+    @deferrable
+    def file_problems(self):
+        return '; '.join(h5paths.check_files(self.parsed_run(), self.written_files()))
+
+
+@rfm.simple_test
+class h5paths_check(h5paths_base):
+    """The kernel as the Spack environment installed it, per HDF5 build."""
+
+
+@rfm.simple_test
+class h5paths_build_check(h5paths_base):
+    """The kernel built from this tree when the Spack manifest has none."""
+
+    h5paths_build = fixture(build_h5paths, scope='environment')
+    hdf5_build = parameter([tools.PATH_BUILD], inherit_params=False, loggable=True)
+
+    @run_after('init')
+    def only_without_a_manifest_build(self):
+        self.skip_if(tools.builds() != [tools.PATH_BUILD],
+                     'the Spack manifest has HDF5 builds: h5paths_check runs its kernels')
+
+    @run_after('setup')
+    def resolve_tool(self):
+        """The fixture's binary instead of the resolver's."""
+        path = os.path.join(self.h5paths_build.stagedir, 'build', 'h5paths')
+        self.resolved_tool = tools.Tool(self.tool, path, tools.PATH_BUILD,
+                                        'built from kernels/h5paths')
+        self.executable = path
