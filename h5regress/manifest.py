@@ -22,11 +22,23 @@ Schema (version 1), exactly::
          "tools": {"ior": "<abs path>", "mdtest": ..., "macsio": ...,
                    "h5bench_write": ..., "h5bench_read": ...,
                    "h5bench_exerciser": ..., "h5bench_hdf5_iotest": ...,
-                   "flash-io": ...}}}}
+                   "flash-io": ..., "h5paths": ...},
+         "darshan": {"library": "<prefix>/lib/libdarshan.so",   # optional
+                     "version": "3.4.7",                        # label of the pin
+                     "commit": "<40 hex>" or null,
+                     "hash": "<spack dag hash>",
+                     "prefix": "<install prefix>"}}}}
 
 A build id is ``hdf5-<label>``: one per HDF5 build of the environment.  A
 tool that the environment does not build against an HDF5 build (h5bench
 against a 2.x label, for one) is simply absent from that build's ``tools``.
+
+``darshan`` is Darshan's runtime library (``darshan-runtime +hdf5``) built
+against that build's HDF5: preloaded (``LD_PRELOAD``) into one extra, untimed
+run to show what a regression changed (:func:`darshan_library`).  It is not a
+tool of the checks (no benchmark runs it), so it is not in ``tools``; a
+manifest of an environment without it, or written before it was added, has no
+``darshan`` key (same schema).
 
 This module uses the standard library only: ``spack-env/install`` loads it
 by path, before any virtualenv exists.
@@ -64,8 +76,13 @@ _GIT_VERSION = re.compile(r"^git\.(?P<ref>[^=]+)=(?P<label>.+)$")
 # declarations (h5regress/catalog.py), where a tool's package and binaries are said.
 TOOL_LAYOUT: dict[str, dict[str, tuple[tuple[str, ...], str | None]]] = catalog.tool_layout()
 
+#: the Spack package of Darshan's runtime, and its library relative to the prefix
+DARSHAN_PACKAGE = "darshan-runtime"
+DARSHAN_LIBRARY = "lib/libdarshan.so"
+
 _TOP_KEYS = ("schema", "generated", "spack_version", "environment", "lock_sha256", "builds")
 _HDF5_KEYS = ("version", "label", "commit", "variants", "hash", "prefix")
+_DARSHAN_KEYS = ("library", "version", "hash", "prefix")
 
 
 class ManifestError(Exception):
@@ -87,6 +104,8 @@ class Build:
     spec_hash: str
     prefix: str
     tools: dict[str, str] = field(default_factory=dict, hash=False)
+    #: Darshan's runtime library built against this HDF5 build (None: not in the manifest)
+    darshan_library: str | None = None
 
 
 # --------------------------------------------------------------------------
@@ -278,6 +297,37 @@ def _add_tools(rec: dict, build_id: str, tools: dict[str, str], prefix: str,
         tools[tool] = found
 
 
+def _add_darshan(rec: dict, builds: dict, by_hash: dict[str, str],
+                 prefixes: dict[str, str], check_tools: bool) -> None:
+    """The ``darshan`` entry of the build a darshan-runtime record is built against."""
+    h = rec.get("hash", "")
+    build_id = _tool_build(rec, builds, by_hash)
+    prefix = _prefix_of(rec, prefixes)
+    old = builds[build_id].get("darshan")
+    if old is not None:
+        if old["hash"] == h:
+            return
+        raise ManifestError(
+            f"spack find --json: two {DARSHAN_PACKAGE} installs for build {build_id} "
+            f"({old['prefix']} and {prefix})"
+        )
+    library = os.path.join(prefix, DARSHAN_LIBRARY)
+    if check_tools and not os.path.exists(library):
+        raise ManifestError(
+            f"build {build_id}: {DARSHAN_PACKAGE}/{h[:7]} has no {DARSHAN_LIBRARY} "
+            f"in its install prefix ({library})"
+        )
+    version = str(rec.get("version", ""))
+    m = _GIT_VERSION.match(version)
+    builds[build_id]["darshan"] = {
+        "library": library,
+        "version": m.group("label") if m else version,
+        "commit": m.group("ref") if m and _HEX40.match(m.group("ref")) else None,
+        "hash": h,
+        "prefix": prefix,
+    }
+
+
 def generate(
     spack_find_json,
     env_dir,
@@ -313,6 +363,9 @@ def generate(
         build_id = _tool_build(rec, builds, by_hash)
         _add_tools(rec, build_id, builds[build_id]["tools"], _prefix_of(rec, prefixes),
                    check_tools)
+    for rec in records:
+        if rec.get("name") == DARSHAN_PACKAGE:
+            _add_darshan(rec, builds, by_hash, prefixes, check_tools)
 
     stamp = (now or _dt.datetime.now(_dt.timezone.utc)).astimezone(_dt.timezone.utc)
     return {
@@ -371,6 +424,19 @@ def _validate(data, where: str) -> None:
         for tool, path in build["tools"].items():
             if not isinstance(path, str) or not os.path.isabs(path):
                 raise ManifestError(f"{at}.tools[{tool!r}]: not an absolute path: {path!r}")
+        if "darshan" in build:
+            darshan = build["darshan"]
+            if not isinstance(darshan, dict):
+                raise ManifestError(f"{at}: 'darshan' must be an object, got {darshan!r}")
+            for key in _DARSHAN_KEYS:
+                if not isinstance(darshan.get(key), str) or not darshan[key]:
+                    raise ManifestError(
+                        f"{at}.darshan: {key!r} must be a non-empty string, "
+                        f"got {darshan.get(key)!r}"
+                    )
+            if not os.path.isabs(darshan["library"]):
+                raise ManifestError(
+                    f"{at}.darshan: 'library' is not an absolute path: {darshan['library']!r}")
 
 
 def _lock_for(path: pathlib.Path, data: dict) -> pathlib.Path | None:
@@ -429,6 +495,11 @@ def load(path=None, *, check_stale: bool = True, check_tools: bool = True) -> di
                     raise ManifestError(
                         f"{path}: build {build_id!r}: tool {tool!r} does not exist at {tool_path}"
                     )
+        library = b["darshan"]["library"] if "darshan" in b else None
+        if check_tools and library is not None and not os.path.exists(library):
+            raise ManifestError(
+                f"{path}: build {build_id!r}: Darshan's library does not exist at {library}"
+            )
         h = b["hdf5"]
         builds[build_id] = Build(
             id=build_id,
@@ -439,8 +510,26 @@ def load(path=None, *, check_stale: bool = True, check_tools: bool = True) -> di
             spec_hash=h["hash"],
             prefix=h["prefix"],
             tools=dict(b["tools"]),
+            darshan_library=library,
         )
     return builds
+
+
+def darshan_library(build_id: str, path=None) -> str | None:
+    """Darshan's runtime library (``libdarshan.so``, for ``LD_PRELOAD``) built
+    against HDF5 build ``build_id`` of the manifest at ``path`` (default:
+    :func:`default_path`); None when the manifest has no Darshan for that build.
+
+    Raises ManifestError, whose message says why (no manifest, malformed or
+    stale, the library gone), also when ``build_id`` is none of its builds.
+    """
+    builds = load(path)
+    if build_id not in builds:
+        raise ManifestError(
+            f"{pathlib.Path(path) if path is not None else default_path()}: no build "
+            f"{build_id!r} (builds: {', '.join(sorted(builds))})"
+        )
+    return builds[build_id].darshan_library
 
 
 def write(path, manifest: dict) -> pathlib.Path:
@@ -560,6 +649,8 @@ def main_show(argv: list[str] | None = None) -> int:
               f"hash {b.spec_hash[:7]}\n  variants {b.variants}\n  prefix {b.prefix}")
         for tool in sorted(b.tools):
             print(f"  {tool:22s} {b.tools[tool]}")
+        if b.darshan_library:
+            print(f"  {'(darshan library)':22s} {b.darshan_library}")
     return 0
 
 

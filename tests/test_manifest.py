@@ -421,3 +421,117 @@ def test_without_a_manifest_the_checks_use_path(monkeypatch, tmp_path):
 
     monkeypatch.setenv(mf.ENV_VAR, str(tmp_path / "none.json"))
     assert tools.builds() == [tools.PATH_BUILD]
+
+
+# ------------------------------------------- Darshan's runtime library per build
+
+DARSHAN_PIN = "git.ba0b5b1b72151cb4398909ba218dcd774bffe1c1=3.4.7"
+
+
+def with_darshan(records, pfx, root):
+    """The records plus a darshan-runtime per HDF5 build (built against it), if the
+    fixture has none, and libdarshan.so in each one's prefix."""
+    records = json.loads(json.dumps(records))
+    if not any(r["name"] == mf.DARSHAN_PACKAGE for r in records):
+        for i, hdf5 in enumerate(r for r in list(records) if r["name"] == "hdf5"):
+            h = f"darshan{i}".ljust(32, "x")
+            records.append({"name": mf.DARSHAN_PACKAGE, "version": DARSHAN_PIN, "hash": h,
+                            "parameters": {"hdf5": True, "mpi": True},
+                            "dependencies": [{"name": "hdf5", "hash": hdf5["hash"]}]})
+            pfx[h] = str(root / f"darshan-runtime-{i}")
+    for r in records:
+        if r["name"] == mf.DARSHAN_PACKAGE:
+            lib = pathlib.Path(pfx[r["hash"]]) / mf.DARSHAN_LIBRARY
+            lib.parent.mkdir(parents=True, exist_ok=True)
+            lib.write_text("")
+    return records
+
+
+def test_darshan_library_of_each_build(env, tmp_path):
+    env_dir, records, pfx = env
+    records = with_darshan(records, pfx, tmp_path / "install")
+    m = gen(env_dir, records, pfx)
+    path = mf.write(env_dir / "manifest.json", m)
+    darshan = {r["hash"]: r for r in records if r["name"] == mf.DARSHAN_PACKAGE}
+    assert len(darshan) == 2
+    libs = set()
+    for build_id, build in m["builds"].items():
+        d = build["darshan"]
+        assert d["version"] == "3.4.7"
+        assert d["commit"] == "ba0b5b1b72151cb4398909ba218dcd774bffe1c1"
+        assert d["library"] == os.path.join(pfx[d["hash"]], "lib", "libdarshan.so")
+        assert "darshan" not in build["tools"], "not a tool of the checks"
+        # built against this build's HDF5
+        (dep,) = [x for x in darshan[d["hash"]]["dependencies"] if x["name"] == "hdf5"]
+        assert dep["hash"] == build["hdf5"]["hash"]
+        assert mf.darshan_library(build_id, path) == d["library"]
+        assert mf.load(path)[build_id].darshan_library == d["library"]
+        libs.add(d["library"])
+    assert len(libs) == 2, "one library per HDF5 build"
+
+
+def test_darshan_library_default_path(env, tmp_path, monkeypatch):
+    env_dir, records, pfx = env
+    path = mf.write(env_dir / "manifest.json",
+                    gen(env_dir, with_darshan(records, pfx, tmp_path / "install"), pfx))
+    monkeypatch.setenv(mf.ENV_VAR, str(path))
+    assert mf.darshan_library(BASELINE).endswith("/lib/libdarshan.so")
+
+
+def test_no_darshan_in_the_manifest_is_none(env):
+    """An environment without darshan-runtime (or a manifest written before it)."""
+    env_dir, records, pfx = env
+    records = [r for r in records if r["name"] != mf.DARSHAN_PACKAGE]
+    path = mf.write(env_dir / "manifest.json", gen(env_dir, records, pfx))
+    assert all("darshan" not in b for b in json.loads(path.read_text())["builds"].values())
+    assert mf.darshan_library(BASELINE, path) is None
+    assert mf.load(path)[CANDIDATE].darshan_library is None
+
+
+def test_darshan_library_errors_say_why(env, tmp_path):
+    env_dir, records, pfx = env
+    records = with_darshan(records, pfx, tmp_path / "install")
+    # no manifest at all (the embedded default without Spack)
+    with pytest.raises(mf.ManifestError, match="no manifest"):
+        mf.darshan_library(BASELINE, tmp_path / "none.json")
+    # a library missing from its prefix at generation
+    rec = next(r for r in records if r["name"] == mf.DARSHAN_PACKAGE)
+    lib = pathlib.Path(pfx[rec["hash"]]) / mf.DARSHAN_LIBRARY
+    lib.unlink()
+    with pytest.raises(mf.ManifestError, match="libdarshan.so") as e:
+        gen(env_dir, records, pfx)
+    assert str(lib) in str(e.value)
+    lib.write_text("")
+    path = mf.write(env_dir / "manifest.json", gen(env_dir, records, pfx))
+    # a build the manifest does not have
+    with pytest.raises(mf.ManifestError) as e:
+        mf.darshan_library("hdf5-9.9.9", path)
+    assert "hdf5-9.9.9" in str(e.value) and BASELINE in str(e.value)
+    # gone since the manifest was written
+    lib.unlink()
+    with pytest.raises(mf.ManifestError, match="Darshan's library does not exist"):
+        mf.darshan_library(BASELINE, path)
+    # two darshan-runtime installs against one build
+    lib.write_text("")
+    twin = json.loads(json.dumps(rec))
+    twin["hash"] = "twin".ljust(32, "x")
+    pfx[twin["hash"]] = pfx[rec["hash"]] + "-twin"
+    with pytest.raises(mf.ManifestError, match="two darshan-runtime installs"):
+        gen(env_dir, [*records, twin], pfx)
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda d: d["builds"][BASELINE]["darshan"].pop("library"), ["darshan", "'library'"]),
+    (lambda d: d["builds"][BASELINE]["darshan"].update(library="lib/libdarshan.so"),
+     ["darshan", "not an absolute path"]),
+    (lambda d: d["builds"][BASELINE].update(darshan="lib"), ["'darshan' must be an object"]),
+])
+def test_malformed_darshan_entry_names_the_key(env, tmp_path, edit, words):
+    env_dir, records, pfx = env
+    path = mf.write(env_dir / "manifest.json",
+                    gen(env_dir, with_darshan(records, pfx, tmp_path / "install"), pfx))
+    _edit(path, edit)
+    with pytest.raises(mf.ManifestError) as e:
+        mf.load(path)
+    for w in [BASELINE, *words]:
+        assert w in str(e.value), (w, str(e.value))
