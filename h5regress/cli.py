@@ -6,6 +6,7 @@
     h5regress report ...             Markdown/HTML/JUnit report of a night
     h5regress refs ...               reference envelopes from history
     h5regress manifest ...           the Spack environment's tool manifest
+    h5regress bisect ...             the first HDF5 commit behind a FAIL (noise-aware)
 
 Exit codes of ``parse``: 0 all runs parsed; 1 some output shows a failed or
 incomplete run (named on stderr; the good ones are still printed); 2 usage or
@@ -119,6 +120,7 @@ DELEGATED = {
     'report': ('h5regress.report', 'main_report'),
     'refs': ('h5regress.refs', 'main_refs'),
     'manifest': ('h5regress.manifest', 'main'),
+    'bisect': ('h5regress.bisect', 'main'),
 }
 
 

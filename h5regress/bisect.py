@@ -1,0 +1,616 @@
+"""``h5regress bisect``: the first HDF5 commit behind a FAIL, found with the gate.
+
+    h5regress bisect --good SHA --bad SHA --repo PATH|URL [--builder spack|stand-in]
+                     [--checks REGEX] [--metric KEY]... [--work DIR]
+
+The commits between ``--good`` (excluded) and ``--bad`` (known bad, not tested
+again) are the first-parent chain ``git rev-list --first-parent good..bad``, as
+``git bisect --first-parent`` walks it. Each step builds the commit nearest the
+middle of what is still unknown (a :class:`Builder`), runs the failing metrics'
+checks in ABBA pairs against the good commit's build on the same machine, and
+lets the gate decide with the nightly's looks (10, 15, 20 pairs): FAIL = bad,
+PASS = good, INCONCLUSIVE at the cap = the commit is skipped (as ``git bisect
+skip``; the report says so). A commit its builder cannot build is skipped too.
+It stops when no unknown commit is left between the last good and the first bad
+one; with skipped commits in between, the answer is a range and says so.
+
+Builders: :class:`SpackBuilder` (``spack-env/install --candidate SHA``, the
+install tree reused) and :class:`StandInBuilder` (a small git repository whose
+commits each set a known slowdown in a file ``slowdown``: the build is the
+stand-in nightly's tools with the LD_PRELOAD shim at that fraction; a commit
+whose file reads ``build fails`` cannot be built). Runs: :class:`NightlyRuns`
+(the nightly's ReFrame pairs and gate) or, for the accuracy benchmark and the
+fast tests, :class:`SimulatedRuns` (log-normal noise at a given CV around the
+stand-in commit's known slowdown, judged by the same gate, ``run_gate``).
+
+Resumable: ``<work>/bisect-state.json`` (written atomically after every build
+and every step) keeps the commit list, each build and each step's verdict keyed
+by commit; a second run with the same arguments and work directory goes on
+where the first stopped, without building or running a finished step again.
+
+Exit codes: 0 the first bad commit found, 1 only a range (skipped commits in the
+way), 4 ERROR (bad usage, no good build, unreadable state).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from h5regress import atomic, gate, manifest
+from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
+from h5regress.record import Record, config_hash
+
+STATE_FILE = 'bisect-state.json'
+STATE_VERSION = 1
+#: the nightly's looks: pairs before the first look, added while INCONCLUSIVE, cap
+DEFAULT_PAIRS, DEFAULT_MORE, DEFAULT_MAX = 10, 5, 20
+BASE_ID = 'hdf5-bisect-good'
+#: what a stand-in commit's ``slowdown`` file says when its build must fail
+BUILD_FAILS = 'build fails'
+
+
+class BisectError(Exception):
+    """Bad input or state; the message names the file, commit or option (exit 4)."""
+
+
+class BuildFailed(Exception):
+    """A builder could not build a commit: the commit is skipped, with this reason."""
+
+
+def log(msg: str) -> None:
+    print(f'h5regress bisect: {msg}', file=sys.stderr, flush=True)
+
+
+def now_iso() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')
+
+
+# ------------------------------------------------------------------ commits
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    subject: str
+    date: str       # committer date, ISO 8601
+
+
+def git(repo: str | Path, *args: str) -> str:
+    out = subprocess.run(['git', '-C', str(repo), *args], capture_output=True, text=True)
+    if out.returncode:
+        raise BisectError(f'git -C {repo} {" ".join(args)}: {out.stderr.strip()}')
+    return out.stdout
+
+
+def local_repo(repo: str, work: Path) -> Path:
+    """``repo`` itself when it is a local clone, else a bare clone of the URL in ``work``."""
+    if Path(repo).is_dir():
+        return Path(repo).resolve()
+    dest = work / 'repo.git'
+    if not dest.is_dir():
+        log(f'cloning {repo} into {dest}')
+        out = subprocess.run(['git', 'clone', '--bare', '--quiet', repo, str(dest)],
+                             capture_output=True, text=True)
+        if out.returncode:
+            raise BisectError(f'cannot clone --repo {repo}: {out.stderr.strip()}')
+    return dest
+
+
+def resolve(repo: Path, ref: str, option: str) -> str:
+    try:
+        return git(repo, 'rev-parse', '--verify', '--quiet', f'{ref}^{{commit}}').strip()
+    except BisectError:
+        raise BisectError(f'{option} {ref}: no such commit in {repo}') from None
+
+
+def first_parent_commits(repo: Path, good: str, bad: str) -> list[Commit]:
+    """Commits after ``good`` up to ``bad`` (included), oldest first, first parents only."""
+    if subprocess.run(['git', '-C', str(repo), 'merge-base', '--is-ancestor', good, bad]
+                      ).returncode:
+        raise BisectError(f'--good {good} is not an ancestor of --bad {bad} in {repo}')
+    out = git(repo, 'log', '--first-parent', '--reverse', '--format=%H%x1f%s%x1f%cI',
+              f'{good}..{bad}')
+    commits = [Commit(*line.split('\x1f', 2)) for line in out.splitlines() if line]
+    if not commits or commits[-1].sha != bad:
+        raise BisectError(f'--bad {bad} is not on the first-parent chain above --good {good}')
+    return commits
+
+
+# ------------------------------------------------------------------ the search
+def next_index(n: int, verdicts: dict[int, str]) -> int | None:
+    """Index (0 .. n-1, n-1 known bad) to test next, or None when the search is done.
+
+    ``verdicts``: index -> 'good', 'bad' or 'skip'. Between the last good commit
+    below the first bad one and that bad one, the untested commit nearest the
+    middle (ties: the older), as ``git bisect`` with skips does."""
+    lo, hi = bounds(n, verdicts)
+    untested = [i for i in range(lo + 1, hi) if i not in verdicts]
+    if not untested:
+        return None
+    mid = (lo + hi) / 2
+    return min(untested, key=lambda i: (abs(i - mid), i))
+
+
+def bounds(n: int, verdicts: dict[int, str]) -> tuple[int, int]:
+    """(last good index or -1 for --good, first bad index, at most n-1 for --bad)."""
+    hi = min([i for i, v in verdicts.items() if v == 'bad'] + [n - 1])
+    lo = max([i for i, v in verdicts.items() if v == 'good' and i < hi] + [-1])
+    return lo, hi
+
+
+# ------------------------------------------------------------------ builders
+@dataclass
+class Built:
+    """A commit's build: its manifest entry (``hdf5`` and ``tools``), the manifest's
+    top-level fields it came with, and what the builder knows (stand-in: slowdown)."""
+    entry: dict[str, Any]
+    top: dict[str, Any]
+    info: dict[str, Any]
+
+
+class Builder:
+    """Builds one commit; :meth:`build` raises :class:`BuildFailed` when it cannot."""
+    name = 'builder'
+
+    def build(self, commit: str) -> Built:
+        raise NotImplementedError
+
+
+class SpackBuilder(Builder):
+    """``spack-env/install --candidate SHA`` in a copy of the environment
+    (``spack-env/.candidates/<sha12>``), reusing Spack's install tree; the commit's
+    build is the manifest's build of that commit."""
+    name = 'spack'
+
+    def __init__(self, work: Path, install: Path | None = None) -> None:
+        self.work = work
+        self.install = install or manifest.repo_root() / 'spack-env' / 'install'
+
+    def build(self, commit: str) -> Built:
+        path = self.work / 'builds' / commit[:12] / 'manifest.json'
+        cmd = [sys.executable, str(self.install), '--candidate', commit, '--manifest', str(path)]
+        log('$ ' + ' '.join(cmd))
+        out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        (self.work / 'builds' / commit[:12]).mkdir(parents=True, exist_ok=True)
+        (self.work / 'builds' / commit[:12] / 'install.log').write_text(out.stdout)
+        if out.returncode:
+            tail = ' | '.join(out.stdout.strip().splitlines()[-3:])
+            raise BuildFailed(f'spack-env/install exit {out.returncode}: {tail}')
+        data = json.loads(path.read_text())
+        for build in data['builds'].values():
+            if build['hdf5']['commit'] == commit:
+                top = {k: v for k, v in data.items() if k != 'builds'}
+                return Built(build, top, {'manifest': str(path)})
+        raise BuildFailed(f'{path} has no build of HDF5 commit {commit}')
+
+
+class StandInBuilder(Builder):
+    """A stand-in repository: each commit's file ``slowdown`` holds the fraction by
+    which its "HDF5" writes are slowed (0 = as fast as the good commit), or
+    ``build fails``. With ``tools``, the build is the stand-in nightly's tools
+    (FLASH-IO kernel, ior when on PATH) behind the shim at that fraction;
+    without, only the fraction (what :class:`SimulatedRuns` needs)."""
+    name = 'stand-in'
+
+    def __init__(self, repo: Path, work: Path, tools: bool = True) -> None:
+        self.repo, self.work, self.tools = repo, work, tools
+
+    def slowdown(self, commit: str) -> float:
+        try:
+            text = git(self.repo, 'show', f'{commit}:slowdown').strip()
+        except BisectError as err:
+            raise BuildFailed(f'no file "slowdown" in the stand-in commit: {err}') from None
+        if text == BUILD_FAILS:
+            raise BuildFailed(f'the stand-in commit says "{BUILD_FAILS}"')
+        try:
+            return float(text)
+        except ValueError:
+            raise BuildFailed(f'its file "slowdown" reads {text!r}, not a fraction') from None
+
+    def build(self, commit: str) -> Built:
+        fraction = self.slowdown(commit)
+        hdf5 = {'version': 'system', 'label': f'bisect-{commit[:12]}', 'commit': commit,
+                'variants': f'stand-in: the HDF5 on this machine, writes slowed by '
+                            f'{fraction:g}', 'hash': commit[:12], 'prefix': str(self.work)}
+        top = {'schema': manifest.SCHEMA, 'generated': now_iso(),
+               'spack_version': 'none (stand-in)', 'environment': str(self.work),
+               'lock_sha256': '0' * 64}
+        tools: dict[str, str] = {}
+        if self.tools:
+            from h5regress import nightly   # the nightly's stand-in builds (it imports gate)
+            standins = manifest.load(nightly.build_standins(self.work, fraction),
+                                     check_stale=False)
+            which = f'hdf5-{nightly.STANDIN_B if fraction > 0 else nightly.STANDIN_A}'
+            own = self.work / 'builds' / commit[:12]
+            own.mkdir(parents=True, exist_ok=True)
+            for name, path in standins[which].tools.items():
+                # the slowed wrappers are rewritten by the next build: keep this commit's
+                if fraction > 0:
+                    shutil.copy(path, own / name)
+                    path = str(own / name)
+                tools[name] = path
+        return Built({'hdf5': hdf5, 'tools': tools}, top, {'slowdown': fraction})
+
+
+def make_standin_repo(path: Path, fractions: Sequence[float | str]) -> list[str]:
+    """A stand-in repository: one commit per fraction (the first is --good); returns
+    the shas, oldest first. For the tests and the benchmark."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, 'init', '--quiet', '-b', 'main')
+    shas = []
+    for i, f in enumerate(fractions):
+        (path / 'slowdown').write_text(f'{f}\n')
+        git(path, 'add', 'slowdown')
+        git(path, '-c', 'user.name=h5regress', '-c', 'user.email=h5regress@localhost',
+            'commit', '--quiet', '--allow-empty', '-m', f'stand-in commit {i}: slowdown {f}')
+        shas.append(git(path, 'rev-parse', 'HEAD').strip())
+    return shas
+
+
+# ------------------------------------------------------------------ runs and verdicts
+def looks(pairs: int, more: int, cap: int) -> list[int]:
+    out = [pairs]
+    while out[-1] < cap:
+        out.append(min(cap, out[-1] + more))
+    return out
+
+
+def step_verdict(result: dict[str, Any], metrics: Sequence[str]) -> tuple[str, dict]:
+    """('bad' | 'good' | 'undecided', the deciding metric row) from a gate result.
+
+    The rows judged are the gated ones whose key is in ``metrics`` (all gated rows
+    when empty): bad when one FAILs, good when all PASS."""
+    rows = [m for m in result['metrics'] if m.get('role') == 'gated'
+            and (not metrics or m['key'] in metrics)]
+    if not rows:
+        return 'undecided', {'reason': 'no gated metric of --metric in the runs'}
+    worst = min(rows, key=lambda m: m['ratio'] if m.get('ratio') is not None else math.inf)
+    fails = [m for m in rows if m['verdict'] == 'FAIL']
+    if fails:
+        return 'bad', min(fails, key=lambda m: m['ratio'])
+    if result.get('overall') != 'DEGRADED' and all(m['verdict'] == 'PASS' for m in rows):
+        return 'good', worst
+    return 'undecided', worst
+
+
+class Runs:
+    """Pairs of runs of the good build (baseline) and a commit's build, gated."""
+
+    def start(self, good: Built, cand: Built, commit: str, step_dir: Path) -> None:
+        raise NotImplementedError
+
+    def pairs(self, first: int, last: int) -> None:
+        raise NotImplementedError
+
+    def gate(self, looks_: list[int]) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class NightlyRuns(Runs):
+    """The nightly's machinery: ReFrame runs of ``checks`` per build, pair ids, ABBA
+    order, ``h5regress gate`` on the step's own perflogs (h5regress.nightly)."""
+
+    def __init__(self, nightly_argv: Sequence[str]) -> None:
+        self.argv = list(nightly_argv)
+
+    def start(self, good: Built, cand: Built, commit: str, step_dir: Path) -> None:
+        from h5regress import nightly
+        self.nightly = nightly
+        self.cand_id = f'hdf5-bisect-{commit[:12]}'
+        path = step_dir / 'manifest.json'
+        manifest.write(path, {**cand.top, 'builds': {BASE_ID: good.entry,
+                                                     self.cand_id: cand.entry}})
+        self.args = nightly.parse_args(self.argv + ['--out', str(step_dir)])
+        nightly.start_attempt(self.args)
+        self.env = {**__import__('os').environ, 'H5REGRESS_MANIFEST': str(path),
+                    'H5REGRESS_PERFLOG_DIR': str(nightly.attempt_perflogs(self.args))}
+
+    def pairs(self, first: int, last: int) -> None:
+        self.nightly.run_pairs(first, last, BASE_ID, self.cand_id, self.args, self.env)
+
+    def gate(self, looks_: list[int]) -> dict[str, Any]:
+        self.nightly.gate_once(BASE_ID, self.cand_id, self.args, final=False)
+        path = self.args.out / 'gate.json'
+        if not path.is_file():
+            raise BisectError(f'the gate wrote no {path} (see its error above)')
+        return json.loads(path.read_text())
+
+
+class SimulatedRuns(Runs):
+    """No tool runs: each run's bandwidth is log-normal with coefficient of variation
+    ``cv`` around 1 GiB/s, slowed by the stand-in commit's known fraction (the shim
+    makes each write take 1 + f of its time: bandwidth / (1 + f)); the records are
+    judged by the gate itself (:func:`h5regress.gate.run_gate`)."""
+
+    PARAMS = {'api': 'HDF5', 'transfer_size': '1m', 'block_size': '16m', 'simulated': True}
+
+    def __init__(self, cv: float, rng: random.Random) -> None:
+        self.sigma, self.rng = math.sqrt(math.log1p(cv * cv)), rng
+
+    def start(self, good: Built, cand: Built, commit: str, step_dir: Path) -> None:
+        self.ratio = (1 + good.info['slowdown']) / (1 + cand.info['slowdown'])
+        self.cand_id, self.commit = f'hdf5-bisect-{commit[:12]}', commit
+        self.records: list[Record] = []
+
+    def _record(self, build: str, value: float, pair: int) -> Record:
+        chash = config_hash({'tool': 'ior', 'params': self.PARAMS, 'system': 'simulated'})
+        return Record(tool='ior', operation='write', metric='bw_mean', value=value,
+                      unit='MiB/s', higher_is_better=True, params=self.PARAMS,
+                      provenance={'hdf5_commit': self.commit if build != BASE_ID else 'good'},
+                      hdf5_build=build, config_hash=chash, run_id=f'{build}-{pair}',
+                      timestamp='2026-01-01T00:00:00+00:00', test='simulated IOR 1 MiB',
+                      system='simulated', pair_id=f'p{pair}')
+
+    def pairs(self, first: int, last: int) -> None:
+        s = self.sigma
+        for i in range(first, last + 1):
+            a = 1024 * math.exp(self.rng.gauss(-s * s / 2, s))
+            b = 1024 * self.ratio * math.exp(self.rng.gauss(-s * s / 2, s))
+            self.records += [self._record(BASE_ID, a, i), self._record(self.cand_id, b, i)]
+
+    def gate(self, looks_: list[int]) -> dict[str, Any]:
+        return gate.run_gate(self.records, BASE_ID, self.cand_id, looks=looks_,
+                             night='bisect')
+
+
+def run_step(runs: Runs, good: Built, cand: Built, commit: str, step_dir: Path,
+             looks_: list[int], metrics: Sequence[str]) -> dict[str, Any]:
+    """The nightly's loop for one commit: pairs to the first look, gate, more pairs
+    while undecided, up to the cap; the step's record for the state file."""
+    t0 = time.monotonic()
+    runs.start(good, cand, commit, step_dir)
+    done = 0
+    for n in looks_:
+        runs.pairs(done + 1, n)
+        done = n
+        verdict, row = step_verdict(runs.gate(looks_), metrics)
+        if verdict != 'undecided':
+            break
+    if verdict == 'undecided':
+        verdict = 'skip'
+        reason = f'INCONCLUSIVE after {done} pairs (the cap): skipped, as git bisect skip'
+    else:
+        reason = row.get('reason', '')
+    return {'verdict': verdict, 'gate': row.get('verdict'), 'metric': row.get('label'),
+            'ratio': row.get('ratio'), 'ratio_lo': row.get('ratio_lo'),
+            'ratio_hi': row.get('ratio_hi'), 'pairs': done, 'reason': reason,
+            'seconds': round(time.monotonic() - t0, 1)}
+
+
+# ------------------------------------------------------------------ state and the loop
+class State:
+    """The bisect's state file: written atomically after every build and step."""
+
+    KEYS = ('good', 'bad', 'repo', 'builder', 'checks', 'metrics', 'looks')
+
+    def __init__(self, path: Path, data: dict[str, Any]) -> None:
+        self.path, self.data = path, data
+        self.t0 = time.monotonic()
+        self.before = data.get('wall_seconds', 0.0)
+
+    @classmethod
+    def open(cls, work: Path, params: dict[str, Any]) -> 'State':
+        path = work / STATE_FILE
+        if path.is_file():
+            try:
+                data = json.loads(path.read_text())
+            except ValueError as err:
+                raise BisectError(f'{path}: not JSON ({err}); remove it to start over') from None
+            for k in cls.KEYS:
+                if data.get(k) != params[k]:
+                    raise BisectError(f'{path}: a bisect with {k} = {data.get(k)!r} is in '
+                                      f'this work directory, not {params[k]!r}: give another '
+                                      f'--work, or remove it to start over')
+            log(f'resuming {path}: {len(data["steps"])} step(s), '
+                f'{len(data["builds"])} build(s) done')
+            return cls(path, data)
+        return cls(path, {**params, 'version': STATE_VERSION, 'started': now_iso(),
+                          'commits': [], 'builds': {}, 'steps': {}, 'order': [],
+                          'wall_seconds': 0.0, 'result': None})
+
+    def save(self) -> None:
+        self.data['wall_seconds'] = round(self.before + time.monotonic() - self.t0, 1)
+        atomic.write_text(self.path, json.dumps(self.data, indent=1))
+
+
+def get_build(state: State, builder: Builder, sha: str) -> Built | None:
+    """The commit's build: from the state when built before, else built now (None
+    when the builder failed, then or before)."""
+    known = state.data['builds'].get(sha)
+    if known is None:
+        t0 = time.monotonic()
+        try:
+            built = builder.build(sha)
+            known = {'status': 'built', 'entry': built.entry, 'top': built.top,
+                     'info': built.info}
+        except BuildFailed as err:
+            known = {'status': 'failed', 'error': str(err)}
+            log(f'cannot build {sha[:12]}: {err}: skipped')
+        known['seconds'] = round(time.monotonic() - t0, 1)
+        state.data['builds'][sha] = known
+        state.save()
+    if known['status'] != 'built':
+        return None
+    return Built(known['entry'], known['top'], known['info'])
+
+
+def bisect(repo: Path, good: str, bad: str, builder: Builder, runs: Runs, work: Path,
+           params: dict[str, Any], on_step: Callable[[int], None] | None = None
+           ) -> dict[str, Any]:
+    """The search; returns (and keeps in the state file) its result."""
+    state = State.open(work, params)
+    if not state.data['commits']:
+        state.data['commits'] = [c.__dict__ for c in first_parent_commits(repo, good, bad)]
+        state.save()
+    commits = [Commit(**c) for c in state.data['commits']]
+    index = {c.sha: i for i, c in enumerate(commits)}
+    log(f'{len(commits)} first-parent commit(s) after {good[:12]} up to {bad[:12]}')
+    good_build = get_build(state, builder, good)
+    if good_build is None:
+        raise BisectError(f'the good commit {good} cannot be built '
+                          f'({state.data["builds"][good]["error"]}): no baseline')
+    while True:
+        verdicts = {index[sha]: s['verdict'] for sha, s in state.data['steps'].items()}
+        i = next_index(len(commits), verdicts)
+        if i is None:
+            break
+        sha = commits[i].sha
+        log(f'step {len(verdicts) + 1}: {sha[:12]} {commits[i].subject!r}')
+        cand = get_build(state, builder, sha)
+        if cand is None:
+            step = {'verdict': 'skip', 'gate': None, 'pairs': 0, 'seconds': 0.0,
+                    'reason': f'not built ({state.data["builds"][sha]["error"]}): skipped'}
+        else:
+            step = run_step(runs, good_build, cand, sha, work / 'steps' / sha[:12],
+                            params['looks'], params['metrics'])
+        state.data['steps'][sha] = step
+        state.data['order'].append(sha)
+        state.save()
+        log(f'{sha[:12]}: {step["verdict"]} ({step["reason"]})')
+        if on_step:
+            on_step(len(state.data['steps']))
+    state.data['result'] = summarize(state.data, commits)
+    state.save()
+    return state.data['result']
+
+
+def summarize(data: dict[str, Any], commits: list[Commit]) -> dict[str, Any]:
+    """The bisect's result: the first bad commit (or the range), every step, cost."""
+    index = {c.sha: i for i, c in enumerate(commits)}
+    verdicts = {index[sha]: s['verdict'] for sha, s in data['steps'].items()}
+    lo, hi = bounds(len(commits), verdicts)
+    skipped = [commits[i].sha for i in range(lo + 1, hi) if verdicts.get(i) == 'skip']
+    steps = []
+    for sha in data['order']:
+        c, s = commits[index[sha]], data['steps'][sha]
+        b = data['builds'].get(sha, {})
+        steps.append({'commit': sha, 'subject': c.subject, 'date': c.date, **s,
+                      'build': b.get('status'), 'build_seconds': b.get('seconds')})
+    first_bad = commits[hi]
+    built = [b for b in data['builds'].values() if b['status'] == 'built']
+    return {
+        'good': data['good'], 'bad': data['bad'], 'repo': data['repo'],
+        'builder': data['builder'], 'commits': len(commits),
+        'first_bad': {'commit': first_bad.sha, 'subject': first_bad.subject,
+                      'date': first_bad.date, 'tested': first_bad.sha in data['steps']},
+        'found': not skipped, 'candidates': skipped + [first_bad.sha],
+        'skipped': [s['commit'] for s in steps if s['verdict'] == 'skip'],
+        'steps': steps, 'builds': len(data['builds']), 'builds_ok': len(built),
+        'build_seconds': round(sum(b.get('seconds', 0) for b in data['builds'].values()), 1),
+        'wall_seconds': data['wall_seconds'],
+        'bound_builds': math.ceil(math.log2(max(len(commits), 1))) + 1,
+        'looks': data['looks'], 'metrics': data['metrics'],
+    }
+
+
+def format_text(result: dict[str, Any]) -> str:
+    lines = []
+    for s in result['steps']:
+        ratio = '' if s.get('ratio') is None else \
+            f' ratio {s["ratio"]:.3f} [{s["ratio_lo"]:.3f}, {s["ratio_hi"]:.3f}]'
+        lines.append(f'  {s["commit"][:12]} {s["verdict"]:<4} {s["pairs"]:>2} pairs{ratio}'
+                     f'  {s["subject"]}  ({s["reason"]})')
+    fb = result['first_bad']
+    if result['found']:
+        head = f'first bad commit: {fb["commit"]} {fb["subject"]!r} ({fb["date"]})'
+    else:
+        head = ('first bad commit is one of (skipped commits in the way): '
+                + ', '.join(c[:12] for c in result['candidates']))
+    lines.append(head)
+    lines.append(f'{len(result["steps"])} step(s) over {result["commits"]} commit(s), '
+                 f'{result["builds"]} build(s) (ceil(log2 K)+1 = {result["bound_builds"]}), '
+                 f'{result["wall_seconds"]:.0f} s')
+    return '\n'.join(lines)
+
+
+# ------------------------------------------------------------------ CLI
+def build_parser() -> ArgParser:
+    p = ArgParser(prog='h5regress bisect', description=__doc__,
+                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument('--good', required=True, help='a commit without the regression')
+    p.add_argument('--bad', required=True, help='a commit with it (the FAIL night\'s)')
+    p.add_argument('--repo', required=True, help='the HDF5 repository: a local clone or a URL '
+                   '(stand-in builder: the stand-in repository)')
+    p.add_argument('--builder', choices=('spack', 'stand-in'), default='spack')
+    p.add_argument('--checks', help='ReFrame name regex of the failing metrics\' checks '
+                   '(default: the nightly\'s)')
+    p.add_argument('--metric', action='append', default=[], metavar='KEY',
+                   help='gate metric key (gate.json "key") that failed; repeatable '
+                        '(default: every gated metric of the checks)')
+    p.add_argument('--work', type=Path, default=Path('bisect-work'),
+                   help='work directory: state file, builds, steps (default ./bisect-work)')
+    p.add_argument('--pairs', type=int, default=DEFAULT_PAIRS)
+    p.add_argument('--more-pairs', type=int, default=DEFAULT_MORE)
+    p.add_argument('--max-pairs', type=int, default=DEFAULT_MAX)
+    p.add_argument('--simulate-cv', type=float, metavar='CV',
+                   help='stand-in builder only: no tool runs, log-normal noise of this CV '
+                        'around each commit\'s slowdown, judged by the gate')
+    p.add_argument('--seed', type=int, default=0, help='of --simulate-cv')
+    p.add_argument('--json', type=Path, help='write the result as JSON')
+    p.add_argument('--nightly-arg', action='append', default=[], metavar='ARG',
+                   help='passed to the nightly\'s runs (e.g. --nightly-arg=--system=x:y)')
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args, code = parse_args(build_parser(), argv)
+    if args is None:
+        return code
+    try:
+        if args.simulate_cv is not None and args.builder != 'stand-in':
+            raise BisectError('--simulate-cv needs --builder stand-in (known slowdowns)')
+        if not 1 <= args.pairs <= args.max_pairs or args.more_pairs < 1:
+            raise BisectError('need 1 <= --pairs <= --max-pairs and --more-pairs >= 1')
+        work = args.work.resolve()
+        work.mkdir(parents=True, exist_ok=True)
+        repo = local_repo(args.repo, work)
+        good, bad = resolve(repo, args.good, '--good'), resolve(repo, args.bad, '--bad')
+        result = run(repo, good, bad, args, work)
+    except (BisectError, manifest.ManifestError, OSError, RuntimeError) as err:
+        print(f'h5regress bisect: error: {err}', file=sys.stderr)
+        return EXIT_ERROR
+    print(format_text(result))
+    if args.json:
+        atomic.write_text(args.json, json.dumps(result, indent=1))
+    return 0 if result['found'] else 1
+
+
+def run(repo: Path, good: str, bad: str, args, work: Path) -> dict[str, Any]:
+    """Builder and runs from the options; the search."""
+    simulate = args.simulate_cv is not None
+    if args.builder == 'stand-in':
+        builder: Builder = StandInBuilder(repo, work, tools=not simulate)
+    else:
+        builder = SpackBuilder(work)
+    checks = args.checks
+    if simulate:
+        runs: Runs = SimulatedRuns(args.simulate_cv, random.Random(args.seed))
+    else:
+        nightly_argv = ['--pairs', str(args.pairs), '--more-pairs', str(args.more_pairs),
+                        '--max-pairs', str(args.max_pairs), '--quiet', *args.nightly_arg]
+        if checks:
+            nightly_argv += ['--checks', checks]
+        elif args.builder == 'stand-in':
+            nightly_argv += ['--stand-in']     # its default checks (the FLASH-IO kernel)
+        runs = NightlyRuns(nightly_argv)
+    params = {'good': good, 'bad': bad, 'repo': str(args.repo),
+              'builder': builder.name + (f' (simulated, CV {args.simulate_cv:g})'
+                                         if simulate else ''),
+              'checks': checks, 'metrics': sorted(args.metric),
+              'looks': looks(args.pairs, args.more_pairs, args.max_pairs)}
+    return bisect(repo, good, bad, builder, runs, work, params)
+
+
+if __name__ == '__main__':
+    sys.exit(main())
