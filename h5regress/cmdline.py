@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 EXIT_PASS, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_DEGRADED, EXIT_ERROR = 0, 1, 2, 3, 4
 EXIT_CODES = {'PASS': EXIT_PASS, 'FAIL': EXIT_FAIL, 'INCONCLUSIVE': EXIT_INCONCLUSIVE,
@@ -50,3 +51,21 @@ def parse_args(parser: ArgParser, argv: Sequence[str] | None):
         parser.print_usage(sys.stderr)
         print(f'{parser.prog}: error: {err}', file=sys.stderr)
         return None, EXIT_ERROR
+
+
+def config_files(chain: str, option: str = '--config') -> list[str]:
+    """The files of a ReFrame configuration chain ``FILE[:FILE...]``, absolute.
+
+    An empty member (``settings.py:`` from an unset ``$SITE_CONFIG``) or a missing
+    file is a :class:`UsageError` naming it: ReFrame would otherwise fail later with a
+    message about something else (no test matched).
+    """
+    files = []
+    for i, name in enumerate(chain.split(':'), 1):
+        if not name:
+            raise UsageError(f'{option} {chain!r}: file {i} of the chain is empty (an '
+                             f'unset variable?); give FILE[:FILE...]')
+        if not Path(name).is_file():
+            raise UsageError(f'{option} {chain!r}: {name} is not a file')
+        files.append(str(Path(name).resolve()))
+    return files

@@ -131,11 +131,29 @@ def load_records(record_paths: Sequence[str] = (), perflog_dirs: Sequence[str] =
             recs, probs = read_jsonl(text, str(f))
             records.extend(recs)
             problems.extend(probs)
+    for d in perflog_dirs:
+        if not Path(d).exists():   # not a malformed line: nothing to read at all
+            raise FileNotFoundError(f'--perflogs {d}: no such file or directory')
     if perflog_dirs:
         recs, probs = perflog.read(list(perflog_dirs))
         records.extend(recs)
         problems.extend(str(p) for p in probs)
     return records, problems
+
+
+def check_builds(records: Sequence[Record], baseline: str, candidate: str,
+                 attempt: str | None = None) -> None:
+    """A build id no record carries is a usage error naming the ids that are there
+    (a mistyped id would otherwise read as INCONCLUSIVE: no samples)."""
+    builds = {r.hdf5_build for r in records
+              if attempt is None or of_attempt(r.pair_id, attempt)}
+    for option, build in (('--baseline', baseline), ('--candidate', candidate)):
+        if build not in builds:
+            raise UsageError(
+                f'{option} {build!r}: no record has this build; the records '
+                f'{f"of attempt {attempt} " if attempt else ""}have '
+                f'{", ".join(sorted(builds)) or "no build at all"} (a build whose every '
+                f'run failed sanity leaves no record)')
 
 
 def default_night(records: Sequence[Record]) -> str:
@@ -919,6 +937,7 @@ def main_gate(argv: Sequence[str] | None = None) -> int:
                     raise ConfigError(f'--{k} must be in (0, 1), got {v}')
                 cfg[k] = v
         records, problems = load_records(args.records, args.perflogs)
+        check_builds(records, args.baseline, args.candidate, args.attempt)
         hdir = hist_mod.resolve_dir(args.history, cfg)
         night = args.night or default_night(records)
         # tonight is left out: a rerun of the night must not see its own first attempt

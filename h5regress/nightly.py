@@ -19,7 +19,9 @@
    (``H5REGRESS_PAIR_ID``, ``<attempt>-p<i>``). ReFrame runs in this process's allocation: on a
    cluster, take one allocation (``salloc -N2 ci/nightly --system cluster:alloc``)
    with a partition whose scheduler is ``local`` and launcher ``srun``, so both
-   builds run on the same nodes.
+   builds run on the same nodes. ``--salloc ARGS`` takes that allocation itself
+   (``ci/nightly --salloc '-N2 -p compute' --system cluster:alloc``): a failed
+   ``salloc`` is then ERROR (4), where ``salloc ... ci/nightly`` would exit 1 (FAIL).
 3. **Gate.** ``h5regress gate`` on this attempt's perflogs; while INCONCLUSIVE, more
    pairs up to ``--max-pairs`` (the gate knows the planned looks, so early
    looks need stronger evidence and the loop keeps the gate's alpha), then
@@ -60,6 +62,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import shutil
 import signal
 import subprocess
@@ -69,6 +72,7 @@ import traceback
 from pathlib import Path
 
 from h5regress import gate, manifest
+from h5regress.cmdline import UsageError, config_files
 
 REPO = Path(__file__).resolve().parents[1]
 SETTINGS = REPO / 'reframe' / 'config' / 'settings.py'
@@ -347,8 +351,8 @@ def run_once(build: str, pair_id: str, args, env: dict) -> int:
     # is a lookahead, as its place among the parameters is not the checks' business
     name = f'(?=.*%hdf5_build={build}(%|$)){args.checks}'
     report = args.out / 'reports' / args.attempt / f'{pair_id}-{build}.json'
-    cmd = [Path(sys.executable).with_name('reframe'), '-C', args.config,
-           '-c', REPO / 'reframe' / 'checks', '-n', name, '-r',
+    cmd = [Path(sys.executable).with_name('reframe'), '-c', REPO / 'reframe' / 'checks',
+           '-n', name, '-r',
            '-s', args.out / 'stage', '-o', args.out / 'output', '--report-file', report]
     if args.system:
         cmd += ['--system', args.system]
@@ -444,7 +448,12 @@ def parse_args(argv):
     ap.add_argument('--margin', type=float,
                     help="gate's tolerated slowdown (default: ci/gate.yaml's)")
     ap.add_argument('--system', help='ReFrame system:partition to run on')
-    ap.add_argument('--config', default=str(SETTINGS), help='ReFrame config (settings.py)')
+    ap.add_argument('--config', default=str(SETTINGS),
+                    help='ReFrame config files FILE[:FILE...], later ones on top '
+                    '(default reframe/config/settings.py)')
+    ap.add_argument('--salloc', metavar='ARGS',
+                    help="take the night's allocation: run under salloc ARGS (e.g. "
+                    "'-N2 -p compute --exclusive'); a failed salloc is ERROR (4)")
     ap.add_argument('-S', '--setvar', action='append', default=[],
                     help='passed to ReFrame as -S (repeatable)')
     ap.add_argument('--history', type=Path, default=os.environ.get('H5REGRESS_HISTORY'),
@@ -461,6 +470,10 @@ def parse_args(argv):
         ap.error('--more-pairs must be at least 1')
     if args.inject_slowdown and not args.stand_in:
         ap.error('--inject-slowdown works on stand-in builds only')
+    try:
+        args.config_files = config_files(args.config, '--config')
+    except UsageError as err:
+        ap.error(str(err))
     args.checks = args.checks or (STANDIN_CHECKS if args.stand_in else DEFAULT_CHECKS)
     args.out = args.out.resolve()
     args.attempt = new_attempt(args.night)
@@ -534,7 +547,9 @@ def night(args) -> int:
     manifest_path, baseline, candidate = prepare_builds(args)
     if manifest_path != args.out / 'manifest.json':
         shutil.copy(manifest_path, args.out / 'manifest.json')
-    env = {**os.environ, 'H5REGRESS_MANIFEST': str(manifest_path),
+    # the chain goes in RFM_CONFIG_FILES: ReFrame's -C takes a single file
+    env = {**os.environ, 'RFM_CONFIG_FILES': ':'.join(args.config_files),
+           'H5REGRESS_MANIFEST': str(manifest_path),
            'H5REGRESS_PERFLOG_DIR': str(attempt_perflogs(args))}
     log(f'night {args.night}, attempt {args.attempt}: baseline {baseline}, candidate '
         f'{candidate}, {args.pairs} pairs (up to {args.max_pairs})')
@@ -555,13 +570,40 @@ def night(args) -> int:
     return code
 
 
+#: file the nightly under ``--salloc`` writes its exit code to (set by the outer one)
+STATUS_ENV = 'H5REGRESS_NIGHTLY_STATUS'
+
+
+def under_salloc(argv: list[str], args) -> int:
+    """The night run by ``salloc ARGS`` in an allocation of its own; salloc's own
+    failure (no allocation: the night never started) is ERROR, not salloc's exit 1."""
+    status = args.out / f'.nightly-status-{os.getpid()}'
+    status.unlink(missing_ok=True)
+    cmd = ['salloc', *shlex.split(args.salloc), sys.executable, '-m', 'h5regress.nightly',
+           *argv]
+    result = run(cmd, env={**os.environ, STATUS_ENV: str(status)})
+    try:
+        return int(status.read_text())
+    except (OSError, ValueError):
+        raise RuntimeError(f'salloc {args.salloc} failed (exit {result.returncode}, its '
+                           f'message above): no allocation, no night') from None
+    finally:
+        status.unlink(missing_ok=True)
+
+
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
     handle_signals()
     try:
         args.out.mkdir(parents=True, exist_ok=True)
+        if args.salloc and not os.environ.get('SLURM_JOB_ID'):
+            return under_salloc(argv, args)
         with out_lock(args.out):
-            return night(args)
+            code = night(args)
+        if os.environ.get(STATUS_ENV):
+            Path(os.environ[STATUS_ENV]).write_text(str(code))
+        return code
     except Interrupted as sig:
         left = stop_descendants()
         log(f'stopped by {sig}: attempt {args.attempt} has no verdict, its children are '

@@ -1,0 +1,101 @@
+"""Misuse ends in ERROR (exit 4) with a message naming the wrong value and the right
+ones, never in a verdict (issue 16): a mistyped build id, a missing perflog folder, an
+unset site config, a failed salloc."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from h5regress import gate, nightly
+from reframe_run import REPO, SETTINGS
+from test_gate import BASE, CAND, paired, write_jsonl
+
+
+def test_a_mistyped_build_id_is_error_listing_the_builds(tmp_path, capsys):
+    path = write_jsonl(tmp_path / 'r.jsonl', paired(10, 1.0))
+    code = gate.main_gate(['--baseline', BASE, '--candidate', 'hdf5-devel0p',
+                           '--records', path, '--refs', '--quiet'])
+    err = capsys.readouterr().err
+    assert code == gate.EXIT_ERROR, err
+    assert "--candidate 'hdf5-devel0p'" in err and f'{BASE}, {CAND}' in err
+
+
+def test_a_build_id_of_another_attempt_only_is_error(tmp_path, capsys):
+    path = write_jsonl(tmp_path / 'r.jsonl', paired(10, 1.0))
+    code = gate.main_gate(['--baseline', BASE, '--candidate', CAND, '--records', path,
+                           '--attempt', 'another', '--refs', '--quiet'])
+    err = capsys.readouterr().err
+    assert code == gate.EXIT_ERROR and 'of attempt another have no build at all' in err
+
+
+def test_a_missing_perflog_folder_is_error_not_one_malformed_line(tmp_path, capsys):
+    missing = tmp_path / 'perflogs' / 'no-such-attempt'
+    code = gate.main_gate(['--baseline', BASE, '--candidate', CAND,
+                           '--perflogs', str(missing), '--refs', '--quiet'])
+    err = capsys.readouterr().err
+    assert code == gate.EXIT_ERROR, err
+    assert f'--perflogs {missing}: no such file or directory' in err
+
+
+@pytest.mark.parametrize('chain, message', [
+    (f'{SETTINGS}:', 'file 2 of the chain is empty (an unset variable?)'),
+    (f'{SETTINGS}:nosuchsite.py', 'nosuchsite.py is not a file'),
+])
+def test_an_unset_or_missing_site_config_is_error(tmp_path, capsys, chain, message):
+    with pytest.raises(SystemExit) as stop:
+        nightly.parse_args(['--stand-in', '--out', str(tmp_path), '--config', chain])
+    assert stop.value.code == gate.EXIT_ERROR
+    assert message in capsys.readouterr().err
+
+
+def test_the_config_chain_reaches_reframe_whole(tmp_path):
+    """ReFrame's -C takes one file: ``-C a:b`` was read as a file named 'a:b'."""
+    site = tmp_path / 'site.py'
+    site.write_text(SETTINGS.read_text())
+    args = nightly.parse_args(['--stand-in', '--out', str(tmp_path),
+                               '--config', f'{SETTINGS}:{site}'])
+    assert args.config_files == [str(SETTINGS), str(site)]
+
+
+def test_a_failed_salloc_is_error_not_fail(tmp_path):
+    """A real salloc that gets no allocation (no such partition, or no SLURM here)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith('SLURM_')}
+    out = subprocess.run(
+        [sys.executable, '-m', 'h5regress.nightly', '--stand-in', '--out', str(tmp_path),
+         '--salloc', '-N1 -p h5regress-no-such-partition -t 1'],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == gate.EXIT_ERROR, out.stderr
+    assert 'salloc -N1 -p h5regress-no-such-partition -t 1 failed' in out.stderr
+    assert 'no allocation, no night' in out.stderr
+    assert not (tmp_path / 'stand-in').exists(), 'the night started without an allocation'
+
+
+def test_the_night_under_salloc_returns_its_own_exit_code(tmp_path, monkeypatch):
+    """Inside the allocation the nightly writes its code where the outer one reads it."""
+    args = nightly.parse_args(['--stand-in', '--out', str(tmp_path), '--salloc=-N2'])
+    seen = {}
+
+    def fake_salloc(cmd, env):
+        seen['cmd'] = cmd
+        with open(env[nightly.STATUS_ENV], 'w') as fp:
+            fp.write(str(gate.EXIT_FAIL))
+        return subprocess.CompletedProcess(cmd, gate.EXIT_FAIL)
+
+    monkeypatch.setattr(nightly, 'run', fake_salloc)
+    assert nightly.under_salloc(['--stand-in'], args) == gate.EXIT_FAIL
+    assert seen['cmd'][:2] == ['salloc', '-N2'] and seen['cmd'][-1] == '--stand-in'
+    status = tmp_path / 'status'
+    monkeypatch.setenv(nightly.STATUS_ENV, str(status))
+    monkeypatch.setenv('SLURM_JOB_ID', '7')
+    monkeypatch.setattr(nightly, 'night', lambda args: gate.EXIT_INCONCLUSIVE)
+    assert nightly.main(['--stand-in', '--out', str(tmp_path), '--salloc=-N2']) == 2
+    assert status.read_text() == '2'
+
+
+def test_run_suite_names_an_empty_member_of_its_config_chain():
+    out = subprocess.run([str(REPO / 'ci' / 'run-suite'), '-C', 'reframe/config/settings.py:',
+                          '-l'], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stdout[-2000:]
+    assert "'reframe/config/settings.py:': file 2 of the chain is empty" in out.stderr
