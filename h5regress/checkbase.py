@@ -22,7 +22,9 @@ lives here, once:
   fails sanity with its message, so a failed run never yields a performance record;
 - the perflog context (``h5r_context``, JSON) carries the parameters, provenance,
   config hash, run id and per-repetition samples: :mod:`h5regress.perflog` turns
-  perflog lines back into :class:`h5regress.record.Record`.
+  perflog lines back into :class:`h5regress.record.Record`; a run of several executions
+  (:meth:`IOBenchmark.parse_phases`, :class:`h5regress.runresults.PhasedRun`) gives each
+  record its own execution's command line, parameters and source.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from reframe.core.builtins import (deferrable, parameter, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import ReframeError, ReframeFatalError, SanityError
 
-from h5regress import catalog, runresults, tools
+from h5regress import catalog, runresults, tools, toolversion
 from h5regress.parsers import ParsedRun, ParseError, parser_for
 from h5regress.parsers import base as parser_base
 from h5regress.gateconfig import REFERENCES_DIR
@@ -289,6 +291,12 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
             f"trap 'rm -rf {data}; sync' EXIT",
             # a job the scheduler cancels gets SIGTERM: exit, so the EXIT trap cleans up
             "trap 'exit 143' TERM INT",
+            # ... but the shell runs its traps only once the tool has ended, and ReFrame's
+            # local scheduler SIGKILLs the job's process group 2 s after its SIGTERM
+            # (mpirun can take longer to stop its ranks). A watcher outside the group
+            # removes the data once this shell is gone, however it died, then ends.
+            'setsid sh -c \'while kill -0 "$1" 2>/dev/null; do sleep 1; done; '
+            f'rm -rf "$2"\' h5regress-cleaner $$ {data} </dev/null >/dev/null 2>&1 &',
         ]
         if extras.get('lfs_setstripe'):
             prerun.append(f'lfs setstripe -c {int(extras.get("stripe_count", 1))} {data}')
@@ -314,6 +322,10 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
         return (f'sync; if echo 3 > /proc/sys/vm/drop_caches 2>/dev/null; '
                 f'then echo "{CACHE_MARK} dropped"; else echo "{CACHE_MARK} kept"; fi')
 
+    def main_command(self) -> str:
+        """The command line of the job's execution of the tool."""
+        return ' '.join([self.executable] + list(self.executable_opts))
+
     # -- results --------------------------------------------------------------
 
     def read_outputs(self) -> dict[str, str]:
@@ -335,30 +347,37 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
                              f'found {len(runs)}')
         return runs[0]
 
-    def parse_phases(self, names: list[str], files: dict[str, str],
-                     cache_matters: bool) -> ParsedRun:
-        """One run from several executions (a write phase, a read phase, ...).
+    def parse_phases(self, names: list[str], files: dict[str, str], cache_matters: bool,
+                     commands: dict[str, str] | None = None) -> ParsedRun:
+        """One run from several executions (a write phase, a read phase, ...), each
+        output file ``names`` one execution, run by ``commands[name]`` (the first by
+        default the job's own): each record names its own execution
+        (:class:`h5regress.runresults.PhasedRun`).
 
-        ``cache_matters``: the read phase could be served by this node's page cache
-        (one node); unless the job says it dropped the cache, the read figures are
-        labelled as cached.
+        ``cache_matters``: the phases after the first (the reads) could be served by
+        this node's page cache (one node); unless the job says it dropped the cache,
+        their figures are labelled as cached.
         """
         parser = parser_for(self.parser or self.tool)
-        runs = [run for name in names for run in parser.parse({name: files.get(name, '')})]
-        merged = ParsedRun(tool=self.tool, params=runs[0].params,
-                           provenance=dict(runs[0].provenance),
-                           measurements=[m for run in runs for m in run.measurements],
-                           warnings=[w for run in runs for w in run.warnings])
+        commands = {names[0]: self.main_command(), **(commands or {})}
+        phases = [runresults.Phase(run, commands.get(name, ''))
+                  for name in names for run in parser.parse({name: files.get(name, '')})]
         if cache_matters:
-            self.label_cache(merged, files.get('stdout', ''))
-        return merged
+            for phase in phases[1:]:
+                self.label_cache(phase.run, files.get('stdout', ''))
+        return runresults.merge_phases(self.tool, phases)
 
     @staticmethod
-    def label_cache(run: ParsedRun, stdout: str) -> None:
+    def cache_states(stdout: str) -> list[str]:
+        """What each :meth:`drop_caches_command` of the job said, in order."""
+        return [line.split(':', 1)[1].strip() for line in stdout.splitlines()
+                if line.startswith(CACHE_MARK)]
+
+    @classmethod
+    def label_cache(cls, run: ParsedRun, stdout: str) -> None:
         """Record whether the page cache was dropped before the read phase (the
         :meth:`drop_caches_command` line in ``stdout``); if not, say the reads are cached."""
-        cache = next((line.split(':', 1)[1].strip() for line in stdout.splitlines()
-                      if line.startswith(CACHE_MARK)), 'kept')
+        cache = (cls.cache_states(stdout) or ['kept'])[0]
         run.provenance['read_page_cache'] = cache
         if cache != 'dropped':
             run.warnings.append('read figures are cached: the page cache was not '
@@ -469,8 +488,9 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
         return runresults.memory_warning(self.data_bytes, self.node_memory(probe),
                                          self.num_nodes)
 
-    def provenance(self, run: ParsedRun, probe: dict) -> dict:
-        """Where the figures come from: the tool's, the probe's, the build's, the job's."""
+    def provenance(self, run: ParsedRun, probe: dict, command: str = '') -> dict:
+        """Where the figures come from: the tool's, the probe's, the build's, the job's
+        (``command``: the execution's command line, by default the job's own)."""
         tool = self.resolved_tool
         provenance = {
             **run.provenance,
@@ -480,9 +500,11 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
             'hdf5_commit': tool.hdf5_commit,
             'hdf5_spec_hash': tool.spec_hash,
             **self.tool_provenance,
+            # one key for every tool, and where it came from
+            **toolversion.describe(run.provenance, tool.path, self.tool_provenance),
             'mpiio_layer': self.mpiio_layer,
             'mpiio_hints': self.mpiio_hints,
-            'command_line': ' '.join([self.executable] + list(self.executable_opts)),
+            'command_line': command or self.main_command(),
             'job_script': self.job.script_filename,
             'spack_lock': os.environ.get('H5REGRESS_SPACK_LOCK', ''),
             'warnings': runresults.record_warnings(run, self.data_bytes,
@@ -505,11 +527,14 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
             num_nodes=self.num_nodes, num_ranks=self.num_tasks,
             fs_type=probe.get('fs_type'), mpiio_layer=self.mpiio_layer,
             mpiio_hints=self.mpiio_hints, system=self.current_partition.fullname))
-        params = {**run.params, **self.test_params, 'num_nodes': self.num_nodes,
-                  'num_ranks': self.num_tasks, 'case': getattr(self, 'case', '')}
+        # each execution's own parameters and provenance (the first's are the context's)
+        contexts = [({**phase.run.params, **self.test_params, 'num_nodes': self.num_nodes,
+                      'num_ranks': self.num_tasks, 'case': getattr(self, 'case', '')},
+                     self.provenance(phase.run, probe, phase.command))
+                    for phase in runresults.phases_of(run, self.main_command())]
         self.h5r_context = runresults.context_json(
-            self.tool, params, self.provenance(run, probe),
-            runresults.perfvars(run, self.perfvar_measurements))
+            self.tool, *contexts[0],
+            runresults.perfvars(run, self.perfvar_measurements, contexts))
 
     def set_perf_variables(self, table: dict[str, tuple[str, str, str]]):
         """``{perf var name: (operation, metric, unit)}`` -> performance variables."""

@@ -133,12 +133,6 @@ def processes_under(path: str) -> dict[int, str]:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=False, reason=(
-    'known defect (issue 14): past the time limit ReFrame sends SIGTERM, then SIGKILL 2 s '
-    'later; the job script\'s EXIT trap (rm -rf of the data, sync) runs only after mpirun '
-    'has ended and may not finish in time, so data files can be left in scratch. Seen on a '
-    'quiet machine in the final .ci/run rehearsal; passed under load. The failure, the '
-    'time limit named and no process or record left are asserted before the scratch check'))
 def test_a_real_check_past_its_time_limit_fails_and_leaves_nothing(tmp_path):
     """FLASH-IO (built by its fixture) writing far more than its limit allows."""
     import subprocess
@@ -179,3 +173,48 @@ def test_a_real_check_past_its_time_limit_fails_and_leaves_nothing(tmp_path):
                    for log in logs for line in log.read_text().splitlines()[1:])
     left = [p for d in (tmp_path / 'stage').rglob('scratch') for p in d.rglob('*')]
     assert not left, left
+
+
+#: A stand-in ``fio`` that writes into its ``--directory`` and then outlives SIGTERM,
+#: as mpirun does while its ranks finish a write: the job shell cannot run its EXIT
+#: trap before the tool ends, and ReFrame's SIGKILL comes 2 s after its SIGTERM.
+STUBBORN_FIO = r'''#!/bin/sh
+for a in "$@"; do case "$a" in --directory=*) dir="${a#--directory=}";; esac; done
+echo $$ >> "$H5R_TEST_PIDS"
+head -c 1048576 /dev/zero > "$dir/left-behind.dat"
+trap '' TERM
+sleep 60
+'''
+
+
+@pytest.mark.slow
+def test_data_of_a_job_killed_past_its_time_limit_are_removed(tmp_path):
+    """A tool that outlives the SIGTERM of a time limit: the job shell is SIGKILLed
+    before its EXIT trap can run, and the data must go all the same."""
+    import subprocess
+    bindir = tmp_path / 'bin'
+    bindir.mkdir()
+    (bindir / 'fio').write_text(STUBBORN_FIO)
+    (bindir / 'fio').chmod(0o755)
+    pids = tmp_path / 'pids'
+    env = {**reframe_env(tmp_path), 'H5R_TEST_PIDS': str(pids),
+           'PATH': f'{bindir}{os.pathsep}{os.environ["PATH"]}'}
+    proc = subprocess.run(
+        [reframe_bin(), '-C', str(SETTINGS), '-c', str(REPO / 'reframe' / 'checks' / 'fio.py'),
+         '-n', 'fio_check', '-r', '--system', 'local:default', '-S', 'time_limit=4s',
+         '-s', str(tmp_path / 'stage'), '-o', str(tmp_path / 'output'),
+         '--report-file', str(tmp_path / 'report.json')],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    cases = json.loads((tmp_path / 'report.json').read_text())['runs'][0]['testcases']
+    assert cases and all(c['result'] == 'fail' for c in cases), proc.stdout[-3000:]
+    assert all('job timed out' in f'{c.get("fail_reason")}' for c in cases), cases
+    assert pids.exists(), 'the stand-in fio never ran'
+    deadline = time.monotonic() + 10
+    left = []
+    while time.monotonic() < deadline:
+        left = [p for d in (tmp_path / 'stage').rglob('scratch') for p in d.rglob('*.dat')]
+        if not left:
+            break
+        time.sleep(0.2)
+    assert not left, left
+    assert not [p for p in map(int, pids.read_text().split()) if alive(p)]
