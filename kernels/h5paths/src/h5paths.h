@@ -1,0 +1,159 @@
+/*
+ * h5paths: the h5regress kernel of HDF5 code paths where regressions happened.
+ *
+ * One run exercises one path (--path): compound datasets read or written
+ * through a memory type that differs from the file type, atomic type
+ * conversion, metadata-heavy patterns (many datasets, attributes, open/close),
+ * chunked and filtered datasets, virtual datasets, external links through the
+ * external file cache, multi-dataset I/O.  Every phase is timed between
+ * barriers (maximum over ranks) and everything read is verified against what
+ * was written.  See README.md for the options, the phases and the JSON summary.
+ */
+#ifndef H5PATHS_H
+#define H5PATHS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <mpi.h>
+#include <hdf5.h>
+
+#ifndef H5_HAVE_PARALLEL
+#error "h5paths needs a parallel HDF5 (H5_HAVE_PARALLEL is not defined)"
+#endif
+
+#define H5PATHS_VERSION "1.0.0"
+/* the headers' version (H5_VERS_STR is newer than 1.10) */
+#define H5PATHS_STR2(x) #x
+#define H5PATHS_STR(x) H5PATHS_STR2(x)
+#define H5PATHS_HEADER_VERSION \
+    H5PATHS_STR(H5_VERS_MAJOR) "." H5PATHS_STR(H5_VERS_MINOR) "." H5PATHS_STR(H5_VERS_RELEASE)
+#define MAX_PHASES 4
+#define MAX_FILES_LISTED 4096
+#define MAX_ERRORS_KEPT 32
+#define EXIT_UNAVAILABLE 2   /* usage error, path not in this build, no MPI-IO twin */
+
+enum api { API_HDF5 = 0, API_MPIIO = 1 };
+
+typedef struct {
+    const char *path;        /* --path NAME (the path table's name) */
+    int api;                 /* API_HDF5 | API_MPIIO */
+    int collective;          /* --transfer collective (1) | independent (0) */
+    int chunked;             /* --layout chunked (1) | contiguous (0) */
+    long long chunk_elements;
+    int modify_write_buf;    /* asked for */
+    int modify_write_buf_applied; /* H5Pset_modify_write_buf called (the build has it) */
+    int coll_metadata;
+    const char *libver;      /* name as given */
+    H5F_libver_t libver_low;
+    long long elements;      /* per rank per dataset (data paths) */
+    long long objects;       /* datasets / attributes / files (metadata paths) */
+    long long efc_size;      /* efc: H5Pset_elink_file_cache_size (-1: = objects) */
+    int iterations;
+    const char *json_path;
+    int keep;
+    const char *prefix;
+    /* set by the path's prepare(): recorded in params */
+    long long record_bytes_file;
+    long long record_bytes_memory;
+} options_t;
+
+typedef struct {
+    char name[24];
+    double seconds;          /* max over ranks, barrier to barrier */
+    long long bytes;         /* user data bytes moved, memory-type bytes, all ranks */
+    long long objects;       /* objects touched */
+    char io_mode[32];        /* H5Pget_mpio_actual_io_mode of the last transfer, "" if none */
+    unsigned no_coll_cause;  /* H5Pget_mpio_no_collective_cause, global, of the last transfer */
+    int has_cause;
+} phase_t;
+
+typedef struct {
+    int nphases;
+    phase_t phase[MAX_PHASES];
+} iteration_t;
+
+typedef struct {
+    options_t *o;
+    int iteration;           /* the current one */
+    iteration_t *it;         /* [o->iterations] */
+    double t0;               /* start of the current phase */
+    /* files written (full paths), listed in the JSON and removed unless --keep */
+    int nfiles;
+    char **files;
+    /* page cache state of the read phases */
+    char read_cache[200];    /* "evicted" | "not-evicted: <reason>" | "" (nothing read) */
+    char cache_check[48];    /* how eviction was checked: "mincore" | ... */
+    /* the last transfer's MPI-IO mode, for the next phase record */
+    char io_mode[32];
+    unsigned no_coll_cause;
+    int has_cause;
+} run_t;
+
+/* one path of the kernel */
+typedef struct {
+    const char *name;
+    const char *family;          /* compound, convert, metadata, chunked, vds, efc, multi */
+    int has_mpiio_twin;
+    long long default_elements;
+    long long default_objects;
+    int (*prepare)(run_t *r);    /* allocate, set record sizes; before any timing */
+    int (*iterate)(run_t *r);    /* one iteration: its timed phases */
+    void (*finish)(run_t *r);    /* free */
+} path_t;
+
+/* ---- util.c ---- */
+extern int g_rank, g_size;
+extern long g_errors;
+extern int g_nkept;
+extern int g_node_leader;      /* lowest rank of its node: evicts the page cache */
+extern char g_kept[MAX_ERRORS_KEPT][512];
+void h5p_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void h5p_mpi_error(const char *call, int rc);
+const char *path_join(char *buf, size_t n, const char *prefix, const char *name);
+int run_add_file(run_t *r, const char *path);
+int fsync_path(const char *path);
+int fsync_files(char *const *paths, int n);
+int evict_files(run_t *r, char *const *paths, int n);
+void phase_start(run_t *r);
+int phase_stop(run_t *r, const char *name, long long local_bytes, long long objects);
+void note_io_mode(run_t *r, hid_t dxpl);
+int check_size(const char *path, long long min_bytes);
+hid_t make_fapl(const options_t *o);
+hid_t make_dxpl(const options_t *o);
+int any_errors(void);
+void *xmalloc(size_t n);
+long long rank_offset(long long per_rank);
+int verify_fail(const char *phase, long long i, const char *member, const char *expected,
+                const char *got);
+
+#define H5CHK(var, call) do { if (((var) = (call)) < 0) { \
+    h5p_error("%s failed (%s:%d)", #call, __FILE__, __LINE__); goto fail; } } while (0)
+#define H5DO(call) do { if ((call) < 0) { \
+    h5p_error("%s failed (%s:%d)", #call, __FILE__, __LINE__); goto fail; } } while (0)
+#define MPICHK(call) do { int rc_ = (call); if (rc_ != MPI_SUCCESS) { \
+    h5p_mpi_error(#call, rc_); goto fail; } } while (0)
+#define H5CLOSE(fn, id) do { if ((id) >= 0) { hid_t x_ = (id); (id) = -1; \
+    if (fn(x_) < 0) { h5p_error("%s failed (%s:%d)", #fn, __FILE__, __LINE__); goto fail; } } } \
+    while (0)
+/* release on the failure path: the error is already counted */
+#define H5QUIET(fn, id) do { if ((id) >= 0) { H5E_BEGIN_TRY { fn(id); } H5E_END_TRY; \
+    (id) = -1; } } while (0)
+
+/* ---- mpiio.c: the MPI-IO twins ---- */
+enum mpiio_mode { MIO_READ, MIO_CREATE, MIO_UPDATE };
+/* open (MIO_CREATE truncates), optional file view (filetype, at byte disp), one
+ * transfer of count memtype elements (at disp without a view), close */
+int mpiio_transfer(const char *path, enum mpiio_mode mode, MPI_Offset disp,
+                   MPI_Datatype filetype, void *buf, long long count, MPI_Datatype memtype,
+                   int coll);
+
+/* ---- the path families ---- */
+extern const path_t compound_paths[];   /* compound.c */
+extern const path_t convert_paths[];    /* convert.c */
+extern const path_t metadata_paths[];   /* metadata.c */
+extern const path_t chunked_paths[];    /* chunked.c */
+extern const path_t vds_paths[];        /* vds.c */
+extern const path_t efc_paths[];        /* efc.c */
+extern const path_t multi_paths[];      /* multi.c */
+
+#endif

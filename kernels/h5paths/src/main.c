@@ -1,0 +1,530 @@
+/*
+ * h5paths [options] PREFIX
+ *
+ * Driver: options, the path table, the iterations, the text report, the JSON
+ * summary, the clean-up of the files and the exit status (0 ok, 1 failed,
+ * 2 usage error or path not available in this build / no MPI-IO twin).
+ */
+#include "h5paths.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const path_t *const families[] = {compound_paths, convert_paths, metadata_paths,
+                                         chunked_paths, vds_paths, efc_paths, multi_paths};
+#define NFAMILIES (sizeof families / sizeof families[0])
+
+static const path_t *find_path(const char *name)
+{
+    for (size_t f = 0; f < NFAMILIES; f++)
+        for (const path_t *p = families[f]; p->name; p++)
+            if (!strcmp(p->name, name))
+                return p;
+    return NULL;
+}
+
+static void list_paths(FILE *f)
+{
+    for (size_t k = 0; k < NFAMILIES; k++)
+        for (const path_t *p = families[k]; p->name; p++)
+            fprintf(f, " %s", p->name);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"usage: h5paths [options] PREFIX\n"
+"\n"
+"Exercises one HDF5 code path where regressions happened, with parallel HDF5\n"
+"(or its MPI-IO twin), timing each phase (max over ranks) and verifying every\n"
+"read. Writes PREFIX<path>*.h5 (removed at the end unless --keep).\n"
+"\n"
+"options (defaults in brackets):\n"
+"  --path NAME              the code path [compound-subset]:\n"
+"                          ");
+    list_paths(f);
+    fprintf(f, "\n"
+"  --api hdf5|mpiio         HDF5, or the same bytes with MPI-IO (data paths) [hdf5]\n"
+"  --transfer collective|independent   H5FD_MPIO_* / MPI_File_*_at_all vs _at [collective]\n"
+"  --layout contiguous|chunked         compound-* and convert-* datasets [contiguous]\n"
+"  --chunk-elements N       elements per chunk (chunked layouts) [262144]\n"
+"  --modify-write-buf       H5Pset_modify_write_buf(dxpl, 1) where the build has it\n"
+"  --coll-metadata          H5Pset_coll_metadata_write + H5Pset_all_coll_metadata_ops\n"
+"  --libver earliest|v18|v110|v112|v114|latest   low bound of H5Pset_libver_bounds\n"
+"                           (high: H5F_LIBVER_LATEST) [earliest]\n"
+"  --elements N             records/values per rank per dataset [per path, see README]\n"
+"  --objects N              datasets/attributes/files of the metadata paths [per path]\n"
+"  --efc-size N             efc: H5Pset_elink_file_cache_size, 0 = no cache [objects]\n"
+"  --iterations N           [3]\n"
+"  --json FILE              write the JSON summary (rank 0)\n"
+"  --keep                   keep the data files\n"
+"  --version, -h/--help\n"
+"\n"
+"Exit status: 0 ok, 1 failed (HDF5/MPI/system error or a verification mismatch),\n"
+"2 usage error, path not available in this HDF5, or no MPI-IO twin.\n");
+}
+
+static int parse_count(const char *s, long long lo, long long hi, long long *out)
+{
+    char *end;
+    long long v;
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_libver(const char *s, H5F_libver_t *out)
+{
+    if (!strcmp(s, "earliest")) *out = H5F_LIBVER_EARLIEST;
+    else if (!strcmp(s, "v18")) *out = H5F_LIBVER_V18;
+    else if (!strcmp(s, "v110")) *out = H5F_LIBVER_V110;
+#if H5_VERSION_GE(1, 12, 0)
+    else if (!strcmp(s, "v112")) *out = H5F_LIBVER_V112;
+#endif
+#if H5_VERSION_GE(1, 13, 0)
+    else if (!strcmp(s, "v114")) *out = H5F_LIBVER_V114;
+#endif
+    else if (!strcmp(s, "latest")) *out = H5F_LIBVER_LATEST;
+    else return -1;
+    return 0;
+}
+
+/* 0: run, 1: done (help/version), 2: usage error (message printed by rank 0) */
+static int parse_options(int argc, char **argv, options_t *o)
+{
+    enum { O_PATH = 256, O_API, O_TRANSFER, O_LAYOUT, O_CHUNK, O_MWB, O_CMETA, O_LIBVER,
+           O_ELEM, O_OBJ, O_EFC, O_ITER, O_JSON, O_KEEP, O_VERSION };
+    static const struct option longopts[] = {
+        {"path", required_argument, 0, O_PATH},
+        {"api", required_argument, 0, O_API},
+        {"transfer", required_argument, 0, O_TRANSFER},
+        {"layout", required_argument, 0, O_LAYOUT},
+        {"chunk-elements", required_argument, 0, O_CHUNK},
+        {"modify-write-buf", no_argument, 0, O_MWB},
+        {"coll-metadata", no_argument, 0, O_CMETA},
+        {"libver", required_argument, 0, O_LIBVER},
+        {"elements", required_argument, 0, O_ELEM},
+        {"objects", required_argument, 0, O_OBJ},
+        {"efc-size", required_argument, 0, O_EFC},
+        {"iterations", required_argument, 0, O_ITER},
+        {"json", required_argument, 0, O_JSON},
+        {"keep", no_argument, 0, O_KEEP},
+        {"version", no_argument, 0, O_VERSION},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    char bad[256] = "";
+    long long v;
+    int c;
+    FILE *err = g_rank == 0 ? stderr : NULL;
+
+    memset(o, 0, sizeof *o);
+    o->path = "compound-subset";
+    o->api = API_HDF5;
+    o->collective = 1;
+    o->chunk_elements = 262144;
+    o->libver = "earliest";
+    o->libver_low = H5F_LIBVER_EARLIEST;
+    o->elements = -1;
+    o->objects = -1;
+    o->efc_size = -1;
+    o->iterations = 3;
+    opterr = 0;
+    optind = 1;
+    while (!bad[0] && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h':
+            if (g_rank == 0) usage(stdout);
+            return 1;
+        case O_VERSION:
+            if (g_rank == 0) printf("h5paths %s\n", H5PATHS_VERSION);
+            return 1;
+        case O_PATH:
+            o->path = optarg;
+            if (!find_path(optarg))
+                snprintf(bad, sizeof bad, "unknown --path %s", optarg);
+            break;
+        case O_API:
+            if (!strcmp(optarg, "hdf5")) o->api = API_HDF5;
+            else if (!strcmp(optarg, "mpiio")) o->api = API_MPIIO;
+            else snprintf(bad, sizeof bad, "--api must be hdf5 or mpiio");
+            break;
+        case O_TRANSFER:
+            if (!strcmp(optarg, "collective")) o->collective = 1;
+            else if (!strcmp(optarg, "independent")) o->collective = 0;
+            else snprintf(bad, sizeof bad, "--transfer must be collective or independent");
+            break;
+        case O_LAYOUT:
+            if (!strcmp(optarg, "contiguous")) o->chunked = 0;
+            else if (!strcmp(optarg, "chunked")) o->chunked = 1;
+            else snprintf(bad, sizeof bad, "--layout must be contiguous or chunked");
+            break;
+        case O_CHUNK:
+            if (parse_count(optarg, 1, 1LL << 32, &o->chunk_elements))
+                snprintf(bad, sizeof bad, "--chunk-elements needs an integer in 1..2^32");
+            break;
+        case O_MWB: o->modify_write_buf = 1; break;
+        case O_CMETA: o->coll_metadata = 1; break;
+        case O_LIBVER:
+            o->libver = optarg;
+            if (parse_libver(optarg, &o->libver_low))
+                snprintf(bad, sizeof bad, "--libver %s: not one of earliest|v18|v110|v112|v114|"
+                         "latest, or not available in HDF5 %s", optarg, H5PATHS_HEADER_VERSION);
+            break;
+        case O_ELEM:
+            if (parse_count(optarg, 1, 1LL << 40, &o->elements))
+                snprintf(bad, sizeof bad, "--elements needs a positive integer");
+            break;
+        case O_OBJ:
+            if (parse_count(optarg, 1, 100000000, &o->objects))
+                snprintf(bad, sizeof bad, "--objects needs an integer in 1..1e8");
+            break;
+        case O_EFC:
+            if (parse_count(optarg, 0, 100000000, &o->efc_size))
+                snprintf(bad, sizeof bad, "--efc-size needs an integer in 0..1e8");
+            break;
+        case O_ITER:
+            if (parse_count(optarg, 1, 9999, &v))
+                snprintf(bad, sizeof bad, "--iterations needs an integer in 1..9999");
+            else o->iterations = (int)v;
+            break;
+        case O_JSON: o->json_path = optarg; break;
+        case O_KEEP: o->keep = 1; break;
+        default:
+            snprintf(bad, sizeof bad, "bad option or missing argument: %s (see --help)",
+                     argv[optind - 1]);
+            break;
+        }
+    }
+    if (!bad[0]) {
+        if (optind == argc)
+            snprintf(bad, sizeof bad, "missing PREFIX (the files are PREFIX<path>*.h5)");
+        else if (optind + 1 < argc)
+            snprintf(bad, sizeof bad, "only one PREFIX is allowed");
+        else
+            o->prefix = argv[optind];
+    }
+    if (bad[0]) {
+        if (err) fprintf(err, "h5paths: ERROR usage: %s\n", bad);
+        return 2;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------- output */
+
+static void jstr(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
+        else if (ch == '\n') fputs("\\n", f);
+        else if (ch == '\t') fputs("\\t", f);
+        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+        else fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+static const char *jbool(int b) { return b ? "true" : "false"; }
+
+typedef struct {
+    char hdf5_version[32];
+    char mpi_version[256];
+    long long *file_bytes;   /* [nfiles], -1 if absent */
+    int ok;
+    int argc;
+    char **argv;
+} summary_t;
+
+static void write_params(FILE *f, const run_t *r)
+{
+    const options_t *o = r->o;
+    fprintf(f, "  \"params\": {\"path\": ");
+    jstr(f, o->path);
+    fprintf(f, ", \"api\": \"%s\", \"transfer\": \"%s\", \"layout\": \"%s\", "
+               "\"chunk_elements\": %lld, \"modify_write_buf\": %s, "
+               "\"modify_write_buf_applied\": %s, \"coll_metadata\": %s, \"libver\": ",
+            o->api == API_MPIIO ? "mpiio" : "hdf5", o->collective ? "collective" : "independent",
+            o->chunked ? "chunked" : "contiguous", o->chunk_elements, jbool(o->modify_write_buf),
+            jbool(o->modify_write_buf_applied), jbool(o->coll_metadata));
+    jstr(f, o->libver);
+    fprintf(f, ", \"elements\": %lld, \"objects\": %lld, \"efc_size\": %lld, "
+               "\"iterations\": %d, \"record_bytes_file\": %lld, \"record_bytes_memory\": %lld, "
+               "\"keep\": %s, \"prefix\": ",
+            o->elements, o->objects, o->efc_size, o->iterations, o->record_bytes_file,
+            o->record_bytes_memory, jbool(o->keep));
+    jstr(f, o->prefix);
+    fprintf(f, "},\n");
+}
+
+static void write_phase(FILE *f, const phase_t *p)
+{
+    fprintf(f, "{\"phase\": \"%s\", \"seconds\": %.9g, \"bytes\": %lld, \"objects\": %lld",
+            p->name, p->seconds, p->bytes, p->objects);
+    if (p->io_mode[0])
+        fprintf(f, ", \"mpio_actual_io_mode\": \"%s\"", p->io_mode);
+    if (p->has_cause)
+        fprintf(f, ", \"mpio_no_collective_cause\": %u", p->no_coll_cause);
+    fputc('}', f);
+}
+
+static int write_json(const run_t *r, const summary_t *s, long total_errors)
+{
+    const options_t *o = r->o;
+    FILE *f = fopen(o->json_path, "w");
+    if (!f) {
+        h5p_error("cannot write the JSON summary %s: %s", o->json_path, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "{\"tool\": \"h5paths\", \"kernel_version\": \"%s\", \"hdf5_version\": \"%s\", "
+               "\"hdf5_version_source\": \"H5get_libversion\", \"hdf5_header_version\": \"%s\",\n"
+               "  \"mpi_library_version\": ",
+            H5PATHS_VERSION, s->hdf5_version, H5PATHS_HEADER_VERSION);
+    jstr(f, s->mpi_version);
+    fprintf(f, ",\n  \"mpi_ranks\": %d, \"status\": \"%s\", \"error_count\": %ld, \"errors\": [",
+            g_size, s->ok ? "ok" : "failed", total_errors);
+    for (int i = 0; i < g_nkept; i++) {
+        if (i) fputs(", ", f);
+        jstr(f, g_kept[i]);
+    }
+    if (total_errors > g_nkept) {
+        char more[96];
+        snprintf(more, sizeof more, "%ld error(s) not listed here (other ranks: see stderr)",
+                 total_errors - g_nkept);
+        if (g_nkept) fputs(", ", f);
+        jstr(f, more);
+    }
+    fprintf(f, "],\n  \"command\": [");
+    for (int i = 0; i < s->argc; i++) {
+        if (i) fputs(", ", f);
+        jstr(f, s->argv[i]);
+    }
+    fprintf(f, "],\n  \"path\": ");
+    jstr(f, o->path);
+    fprintf(f, ", \"api\": \"%s\",\n", o->api == API_MPIIO ? "mpiio" : "hdf5");
+    write_params(f, r);
+    fprintf(f, "  \"read_cache\": ");
+    jstr(f, r->read_cache[0] ? r->read_cache : "not-evicted: no read phase ran");
+    fprintf(f, ", \"read_cache_check\": ");
+    jstr(f, r->cache_check[0] ? r->cache_check : "none");
+    fprintf(f, ",\n  \"iterations\": [");
+    for (int i = 0; i < o->iterations; i++) {
+        const iteration_t *it = &r->it[i];
+        if (!it->nphases)
+            continue;
+        fprintf(f, "%s\n    {\"iteration\": %d, \"phases\": [", i ? "," : "", i);
+        for (int k = 0; k < it->nphases; k++) {
+            if (k) fputs(", ", f);
+            write_phase(f, &it->phase[k]);
+        }
+        fprintf(f, "]}");
+    }
+    fprintf(f, "\n  ],\n  \"files\": [");
+    for (int i = 0; i < r->nfiles; i++) {
+        const char *base = strrchr(r->files[i], '/') ? strrchr(r->files[i], '/') + 1 : r->files[i];
+        fprintf(f, "%s{\"name\": ", i ? ", " : "");
+        jstr(f, base);
+        fprintf(f, ", \"bytes\": %lld}", s->file_bytes[i]);
+    }
+    fprintf(f, "],\n  \"files_kept\": %s\n}\n", jbool(o->keep));
+    if (fclose(f) != 0) {
+        h5p_error("writing the JSON summary %s: %s", o->json_path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static void print_header(const run_t *r, const summary_t *s)
+{
+    const options_t *o = r->o;
+    char first[128];
+    snprintf(first, sizeof first, "%.127s", s->mpi_version);
+    first[strcspn(first, "\n,")] = '\0';
+    printf("h5paths %s: h5regress kernel of HDF5 code paths\n", H5PATHS_VERSION);
+    printf("HDF5 library: %s (headers %s)\nMPI library: %s\nranks: %d\n", s->hdf5_version,
+           H5PATHS_HEADER_VERSION, first, g_size);
+    printf("path: %s  api: %s  transfer: %s  layout: %s (chunk %lld)  libver: %s  "
+           "coll-metadata: %s  modify-write-buf: %s%s\n", o->path,
+           o->api == API_MPIIO ? "mpiio" : "hdf5", o->collective ? "collective" : "independent",
+           o->chunked ? "chunked" : "contiguous", o->chunk_elements, o->libver,
+           o->coll_metadata ? "yes" : "no", o->modify_write_buf ? "yes" : "no",
+           o->modify_write_buf && !o->modify_write_buf_applied ?
+               " (NOT applied: this HDF5 has no H5Pset_modify_write_buf)" : "");
+    printf("elements: %lld  objects: %lld  record bytes: file %lld memory %lld  "
+           "iterations: %d\n", o->elements, o->objects, o->record_bytes_file,
+           o->record_bytes_memory, o->iterations);
+    printf("%4s  %-14s  %10s  %14s  %10s  %8s  %s\n", "iter", "phase", "seconds", "bytes",
+           "MiB/s", "objects", "mpio_mode");
+    fflush(stdout);
+}
+
+static void print_iteration(const run_t *r, int i)
+{
+    const iteration_t *it = &r->it[i];
+    for (int k = 0; k < it->nphases; k++) {
+        const phase_t *p = &it->phase[k];
+        printf("%4d  %-14s  %10.6f  %14lld  %10.2f  %8lld  %s\n", i, p->name, p->seconds,
+               p->bytes, p->seconds > 0 ? p->bytes / 1048576.0 / p->seconds : 0.0, p->objects,
+               p->io_mode[0] ? p->io_mode : "-");
+    }
+    fflush(stdout);
+}
+
+/* ------------------------------------------------------------- main */
+
+static void versions(summary_t *s)
+{
+    unsigned maj = 0, min = 0, rel = 0;
+    int len = 0;
+    if (H5get_libversion(&maj, &min, &rel) < 0)
+        h5p_error("H5get_libversion failed");
+    snprintf(s->hdf5_version, sizeof s->hdf5_version, "%u.%u.%u", maj, min, rel);
+    if (MPI_Get_library_version(s->mpi_version, &len) != MPI_SUCCESS) {
+        snprintf(s->mpi_version, sizeof s->mpi_version, "unknown");
+    } else {
+        s->mpi_version[len < (int)sizeof s->mpi_version ? len : (int)sizeof s->mpi_version - 1]
+            = '\0';
+        for (len = (int)strlen(s->mpi_version);
+             len > 0 && (s->mpi_version[len - 1] == '\n' || s->mpi_version[len - 1] == ' ');)
+            s->mpi_version[--len] = '\0';
+    }
+}
+
+static void node_leader(void)
+{
+    MPI_Comm node;
+    int nr = 0;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_rank, MPI_INFO_NULL,
+                            &node) != MPI_SUCCESS)
+        return; /* every rank evicts: correct, only slower */
+    MPI_Comm_rank(node, &nr);
+    g_node_leader = nr == 0;
+    MPI_Comm_free(&node);
+}
+
+/* 0 ok, 2 not available / no twin (the message is printed by rank 0) */
+static int settle_options(options_t *o, const path_t *p)
+{
+    if (o->elements < 0) o->elements = p->default_elements;
+    if (o->objects < 0) o->objects = p->default_objects;
+    if (o->efc_size < 0) o->efc_size = o->objects;
+#ifdef H5PATHS_HAVE_MODIFY_WRITE_BUF
+    o->modify_write_buf_applied = o->modify_write_buf;
+#endif
+    if (o->api == API_MPIIO && !p->has_mpiio_twin) {
+        if (g_rank == 0)
+            fprintf(stderr, "h5paths: ERROR %s: no MPI-IO twin\n", p->name);
+        return EXIT_UNAVAILABLE;
+    }
+    return 0;
+}
+
+/* rank 0: sizes of the files, then (unless --keep) remove them */
+static void files_epilogue(run_t *r, summary_t *s)
+{
+    s->file_bytes = calloc((size_t)r->nfiles + 1, sizeof(long long));
+    if (g_rank != 0 || !s->file_bytes)
+        return;
+    for (int i = 0; i < r->nfiles; i++) {
+        struct stat st;
+        s->file_bytes[i] = stat(r->files[i], &st) == 0 ? (long long)st.st_size : -1;
+        if (!r->o->keep && unlink(r->files[i]) != 0 && errno != ENOENT)
+            h5p_error("removing %s: %s", r->files[i], strerror(errno));
+    }
+}
+
+int main(int argc, char **argv)
+{
+    options_t o;
+    run_t r;
+    summary_t s;
+    const path_t *p;
+    long total_errors = 0;
+    int rc;
+
+    if (MPI_Init(&argc, &argv) != MPI_SUCCESS) {
+        fprintf(stderr, "h5paths: ERROR MPI_Init failed\n");
+        return 1;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_File_set_errhandler(MPI_FILE_NULL, MPI_ERRORS_RETURN);
+    memset(&r, 0, sizeof r);
+    memset(&s, 0, sizeof s);
+    s.argc = argc;
+    s.argv = argv;
+
+    rc = parse_options(argc, argv, &o);
+    if (rc == 0) {
+        p = find_path(o.path);
+        rc = settle_options(&o, p);
+    }
+    if (rc != 0) {
+        MPI_Finalize();
+        return rc == 1 ? 0 : rc;
+    }
+    node_leader();
+    versions(&s);
+    r.o = &o;
+    r.it = calloc((size_t)o.iterations, sizeof(iteration_t));
+    r.files = calloc(MAX_FILES_LISTED, sizeof(char *));
+    if (!r.it || !r.files) {
+        fprintf(stderr, "h5paths: ERROR out of memory\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+
+    rc = p->prepare(&r);
+    if (rc == EXIT_UNAVAILABLE) {   /* decided alike on every rank; rank 0 said why */
+        p->finish(&r);
+        MPI_Finalize();
+        return EXIT_UNAVAILABLE;
+    }
+    if (g_rank == 0)
+        print_header(&r, &s);
+    if (!any_errors()) {
+        for (int i = 0; i < o.iterations; i++) {
+            r.iteration = i;
+            p->iterate(&r);
+            if (any_errors())
+                break;
+            if (g_rank == 0)
+                print_iteration(&r, i);
+        }
+    }
+    p->finish(&r);
+
+    files_epilogue(&r, &s);
+    MPI_Allreduce(&g_errors, &total_errors, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    s.ok = total_errors == 0;
+    if (g_rank == 0) {
+        if (o.json_path && write_json(&r, &s, total_errors) < 0)
+            s.ok = 0;
+        printf("read cache: %s (%s)\nfiles: %d %s\n",
+               r.read_cache[0] ? r.read_cache : "not-evicted: no read phase ran",
+               r.cache_check[0] ? r.cache_check : "no check", r.nfiles,
+               o.keep ? "kept" : "removed");
+        if (s.ok)
+            printf("h5paths: finished OK\n");
+        else
+            printf("h5paths: FAILED: %ld error(s), see stderr\n", total_errors ? total_errors : 1);
+        fflush(stdout);
+    }
+    MPI_Bcast(&s.ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    for (int i = 0; i < r.nfiles; i++)
+        free(r.files[i]);
+    free(r.files);
+    free(r.it);
+    free(s.file_bytes);
+    MPI_Finalize();
+    return s.ok ? 0 : 1;
+}

@@ -1,0 +1,17 @@
+/* metadata paths (work in progress) */
+#include "h5paths.h"
+#include <stdio.h>
+
+static int prepare(run_t *r)
+{
+    if (g_rank == 0)
+        fprintf(stderr, "h5paths: ERROR %s: not implemented yet\n", r->o->path);
+    return EXIT_UNAVAILABLE;
+}
+static int iterate(run_t *r) { (void)r; return -1; }
+static void finish(run_t *r) { (void)r; }
+const path_t metadata_paths[] = {
+    {"many-datasets", "metadata", 0, 16, 2000, prepare, iterate, finish},
+    {"attributes", "metadata", 0, 8, 2000, prepare, iterate, finish},
+    {"open-close", "metadata", 0, 16, 2000, prepare, iterate, finish},
+    {0}};

@@ -1,0 +1,13 @@
+/* multi paths (work in progress) */
+#include "h5paths.h"
+#include <stdio.h>
+
+static int prepare(run_t *r)
+{
+    if (g_rank == 0)
+        fprintf(stderr, "h5paths: ERROR %s: not implemented yet\n", r->o->path);
+    return EXIT_UNAVAILABLE;
+}
+static int iterate(run_t *r) { (void)r; return -1; }
+static void finish(run_t *r) { (void)r; }
+const path_t multi_paths[] = {{"multi-dataset", "multi", 0, 2LL << 20, 8, prepare, iterate, finish}, {0}};
