@@ -553,7 +553,8 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
              references: refs_mod.References | None = None,
              problems: Sequence[str] = (), night: str | None = None,
              looks: Sequence[int] | None = None, baseline_commit: str | None = None,
-             candidate_commit: str | None = None, attempt: str | None = None) -> dict[str, Any]:
+             candidate_commit: str | None = None, attempt: str | None = None,
+             injected_slowdown: float = 0.0) -> dict[str, Any]:
     """Gate one night; returns the result mapping (JSON-serialisable).
 
     :func:`collect` the samples per metric, :func:`compare` the builds per
@@ -565,7 +566,10 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
     tonight = collect(records, baseline, candidate, problems, attempt)
     base_commit = baseline_commit or tonight.commit('base')
     cand_commit = candidate_commit or tonight.commit('cand')
-    aa = baseline == candidate or (base_commit is not None and base_commit == cand_commit)
+    # a candidate slowed on purpose (a stand-in night's --inject-slowdown) shares the
+    # baseline's commit but is no A/A night: its FAIL is right, never a false alarm
+    aa = not injected_slowdown and (
+        baseline == candidate or (base_commit is not None and base_commit == cand_commit))
     comparisons = compare(tonight.groups, cfg, history, aa)
     decide_all(comparisons, cfg, looks)
     result: dict[str, Any] = {
@@ -573,6 +577,7 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
         'timestamp': tonight.last_ts or None,
         'baseline': baseline, 'candidate': candidate,
         'baseline_commit': base_commit, 'candidate_commit': cand_commit, 'a_a': aa,
+        'injected_slowdown': injected_slowdown or None,
         'config': {k: cfg[k] for k in ('margin', 'alpha', 'confidence', 'min_pairs',
                                        'hdf5_overhead')} | {'looks': looks},
         'metrics': [m.row for m in comparisons], 'counts': tonight.counts,
@@ -810,7 +815,7 @@ def history_lines(result: Mapping[str, Any]) -> tuple[dict[str, Any], list[dict[
     """Header and metric lines of the history file for this night."""
     header = {k: result.get(k) for k in ('night', 'timestamp', 'baseline', 'candidate',
                                          'baseline_commit', 'candidate_commit', 'overall',
-                                         'a_a')}
+                                         'a_a', 'injected_slowdown')}
     header['timestamp'] = header['timestamp'] or datetime.datetime.now(
         datetime.timezone.utc).isoformat(timespec='seconds')
     header['degraded'] = result['overall'] == 'DEGRADED'
@@ -908,6 +913,9 @@ def build_parser() -> ArgParser:
                         '--refs alone: apply none)')
     p.add_argument('--baseline-commit', help='HDF5 commit of the baseline (else from records)')
     p.add_argument('--candidate-commit', help='HDF5 commit of the candidate (else from records)')
+    p.add_argument('--injected-slowdown', type=float, default=0.0, metavar='FRACTION',
+                   help='the candidate is the baseline slowed on purpose by FRACTION (a '
+                   'stand-in night): not A/A, whatever the commits')
     p.add_argument('--json', metavar='FILE', help='write the full result as JSON')
     p.add_argument('--report', metavar='DIR',
                    help='also write the report (Markdown, HTML, JUnit XML) into DIR')
@@ -948,7 +956,8 @@ def main_gate(argv: Sequence[str] | None = None) -> int:
         result = run_gate(records, args.baseline, args.candidate, cfg, history=history,
                           references=references, problems=problems, night=night,
                           looks=args.looks, baseline_commit=args.baseline_commit,
-                          candidate_commit=args.candidate_commit, attempt=args.attempt)
+                          candidate_commit=args.candidate_commit, attempt=args.attempt,
+                          injected_slowdown=args.injected_slowdown)
         if history.problems:
             result['problems'].extend(history.problems[:10])
             result['problem_count'] += len(history.problems)

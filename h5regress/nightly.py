@@ -284,9 +284,11 @@ def build_standins(out: Path, slowdown: float) -> Path:
         or '0' * 40
     now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')
 
-    def standin(label, tool_paths):
+    def standin(label, tool_paths, slowed=0.0):
         return {'hdf5': {'version': 'system', 'label': label, 'commit': commit,
-                         'variants': 'stand-in: the HDF5 on this machine',
+                         'variants': 'stand-in: the HDF5 on this machine' + (
+                             f'; writes through HDF5 slowed by {slowed:.0%} on purpose '
+                             f'(injected slowdown: not an A/A pair)' if slowed else ''),
                          'hash': label, 'prefix': str(work)},
                 'tools': tool_paths}
 
@@ -295,7 +297,7 @@ def build_standins(out: Path, slowdown: float) -> Path:
         'schema': manifest.SCHEMA, 'generated': now, 'spack_version': 'none (stand-in)',
         'environment': str(work), 'lock_sha256': hashlib.sha256(b'').hexdigest(),
         'builds': {f'hdf5-{STANDIN_A}': standin(STANDIN_A, base_tools),
-                   f'hdf5-{STANDIN_B}': standin(STANDIN_B, cand_tools)},
+                   f'hdf5-{STANDIN_B}': standin(STANDIN_B, cand_tools, slowdown)},
     })
     return path
 
@@ -400,6 +402,8 @@ def gate_once(baseline: str, candidate: str, args, final: bool) -> int:
     for option in ('alpha', 'margin'):
         if getattr(args, option) is not None:
             cmd += [f'--{option}', str(getattr(args, option))]
+    if args.inject_slowdown:
+        cmd += ['--injected-slowdown', str(args.inject_slowdown)]
     if final:
         cmd += ['--report', str(args.out / 'report')]
         if args.history:

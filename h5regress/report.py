@@ -393,6 +393,10 @@ def summary(result: Mapping[str, Any]) -> str:
     if result.get('a_a'):
         text += ('. A/A night: both builds carry one commit, so a FAIL here would be a '
                  'false alarm')
+    elif result.get('injected_slowdown'):
+        text += (f'. Injected slowdown: the candidate is the baseline\'s commit with its '
+                 f'HDF5 writes slowed by {result["injected_slowdown"]:.0%} on purpose (a '
+                 f'test of the gate), so a FAIL here is right')
     return f'{overall}: {text}.'
 
 
@@ -818,7 +822,9 @@ def _index_row(night: Mapping[str, Any], metrics: Sequence[Mapping[str, Any]]) -
     return [str(night['night']), verdict,
             f'{night.get("baseline") or "?"} ({str(night.get("baseline_commit") or "?")[:12]})',
             f'{night.get("candidate") or "?"} ({str(night.get("candidate_commit") or "?")[:12]})',
-            'yes' if night.get('a_a') else 'no', counts, low]
+            'yes' if night.get('a_a') else
+            (f'no: {night["injected_slowdown"]:.0%} slowdown injected'
+             if night.get('injected_slowdown') else 'no'), counts, low]
 
 
 def index_html(history: hist_mod.History, link: str | None = '{night}/report.html',

@@ -99,3 +99,37 @@ def test_run_suite_names_an_empty_member_of_its_config_chain():
                           '-l'], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 2, out.stdout[-2000:]
     assert "'reframe/config/settings.py:': file 2 of the chain is empty" in out.stderr
+
+
+# -- an injected slowdown is not an A/A night (issue 16) ------------------------------
+
+def test_an_injected_slowdown_night_is_not_a_a_and_its_fail_no_false_alarm(tmp_path):
+    """Stand-in builds carry one commit; a candidate slowed on purpose is not A/A: its
+    FAIL is right, and neither the night nor the history counts it as a false alarm."""
+    from h5regress import history, report
+    records = paired(20, 0.6, commit='same')
+    result = gate.run_gate(records, BASE, CAND, gate.load_config(), injected_slowdown=0.5,
+                           night='2026-11-20')
+    assert result['overall'] == 'FAIL' and not result['a_a']
+    assert result['injected_slowdown'] == 0.5
+    assert not any(m['false_alarm'] for m in result['metrics'])
+    assert 'Injected slowdown' in report.summary(result) \
+        and 'A/A night' not in report.summary(result)
+    hdir = tmp_path / 'history'
+    history.write_night(hdir, *gate.history_lines(result))
+    past = history.load(hdir)
+    assert gate.false_alarm_rates(past)['per_night']['nights'] == 0
+    assert '50% slowdown injected' in report.index_html(past)
+    # without the label the same night is A/A and its FAIL a false alarm
+    plain = gate.run_gate(records, BASE, CAND, gate.load_config(), night='2026-11-20')
+    assert plain['a_a'] and any(m['false_alarm'] for m in plain['metrics'])
+
+
+def test_the_stand_in_nightly_tells_the_gate_and_the_manifest(tmp_path, monkeypatch):
+    args = nightly.parse_args(['--stand-in', '--inject-slowdown', '0.5', '--out', str(tmp_path)])
+    seen = {}
+    monkeypatch.setattr(nightly.gate, 'main_gate', lambda argv: seen.setdefault('argv', argv)
+                        and gate.EXIT_FAIL)
+    nightly.gate_once('a', 'b', args, final=True)
+    argv = seen['argv']
+    assert argv[argv.index('--injected-slowdown') + 1] == '0.5'

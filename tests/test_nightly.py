@@ -119,6 +119,10 @@ def test_stand_ins_carry_ior_from_path_and_slow_only_its_hdf5_runs(tmp_path, mon
     base = builds['hdf5-standin-a'].tools['ior']
     cand = builds['hdf5-standin-b'].tools['ior']
     assert base == str(fake_ior) and cand != base
+    # the manifest says the candidate was slowed on purpose (issue 16: not an A/A pair)
+    raw = json.loads((tmp_path / 'out' / 'stand-in' / 'manifest.json').read_text())
+    assert 'slowed by 25% on purpose' in raw['builds']['hdf5-standin-b']['hdf5']['variants']
+    assert 'slowed' not in raw['builds']['hdf5-standin-a']['hdf5']['variants']
 
     def run(binary, *args):
         return subprocess.run([binary, *args], capture_output=True, text=True,
