@@ -37,7 +37,7 @@ from xml.sax.saxutils import quoteattr
 
 from h5regress import atomic
 from h5regress import history as hist_mod
-from h5regress import perflog, stats
+from h5regress import followup, perflog, stats
 from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
 from h5regress.gateconfig import ConfigError, load_config
 from h5regress.record import Record
@@ -161,6 +161,7 @@ def _tables(result: Mapping[str, Any]) -> list[tuple[str, Sequence[str], list[li
                 ('metric', 'nights known', 'false alarms', 'rate'), fa_rows, note))
     rep = [_verdict_cells(m, degraded)[:8] for m in _rows(result, 'reported')]
     out.append(('Reported, not gated', VERDICT_COLUMNS[:8], rep, ''))
+    out[1:1] = followup.tables(result)     # after a FAIL: bisect and Darshan, below the verdicts
     return out
 
 
@@ -885,6 +886,7 @@ def junit(result: Mapping[str, Any]) -> str:
         if c['verdict'] == 'WARN':
             cases.append(f'  <testcase classname="h5regress.canary" name={quoteattr(c["metric"])}>'
                          f'<system-out>{html.escape(c["reason"])}</system-out></testcase>')
+    cases += followup.junit_cases(result)
     if result['overall'] == 'ERROR':
         errors += 1
         cases.append(f'  <testcase classname="h5regress.gate" name="gate"><error message='

@@ -1,0 +1,106 @@
+"""The report's sections on what follows a FAIL (issue 15): the bisect's first bad
+commit and the Darshan counter diff, from the gate result's ``bisect`` and
+``darshan`` keys (written by the nightly after a FAIL). Rendering only: tables in
+the report's own form (title, header, rows, note) and JUnit test cases."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+from typing import Any
+from xml.sax.saxutils import quoteattr
+
+BISECT_COLUMNS = ('commit', 'subject', 'date', 'step verdict', 'gate', 'ratio [95% interval]',
+                  'pairs', 'build', 'why')
+DARSHAN_COLUMNS = ('counter', 'what', 'baseline', 'candidate', 'candidate/baseline')
+
+
+def _num(x: Any) -> str:
+    if x is None:
+        return '-'
+    if isinstance(x, float) and not x.is_integer():
+        return f'{x:.4g}'
+    return f'{int(x):,}' if abs(x) >= 1 else f'{x:g}'
+
+
+def bisect_summary(b: Mapping[str, Any]) -> str:
+    if b.get('error'):
+        return f'no bisect: {b["error"]}'
+    fb = b['first_bad']
+    if b['found']:
+        head = (f'first bad commit {fb["commit"]} "{fb["subject"]}" ({fb["date"]})'
+                + ('' if fb.get('tested') else ', the --bad commit itself: every commit '
+                   'before it tested good'))
+    else:
+        head = ('the first bad commit is one of ' + ', '.join(c[:12] for c in b['candidates'])
+                + ' (skipped commits in the way, as git bisect skip)')
+    return (f'{head}; {len(b["steps"])} step(s) over {b["commits"]} first-parent commit(s) '
+            f'after {b["good"][:12]}, {b["builds"]} build(s) (ceil(log2 K)+1 = '
+            f'{b["bound_builds"]}; {b["build_seconds"]:.0f} s building), '
+            f'{b["wall_seconds"]:.0f} s in all; builder {b["builder"]}; looks '
+            f'{"/".join(map(str, b["looks"]))} pairs')
+
+
+def _step_row(s: Mapping[str, Any]) -> list[str]:
+    ratio = '-' if s.get('ratio') is None else \
+        f'{s["ratio"]:.3f} [{s["ratio_lo"]:.3f}, {s["ratio_hi"]:.3f}]'
+    return [s['commit'][:12], s['subject'], s['date'], s['verdict'], s.get('gate') or '-',
+            ratio, str(s['pairs']), s.get('build') or '-', s['reason']]
+
+
+def _ratio(r: Mapping[str, Any]) -> str:
+    if r['ratio'] is None:
+        return 'new (baseline 0)'
+    return f'{r["ratio"]:.3g}'
+
+
+def tables(result: Mapping[str, Any]) -> list[tuple[str, tuple, list[list[str]], str]]:
+    """The sections, for the report's Markdown and HTML (none when the night has none)."""
+    out = []
+    b = result.get('bisect')
+    if b:
+        rows = [] if b.get('error') else [_step_row(s) for s in b['steps']]
+        out.append(('Bisect: the first bad commit', BISECT_COLUMNS, rows, bisect_summary(b)))
+    d = result.get('darshan')
+    if d and not d.get('available'):
+        out.append(('What changed (Darshan)', DARSHAN_COLUMNS, [],
+                    f'no Darshan counter diff: {d.get("reason")}'))
+    elif d:
+        for m in d['metrics']:
+            title = f'What changed (Darshan): {m["metric"]}'
+            if m.get('error'):
+                out.append((title, DARSHAN_COLUMNS, [], f'no diff: {m["error"]}'))
+                continue
+            rows = [[r['counter'], r['category'], _num(r['baseline']), _num(r['candidate']),
+                     _ratio(r)] for r in m['changes']]
+            note = (f'One untimed run of each build under Darshan (never a sample); counters '
+                    f'summed over files and ranks, read with PyDarshan; the {len(rows)} '
+                    f'largest changes of {m["counters"]} counters, counts first, time '
+                    f'counters (perturbed by the instrumentation) last. Logs: '
+                    f'{", ".join(m.get("baseline_logs", []) + m.get("candidate_logs", []))}')
+            out.append((title, DARSHAN_COLUMNS, rows, note))
+    return out
+
+
+def junit_cases(result: Mapping[str, Any]) -> list[str]:
+    """JUnit test cases: the bisect (an error when it could not run) and the diff."""
+    cases = []
+    b = result.get('bisect')
+    if b:
+        text = bisect_summary(b)
+        body = (f'<error message={quoteattr(text)}/>' if b.get('error')
+                else f'<system-out>{html.escape(text)}</system-out>')
+        cases.append(f'  <testcase classname="h5regress.bisect" name="first bad commit">'
+                     f'{body}</testcase>')
+    d = result.get('darshan')
+    if d:
+        if not d.get('available'):
+            text = f'no Darshan counter diff: {d.get("reason")}'
+        else:
+            text = '\n'.join(
+                f'{m["metric"]}: ' + (m['error'] if m.get('error') else '; '.join(
+                    f'{r["counter"]} {_ratio(r)}' for r in m['changes'][:8]))
+                for m in d['metrics'])
+        cases.append(f'  <testcase classname="h5regress.darshan" name="what changed">'
+                     f'<system-out>{html.escape(text)}</system-out></testcase>')
+    return cases
