@@ -65,7 +65,10 @@ longest runtime, fio's own "aggrb"). Operations ``read``, ``write``, ``trim``
 (``filename``, ``directory``, ``name``...), with fio's defaults filled in for
 ``rw bs ioengine iodepth direct end_fsync fsync numjobs fallocate invalidate``;
 ``bs`` and ``size`` as bytes when they are plain sizes. ``provenance``:
-``tool_version``, ``finished`` (ISO, UTC), ``time``, ``job``, ``group``, paths,
+``tool_version`` (``tool_version_source``: tool output), ``write_flush`` (per write
+figure: ``fsync`` with ``end_fsync``/``fsync_on_close``/``fsync``/``fdatasync``, else
+``O_DIRECT`` with ``direct=1``, else ``none``; :mod:`h5regress.durability`),
+``finished`` (ISO, UTC), ``time``, ``job``, ``group``, paths,
 ``io_bytes`` per direction, ``defaulted`` (which params came from defaults).
 """
 
@@ -82,6 +85,8 @@ from typing import Any
 from h5regress.parsers.base import SYSTEM_ERRORS, Measurement, ParsedRun, ParseError, \
     RunFailed, basename, errno_text, find_error_line, parse_size, to_mib_per_s
 from h5regress.parsers.ior import raise_if_empty_json
+from h5regress.durability import DIRECT, FSYNC, NONE, WRITE_FLUSH, flush_map
+from h5regress.toolversion import FROM_OUTPUT
 
 TOOL = 'fio'
 
@@ -245,7 +250,10 @@ def runs_from_doc(doc: Mapping[str, Any], source: str,
             if io_bytes[direction]:
                 measurements += direction_measurements(direction, members, source)
         provenance = {
-            'source': source, 'tool_version': version, 'job': jobname, 'group': groupid,
+            'source': source, 'tool_version': version,
+            'tool_version_source': FROM_OUTPUT if version else None,
+            WRITE_FLUSH: flush_map(measurements, ['write'], write_flush(params)) or None,
+            'job': jobname, 'group': groupid,
             'time': doc.get('time'), 'finished': epoch_to_iso(doc.get('timestamp')),
             'io_bytes': {d: n for d, n in io_bytes.items() if n},
             'defaulted': defaulted, 'jobs_aggregated': len(members), **paths,
@@ -349,6 +357,17 @@ def job_params(global_options: Mapping[str, Any], job_options: Mapping[str, Any]
         if size is not None:
             params[key] = size
     return params, defaulted, paths
+
+
+def write_flush(params: Mapping[str, Any]) -> str:
+    """What a job's write figures include (:mod:`h5regress.durability`): fio counts
+    ``end_fsync``, ``fsync_on_close`` and every ``fsync``/``fdatasync`` in the job's
+    runtime, so they are in its bandwidth; ``direct=1`` bypasses the page cache."""
+    def on(key):
+        return str(params.get(key, '0')).strip().lower() not in ('0', '', 'false', 'none')
+    if any(on(k) for k in ('end_fsync', 'fsync_on_close', 'fsync', 'fdatasync')):
+        return FSYNC
+    return DIRECT if on('direct') else NONE
 
 
 def fio_major(version: str) -> int | None:

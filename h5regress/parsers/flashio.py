@@ -30,6 +30,11 @@ stderr, a JSON summary whose status is not ``ok``, a text output without
 ``flash-io: finished OK``, an original run without its ``TOTAL time to output``
 line, or files smaller than the data they must hold (the unported original
 exits 0 after every HDF5 call failed and leaves 4 KiB files).
+
+Provenance: ``tool_version`` (the kernel's own, ``tool_version_source`` tool output),
+``write_flush`` per figure: ``fsync`` when the kernel ran with ``--fsync`` (each rank
+fsyncs the file before the clock stops; the checks pass it), else ``none`` (the figure
+ends in the page cache; the original FLASH-IO never flushes).
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ from typing import Any
 
 from h5regress.parsers.base import MIB, ExpectedFile, Measurement, ParsedRun, ParseError, \
     RunFailed, check_files as check_expected
+from h5regress.durability import FSYNC, NONE, WRITE_FLUSH, flush_map
+from h5regress.toolversion import FROM_OUTPUT
 
 TOOL = 'flash-io'
 KINDS = ('checkpoint', 'plotfile', 'corner')
@@ -203,8 +210,10 @@ def _from_json(path: str, d: dict[str, Any]) -> ParsedRun:
     except (KeyError, TypeError, ValueError) as e:
         raise ParseError(f'flash-io: {path}: malformed JSON summary ({e!r})') from None
     _check_written_as_asked(path, results, opts)
-    prov = {k: d[k] for k in ('version', 'hdf5_version', 'mpi_library_version', 'started',
+    prov = {k: d[k] for k in ('hdf5_version', 'mpi_library_version', 'started',
                               'finished', 'node_memory_bytes') if k in d}
+    if 'version' in d:
+        prov.update(tool_version=d['version'], tool_version_source=FROM_OUTPUT)
     if 'command' in d:
         prov['command'] = ' '.join(d['command'])
     if 'io_share' in d:
@@ -213,8 +222,8 @@ def _from_json(path: str, d: dict[str, Any]) -> ParsedRun:
     prov['files'] = [{'name': PurePosixPath(r.get('name', '')).name, 'kind': r['file'],
                       'size_bytes': int(r['size_bytes']),
                       'data_bytes': int(r.get('data_bytes', 0))} for r in results]
-    return ParsedRun(TOOL, params, prov, _measurements(per_kind),
-                     warnings=list(d.get('warnings', [])))
+    return _with_flush(ParsedRun(TOOL, params, prov, _measurements(per_kind),
+                                 warnings=list(d.get('warnings', []))))
 
 
 def _check_written_as_asked(path: str, results: list[Mapping[str, Any]],
@@ -259,7 +268,7 @@ def _from_kernel_text(path: str, text: str) -> ParsedRun:
     params: dict[str, Any] = {'implementation': 'h5regress'}
     prov: dict[str, Any] = {}
     if m := re.search(r'^flash-io (\S+):', text, re.M):
-        prov['version'] = m.group(1)
+        prov.update(tool_version=m.group(1), tool_version_source=FROM_OUTPUT)
     if m := re.search(r'^HDF5 library: (\S+)', text, re.M):
         prov['hdf5_version'] = m.group(1)
     if m := re.search(r'^MPI library: (.+)$', text, re.M):
@@ -276,8 +285,20 @@ def _from_kernel_text(path: str, text: str) -> ParsedRun:
         params['total_blocks'] = int(m.group(5))
     if m := re.search(r'iterations: (\d+)', text):
         params['iterations'] = int(m.group(1))
+    if m := re.search(r'\bfsync: (yes|no)\b', text):
+        params['fsync'] = m.group(1) == 'yes'
     warnings = re.findall(r'^WARNING: (.+)$', text, re.M)
-    return ParsedRun(TOOL, params, prov, _measurements(per_kind), warnings=warnings)
+    return _with_flush(ParsedRun(TOOL, params, prov, _measurements(per_kind),
+                                 warnings=warnings))
+
+
+def _with_flush(run: ParsedRun) -> ParsedRun:
+    """``write_flush`` of every figure (:mod:`h5regress.durability`): with ``--fsync`` each
+    rank fsyncs the file before the kernel's clock stops, else the figures end in the
+    page cache (the original FLASH-IO never flushes)."""
+    status = FSYNC if run.params.get('fsync') else NONE
+    run.provenance[WRITE_FLUSH] = flush_map(run.measurements, KINDS, status)
+    return run
 
 
 # ------------------------------------------------------------------ the original
@@ -351,7 +372,7 @@ def _from_original(path: str, text: str, sizes: dict[str, int]) -> ParsedRun:
                                  'from the file listing')
     params['iterations'] = len(per_kind.get('checkpoint', {}).get('time', [])) or None
     params['transfer'] = 'unknown'   # the original does not print it (a compile-time choice)
-    return ParsedRun(TOOL, params, prov, _measurements(per_kind), warnings=warnings)
+    return _with_flush(ParsedRun(TOOL, params, prov, _measurements(per_kind), warnings=warnings))
 
 
 def _check_holds_data(path: str, name: str, kind: str, blocks: int,

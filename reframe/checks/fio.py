@@ -19,6 +19,7 @@ from reframe.core.builtins import parameter, run_after, variable
 
 from h5regress import presets
 from h5regress.checkbase import IOBenchmark, shell_word
+from h5regress.durability import DIRECT, READ_PAGE_CACHE
 
 WRITE_OUT = 'fio-write.json'
 READ_OUT = 'fio-read.json'
@@ -94,11 +95,18 @@ class fio_check(IOBenchmark):
     @run_after('setup')
     def set_phases(self):
         self.executable_opts = self._fio_opts('write', WRITE_OUT)
+        self.read_command = self.launch_command(self._fio_opts('read', READ_OUT))
         self.postrun_cmds = [
             self.drop_caches_command(),
-            self.launch_command(self._fio_opts('read', READ_OUT)) + ' || h5r_rc=$?',
+            self.read_command + ' || h5r_rc=$?',
         ]
 
     def parse_output(self, files):
-        return self.parse_phases([WRITE_OUT, READ_OUT], files,
-                                 cache_matters=self.benchmark == 'buffered')
+        run = self.parse_phases([WRITE_OUT, READ_OUT], files,
+                                cache_matters=self.benchmark == 'buffered',
+                                commands={READ_OUT: self.read_command})
+        if self.benchmark == 'direct':
+            # O_DIRECT reads bypass the page cache whether or not it was dropped
+            for phase in [run] + [p.run for p in getattr(run, 'phases', [])]:
+                phase.provenance[READ_PAGE_CACHE] = DIRECT
+        return run

@@ -47,6 +47,7 @@ from reframe.core.builtins import fixture, parameter, run_after, variable
 from h5regress import tools
 from h5regress.builds import BuiltByFixture, Prebuilt, build_h5bench
 from h5regress.checkbase import HDF5Benchmark, shell_word
+from h5regress.durability import WRITE_FLUSH
 from h5regress.parsers import ParsedRun, RunFailed
 from h5regress.parsers import h5bench as h5bench_parser
 from h5regress.probe import linked_hdf5
@@ -395,6 +396,8 @@ class h5bench_read_base(h5bench_pattern_base):
         read = self.phase(files, READ_FILES, 'read', self.launch_command(self.executable_opts))
         self.label_cache(read, files.get('stdout', ''))
         read.measurements += write.measurements
+        # the write phase's figures keep what they include (observed: H5Fflush)
+        read.provenance[WRITE_FLUSH] = write.provenance.get(WRITE_FLUSH, {})
         return read
 
 

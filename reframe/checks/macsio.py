@@ -17,6 +17,12 @@ exit code lies (a missing directory exits 0 with a plausible bandwidth), so sani
 the log as :mod:`h5regress.parsers.macsio` reads it plus the files the run actually
 left (:func:`h5regress.parsers.macsio.check_files`).
 
+MACSio never flushes what it writes: its own bandwidths are how fast it hands data to
+the page cache (``write_flush: none``). After it ends, the job fsyncs every file it left
+and times that (:mod:`h5regress.flush`): ``flush time``, and ``write bw_flushed`` =
+MACSio's bytes / (its time + the flush), the figure that includes getting the data to
+storage (``write_flush: fsync``) and the one the nightly gates.
+
 ``macsio_check`` runs the MACSio of each HDF5 build of the Spack manifest (else of
 PATH); ``macsio_build_check`` the same rows with MACSio built by a fixture
 (:class:`h5regress.builds.build_macsio`, on json-cwx from its own fixture) from the
@@ -25,14 +31,18 @@ PATH; ``macsio_check`` then skips naming it.
 """
 
 import os
+import shlex
+import sys
 
 import reframe as rfm
 from reframe.core.builtins import fixture, parameter, run_after, variable
 
-from h5regress import presets, tools
+from h5regress import flush, presets, tools
 from h5regress.builds import BuiltByFixture, Prebuilt, build_macsio
-from h5regress.checkbase import HDF5Benchmark
-from h5regress.parsers import RunFailed
+from h5regress.checkbase import HDF5Benchmark, shell_word
+from h5regress.durability import FSYNC, WRITE_FLUSH
+from h5regress.parsers import Measurement, RunFailed
+from h5regress.parsers.base import MIB
 from h5regress.parsers import macsio as macsio_parser
 
 #: ``--part_size`` at ``size_factor`` 1.0 (bytes per variable of a mesh part)
@@ -139,7 +149,16 @@ class macsio_base(HDF5Benchmark):
     def perf_table(self, p):
         return {'write_bw': ('write', 'bw', 'MiB/s'),
                 'write_bw_dump_min': ('write', 'bw_dump_min', 'MiB/s'),
-                'write_bw_dump_max': ('write', 'bw_dump_max', 'MiB/s')}
+                'write_bw_dump_max': ('write', 'bw_dump_max', 'MiB/s'),
+                'flush_time': ('flush', 'time', 's'),
+                'write_bw_flushed': ('write', 'bw_flushed', 'MiB/s')}
+
+    @run_after('setup')
+    def flush_after_the_run(self):
+        """MACSio never flushes: once it has ended, fsync its files and time that
+        (:mod:`h5regress.flush`), before the base lists them."""
+        self.postrun_cmds = [f'{shlex.quote(sys.executable)} -m h5regress.flush '
+                             f'{shell_word(self.data_dir)}'] + self.postrun_cmds
 
     @run_after('setup')
     def plugin_args_last(self):
@@ -155,6 +174,28 @@ class macsio_base(HDF5Benchmark):
         if problems:
             raise RunFailed(f'{self.data_dir}: the data files do not match '
                             f'{macsio_parser.LOG_NAME}: ' + '; '.join(problems))
+        return self.with_flush(run, files.get('stdout', ''))
+
+    @staticmethod
+    def with_flush(run, stdout: str):
+        """``flush time`` (the fsync of the files after MACSio) and ``write bw_flushed``:
+        MACSio's bytes over its own time plus that flush, a figure that includes getting
+        the data to storage (``write_flush: fsync``; MACSio's own figures stay ``none``).
+        The moments between MACSio's end and the flush (MPI's teardown) are in neither:
+        the kernel's writeback during them shortens the flush."""
+        flushed = flush.parse_line(stdout)
+        if flushed is None:
+            failed = next((line for line in stdout.splitlines()
+                           if line.startswith(flush.FAILED_MARK)), 'no flush line in stdout')
+            raise RunFailed(f'the flush of the files MACSio wrote failed: {failed}')
+        seconds = flushed[0]
+        size, time = run.measurement('write', 'size').value, run.measurement('write', 'time').value
+        bw = size / MIB / (time + seconds)
+        run.measurements += [Measurement('flush', 'time', seconds, 's', False, [seconds]),
+                             Measurement('write', 'bw_flushed', bw, 'MiB/s', True, [bw])]
+        run.provenance[WRITE_FLUSH] = {**run.provenance.get(WRITE_FLUSH, {}),
+                                       'write bw_flushed': FSYNC}
+        run.provenance['flushed_bytes'], run.provenance['flushed_files'] = flushed[1:]
         return run
 
 
