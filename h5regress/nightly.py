@@ -71,7 +71,7 @@ import time
 import traceback
 from pathlib import Path
 
-from h5regress import gate, manifest
+from h5regress import atomic, darshan, gate, history, manifest, report
 from h5regress.cmdline import UsageError, config_files
 
 REPO = Path(__file__).resolve().parents[1]
@@ -275,7 +275,8 @@ def build_standins(out: Path, slowdown: float) -> Path:
                 '#!/bin/sh\n'
                 f'# stand-in candidate: writes through HDF5 take {1 + slowdown:g}x their time\n'
                 f'case " $* " in {hdf5_args})\n'
-                f'  export LD_PRELOAD={shim} H5REGRESS_DELAY_FRACTION={slowdown:g} ;;\n'
+                f'  export LD_PRELOAD={shim}${{LD_PRELOAD:+:$LD_PRELOAD}} '
+                f'H5REGRESS_DELAY_FRACTION={slowdown:g} ;;\n'
                 'esac\n'
                 f'exec {binary} "$@"\n')
             wrapper.chmod(0o755)
@@ -458,6 +459,15 @@ def parse_args(argv):
     ap.add_argument('--salloc', metavar='ARGS',
                     help="take the night's allocation: run under salloc ARGS (e.g. "
                     "'-N2 -p compute --exclusive'); a failed salloc is ERROR (4)")
+    ap.add_argument('--bisect', action='store_true', help='after a FAIL, find the first '
+                    'bad commit (h5regress bisect, --out/bisect) from --bisect-good to '
+                    "tonight's candidate commit; a rerun resumes it")
+    ap.add_argument('--bisect-good', metavar='SHA', help="bisect's good commit (default: "
+                    "the candidate commit of the history's last PASS night)")
+    ap.add_argument('--bisect-bad', metavar='SHA',
+                    help="bisect's bad commit (default: tonight's candidate commit)")
+    ap.add_argument('--bisect-repo', metavar='PATH|URL', help='HDF5 repository of the '
+                    'bisect (default --hdf5-repo; with --stand-in: a stand-in repository)')
     ap.add_argument('-S', '--setvar', action='append', default=[],
                     help='passed to ReFrame as -S (repeatable)')
     ap.add_argument('--history', type=Path, default=os.environ.get('H5REGRESS_HISTORY'),
@@ -570,8 +580,65 @@ def night(args) -> int:
     code = final_gate(baseline, candidate, args)
     if code == gate.EXIT_INCONCLUSIVE:
         log(f'warning: still INCONCLUSIVE after {done} pairs (the cap)')
+    if code == gate.EXIT_FAIL:
+        after_fail(manifest_path, args, env)
     log(f'verdict: exit {code}; artifacts in {args.out}')
     return code
+
+
+def after_fail(manifest_path: Path, args, env: dict) -> None:
+    """What follows a FAIL (issue 15), into the gate's JSON and the report: the Darshan
+    counter diff of each FAIL metric and, with --bisect, the first bad commit."""
+    gate_json = args.out / 'gate.json'
+    result = json.loads(gate_json.read_text())
+
+    def run_check(build, checks, pair_id, extra):
+        one = argparse.Namespace(**{**vars(args), 'checks': checks})
+        run_once(build, pair_id, one, {**env, **extra})
+
+    result['darshan'] = darshan.night_diff(result, manifest_path, args.out / 'darshan',
+                                           run_check)
+    if args.bisect:
+        result['bisect'] = bisect_night(result, args)
+    with uninterrupted():
+        atomic.write_text(gate_json, gate.dumps(result))
+        report.write_all(result, history.load(args.history, exclude_night=args.night)
+                         if args.history else None, args.out / 'report')
+
+
+def last_pass_commit(args) -> str | None:
+    """The candidate commit of the history's last PASS night (not an A/A one)."""
+    if not args.history:
+        return None
+    for night in reversed(history.load(args.history, exclude_night=args.night).nights):
+        if night.get('overall') == 'PASS' and not night.get('a_a') and \
+                night.get('candidate_commit'):
+            return night['candidate_commit']
+    return None
+
+
+def bisect_night(result: dict, args) -> dict:
+    """``h5regress bisect`` from the good commit to tonight's candidate commit, over the
+    FAIL metrics, in --out/bisect (resumable: a rerun of the night goes on there)."""
+    good = args.bisect_good or last_pass_commit(args)
+    bad = args.bisect_bad or result.get('candidate_commit')
+    if not good or not bad:
+        return {'error': 'no good commit to start from: give --bisect-good (or a --history '
+                'with a PASS night)' if not good else 'no candidate commit tonight'}
+    fails = [m['key'] for m in result['metrics'] if m.get('role') == 'gated'
+             and m.get('verdict') == 'FAIL']
+    cmd = [sys.executable, '-m', 'h5regress.bisect', '--good', good, '--bad', bad,
+           '--repo', args.bisect_repo or args.hdf5_repo, '--builder',
+           'stand-in' if args.stand_in else 'spack', '--checks', args.checks,
+           '--work', args.out / 'bisect', '--json', args.out / 'bisect' / 'result.json',
+           *[f'--metric={key}' for key in fails]]
+    cmd += [f'--nightly-arg={a}' for a in (['--system', args.system] if args.system else [])
+            + [f'-S{s}' for s in args.setvar]]
+    proc = run(cmd)
+    out = args.out / 'bisect' / 'result.json'
+    if proc.returncode not in (0, 1) or not out.is_file():
+        return {'error': f'h5regress bisect exit {proc.returncode} (its output above)'}
+    return json.loads(out.read_text())
 
 
 #: file the nightly under ``--salloc`` writes its exit code to (set by the outer one)
