@@ -7,6 +7,12 @@ build system against the parallel HDF5 it finds (Debian's on ``local``).
 
 Each row runs one API and transfer mode: the same bytes through HDF5 and
 through MPI-IO directly give the HDF5/MPI-IO ratio, the nightly gate's canary.
+
+Every rank fsyncs each file before the kernel's clock stops (``--fsync``): the figures
+include getting the data to storage (``write_flush: fsync``). The blocks per rank come
+from the partition (``extras['flashio_blocks_per_rank']``; ``local`` sets 2000, a
+checkpoint of 393 MB at 2 ranks, so the phase the nightly gates takes long enough to
+time); unset, FLASH's own 80-82.
 """
 
 import os
@@ -60,7 +66,8 @@ class flashio_base(HDF5Benchmark):
         ('mpiio', 'independent'),
     ], fmt=lambda row: '-'.join(row), loggable=True)
 
-    #: Blocks per rank; 0 = FLASH's own (80, 81 or 82: 0.8 x 100 + rank mod 3).
+    #: Blocks per rank; 0 = the partition's ``extras['flashio_blocks_per_rank']``, else
+    #: FLASH's own (80, 81 or 82: 0.8 x 100 + rank mod 3).
     #:
     #: :type: int
     #: :default: ``0``
@@ -78,6 +85,14 @@ class flashio_base(HDF5Benchmark):
     #: :default: ``'checkpoint,plot,corner'``
     files = variable(str, value='checkpoint,plot,corner')
 
+    #: fsync each file on every rank before the kernel's clock stops (``--fsync``), so
+    #: each figure includes getting the data to storage (``write_flush: fsync``); off,
+    #: the figures end in the page cache and the records say ``none``.
+    #:
+    #: :type: bool
+    #: :default: ``True``
+    fsync = variable(bool, value=True)
+
     #: Iterations (each writes every file once; per-iteration values are the samples).
     #:
     #: :type: int
@@ -90,15 +105,17 @@ class flashio_base(HDF5Benchmark):
 
     def row_params(self):
         api, transfer = self.benchmark
-        return {'api': api, 'transfer': transfer, 'blocks_per_rank': self.blocks_per_rank,
+        blocks = self.blocks_per_rank or int(
+            self.current_partition.extras.get('flashio_blocks_per_rank', 0))
+        return {'api': api, 'transfer': transfer, 'blocks_per_rank': blocks,
                 'zones_per_block': self.zones_per_block, 'files': self.files,
-                'iterations': self.iterations}
+                'iterations': self.iterations, 'fsync': self.fsync}
 
     def row_options(self, p):
         zones = str(p['zones_per_block'])
         return ([f'--api={p["api"]}', f'--{p["transfer"]}', f'--files={p["files"]}',
                  f'--iterations={p["iterations"]}', '--nxb', zones, '--nyb', zones,
-                 '--nzb', zones] +
+                 '--nzb', zones] + ['--fsync'] * p['fsync'] +
                 (['--blocks-per-rank', str(p['blocks_per_rank'])] if p['blocks_per_rank']
                  else []))
 

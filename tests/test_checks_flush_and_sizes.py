@@ -1,0 +1,49 @@
+"""Issue 13: what the FLASH-IO and MACSio checks' jobs do so that their write figures
+include getting the data to storage, and the sizes ``local`` gives FLASH-IO (dry runs:
+stub binaries, no benchmark runs)."""
+
+import os
+import re
+
+from reframe_run import run_reframe
+
+
+def stub_path(tmp_path, *tools):
+    bindir = tmp_path / 'stub-bin'
+    bindir.mkdir()
+    for tool in tools:
+        (bindir / tool).write_text('#!/bin/sh\nexit 0\n')
+        (bindir / tool).chmod(0o755)
+    return {'PATH': f'{bindir}:{os.environ["PATH"]}'}
+
+
+def job_scripts(workdir, prefix):
+    return [p.read_text() for p in (workdir / 'stage').rglob('rfm_job.sh')
+            if p.parent.name.startswith(prefix)]
+
+
+def test_flashio_fsyncs_and_takes_locals_size(tmp_path):
+    out = run_reframe(['-c', 'reframe/checks/flashio.py', '--dry-run', '-n', 'flashio_check'],
+                      tmp_path, env=stub_path(tmp_path, 'flash-io'))
+    scripts = job_scripts(tmp_path, 'flashio_check')
+    assert len(scripts) == 4, out.stdout + out.stderr
+    for script in scripts:
+        line = next(line for line in script.splitlines() if '/flash-io ' in line)
+        # every rank fsyncs each file before the kernel's clock stops (write_flush: fsync)
+        assert ' --fsync ' in line
+        # local's extras.flashio_blocks_per_rank: a checkpoint long enough to time
+        assert re.search(r' --blocks-per-rank 2000 ', line), line
+
+
+def test_macsio_flushes_its_files_after_the_run(tmp_path):
+    out = run_reframe(['-c', 'reframe/checks/macsio.py', '--dry-run', '-n',
+                       'macsio_check.*hdf5-SIF-collective$'],
+                      tmp_path, env=stub_path(tmp_path, 'macsio'))
+    scripts = job_scripts(tmp_path, 'macsio_check')
+    assert len(scripts) == 1, out.stdout + out.stderr
+    lines = scripts[0].splitlines()
+    run = next(i for i, line in enumerate(lines) if '/macsio ' in line)
+    timed = next(i for i, line in enumerate(lines) if '-m h5regress.flush ' in line)
+    listed = next(i for i, line in enumerate(lines) if line.startswith('find '))
+    # after MACSio, before the files are listed (and long before the trap removes them)
+    assert run < timed < listed
