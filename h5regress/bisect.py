@@ -38,6 +38,7 @@ import argparse
 import datetime
 import json
 import math
+import os
 import random
 import re
 import shutil
@@ -309,12 +310,15 @@ class NightlyRuns(Runs):
         self.nightly = nightly
         self.cand_id = f'hdf5-bisect-{commit[:12]}'
         path = step_dir / 'manifest.json'
-        manifest.write(path, {**cand.top, 'builds': {BASE_ID: good.entry,
-                                                     self.cand_id: cand.entry}})
+        manifest.write(path, {**cand.top, 'builds': {BASE_ID: relabel(good.entry, BASE_ID),
+                                                     self.cand_id: relabel(cand.entry,
+                                                                           self.cand_id)}})
         self.args = nightly.parse_args(self.argv + ['--out', str(step_dir)])
         nightly.start_attempt(self.args)
-        self.env = {**__import__('os').environ, 'H5REGRESS_MANIFEST': str(path),
+        self.env = {**os.environ, 'H5REGRESS_MANIFEST': str(path),
                     'H5REGRESS_PERFLOG_DIR': str(nightly.attempt_perflogs(self.args))}
+        if getattr(self.args, 'config_files', None):   # the nightly's chain of configs
+            self.env['RFM_CONFIG_FILES'] = ':'.join(self.args.config_files)
 
     def pairs(self, first: int, last: int) -> None:
         self.nightly.run_pairs(first, last, BASE_ID, self.cand_id, self.args, self.env)
@@ -325,6 +329,12 @@ class NightlyRuns(Runs):
         if not path.is_file():
             raise BisectError(f'the gate wrote no {path} (see its error above)')
         return json.loads(path.read_text())
+
+
+def relabel(entry: dict[str, Any], build_id: str) -> dict[str, Any]:
+    """A manifest build entry under another id (a manifest's ids are hdf5-<label>: two
+    Spack builds of develop commits share the version label)."""
+    return {**entry, 'hdf5': {**entry['hdf5'], 'label': build_id.removeprefix('hdf5-')}}
 
 
 class SimulatedRuns(Runs):

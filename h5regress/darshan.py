@@ -109,12 +109,13 @@ def diff(base: Mapping[str, float], cand: Mapping[str, float], top: int = TOP
 
 
 # ------------------------------------------------------------------ running under Darshan
-def test_regex(test: str) -> str:
+def name_regex(test: str) -> str:
     """ReFrame -n regex of one test of a gate row (its parameters but the build, any
     order; ReFrame matches the display name with its spaces removed)."""
     name, *params = test.split()
     params = [p for p in params if not p.startswith('%hdf5_build=')]
-    return '^' + re.escape(name) + ''.join(f'(?=.*{re.escape(p)}(%|$))' for p in params)
+    return ('^' + re.escape(name) + '(?=%|$)'
+            + ''.join(f'(?=.*{re.escape(p)}(%|$))' for p in params))
 
 
 def wrapped_manifest(src: Path, dst_dir: Path, libraries: Mapping[str, str]) -> Path:
@@ -191,7 +192,7 @@ def night_diff(result: Mapping[str, Any], manifest_path: Path, out: Path,
             for old in logdir.glob('*.darshan'):
                 old.unlink()
             try:
-                run_check(build, test_regex(row['test']), f'darshan-m{i}', env)
+                run_check(build, name_regex(row['test']), f'darshan-m{i}', env)
             except RuntimeError as err:
                 entry['error'] = f'{side} run under Darshan: {err}'
                 break

@@ -1,0 +1,180 @@
+"""h5regress bisect (issue 15) over stand-in repositories: real git, the real search,
+builder interface, gate and state file; the runs simulated (log-normal noise at
+CV 4 % around each commit's known slowdown, judged by the gate's run_gate), except
+in the slow test, where the nightly's ReFrame machinery runs the FLASH-IO kernel."""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from h5regress import bisect
+from reframe_run import REPO
+
+SLOW = 0.111            # the shim's fraction: writes take 1.111x, bandwidth x0.9 (10 %)
+CV = 0.04               # IOR 1 MiB run-to-run noise on this kind of machine
+
+
+def standin_repo(tmp_path, planted, k=16, broken=()):
+    """good + k commits, the slowdown from commit ``planted`` on; ``broken`` cannot build."""
+    fractions = [0.0] + [SLOW if i >= planted else 0.0 for i in range(1, k + 1)]
+    for i in broken:
+        fractions[i] = bisect.BUILD_FAILS
+    return bisect.make_standin_repo(tmp_path / 'repo', fractions)
+
+
+def cli(tmp_path, shas, *extra, seed=1):
+    return ['--good', shas[0], '--bad', shas[-1], '--repo', str(tmp_path / 'repo'),
+            '--builder', 'stand-in', '--simulate-cv', str(CV), '--seed', str(seed),
+            '--work', str(tmp_path / 'work'), '--json', str(tmp_path / 'result.json'), *extra]
+
+
+def test_the_search_halves_what_is_unknown_and_avoids_skipped_commits():
+    assert bisect.next_index(16, {}) == 7                       # between -1 and 15
+    assert bisect.next_index(16, {7: 'good'}) == 11
+    assert bisect.next_index(16, {7: 'good', 11: 'bad', 9: 'skip'}) == 8   # tie: older
+    assert bisect.next_index(16, {7: 'good', 8: 'bad'}) is None
+    assert bisect.bounds(16, {3: 'good', 8: 'bad', 12: 'good'}) == (3, 8)   # noise: first bad wins
+
+
+def test_finds_the_planted_commit_within_log2_builds(tmp_path, capsys):
+    shas = standin_repo(tmp_path, planted=11)
+    assert bisect.main(cli(tmp_path, shas)) == 0
+    result = json.loads((tmp_path / 'result.json').read_text())
+    assert result['found'] and result['first_bad']['commit'] == shas[11]
+    assert result['first_bad']['subject'] == f'stand-in commit 11: slowdown {SLOW}'
+    assert result['builds'] <= result['bound_builds'] == 5       # ceil(log2 16) + 1
+    for step in result['steps']:
+        assert step['verdict'] in ('good', 'bad')
+        assert step['ratio_lo'] <= step['ratio'] <= step['ratio_hi']
+        assert step['pairs'] in (10, 15, 20) and step['date']
+    assert f'first bad commit: {shas[11]}' in capsys.readouterr().out
+
+
+def test_a_commit_that_does_not_build_is_skipped_and_said(tmp_path, capsys):
+    # good at 7, bad at 11 and 9, then 8 does not build: the answer is "8 or 9"
+    shas = standin_repo(tmp_path, planted=9, broken=(8,))
+    assert bisect.main(cli(tmp_path, shas)) == 1
+    result = json.loads((tmp_path / 'result.json').read_text())
+    assert not result['found'] and result['candidates'] == [shas[8], shas[9]]
+    assert result['skipped'] == [shas[8]]
+    step = next(s for s in result['steps'] if s['commit'] == shas[8])
+    assert step['build'] == 'failed' and 'build fails' in step['reason'] and step['pairs'] == 0
+    out = capsys.readouterr()
+    assert f'one of (skipped commits in the way): {shas[8][:12]}, {shas[9][:12]}' in out.out
+    assert f'cannot build {shas[8][:12]}' in out.err
+
+
+class Counting(bisect.StandInBuilder):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.built = []
+
+    def build(self, commit):
+        self.built.append(commit)
+        return super().build(commit)
+
+
+class Stop(Exception):
+    pass
+
+
+def test_an_interrupted_bisect_resumes_without_rebuilding_or_rerunning(tmp_path):
+    shas = standin_repo(tmp_path, planted=5)
+    params = {'good': shas[0], 'bad': shas[-1], 'repo': 'r', 'builder': 'stand-in',
+              'checks': None, 'metrics': [], 'looks': [10, 15, 20]}
+    repo, work = tmp_path / 'repo', tmp_path / 'work'
+
+    def stop_after_2(n):
+        if n == 2:
+            raise Stop
+
+    first = Counting(repo, work, tools=False)
+    with pytest.raises(Stop):
+        bisect.bisect(repo, shas[0], shas[-1], first, bisect.SimulatedRuns(CV, random.Random(2)),
+                      work, params, on_step=stop_after_2)
+    state = json.loads((work / bisect.STATE_FILE).read_text())
+    done = list(state['order'])
+    assert len(done) == 2 and first.built == [shas[0]] + done
+    second = Counting(repo, work, tools=False)
+    result = bisect.bisect(repo, shas[0], shas[-1], second,
+                           bisect.SimulatedRuns(CV, random.Random(3)), work, params)
+    assert not set(second.built) & ({shas[0]} | set(done))      # nothing built twice
+    assert [s['commit'] for s in result['steps']][:2] == done
+    for sha in done:                                             # nor run again
+        assert {k: v for k, v in next(s for s in result['steps'] if s['commit'] == sha).items()
+                if k in state['steps'][sha]} == state['steps'][sha]
+    assert result['first_bad']['commit'] == shas[5]
+
+
+def test_a_bisect_killed_by_sigkill_resumes_from_its_state_file(tmp_path):
+    shas = standin_repo(tmp_path, planted=13)
+    state_file = tmp_path / 'work' / bisect.STATE_FILE
+    cmd = [sys.executable, '-m', 'h5regress.bisect', *cli(tmp_path, shas)]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            if state_file.exists() and len(json.loads(state_file.read_text())['steps']) >= 1:
+                break
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    before = json.loads(state_file.read_text())          # whole: written atomically
+    assert before['result'] is None, 'the bisect ended before the kill: nothing to resume'
+    out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert 'resuming' in out.stderr
+    after = json.loads(state_file.read_text())
+    started = '\n'.join(line for line in out.stderr.splitlines() if ': step ' in line)
+    for sha, step in before['steps'].items():
+        assert after['steps'][sha] == step and sha[:12] not in started
+    for sha, build in before['builds'].items():
+        assert after['builds'][sha] == build
+    assert after['result']['first_bad']['commit'] == shas[13]
+
+
+def test_a_work_directory_of_another_bisect_is_refused(tmp_path, capsys):
+    shas = standin_repo(tmp_path, planted=3, k=4)
+    assert bisect.main(cli(tmp_path, shas)) == 0
+    other = cli(tmp_path, shas)
+    other[other.index('--bad') + 1] = shas[-2]
+    assert bisect.main(other) == 4
+    err = capsys.readouterr().err
+    assert 'bisect-state.json: a bisect with bad' in err and 'another\n--work' not in err
+
+
+def test_good_must_be_an_ancestor_of_bad(tmp_path, capsys):
+    shas = standin_repo(tmp_path, planted=3, k=4)
+    args = cli(tmp_path, shas)
+    args[1], args[3] = shas[-1], shas[0]
+    assert bisect.main(args) == 4
+    assert 'is not an ancestor of --bad' in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_bisect_through_the_nightly_finds_a_real_slowdown(tmp_path):
+    """The nightly's machinery for real: stand-in builds of the FLASH-IO kernel (the
+    planted commit's writes ten times slower through the shim), ReFrame, ABBA pairs,
+    the gate; one step (good, planted, bad)."""
+    shas = bisect.make_standin_repo(tmp_path / 'repo', [0.0, 9.0, 9.0])
+    cmd = [sys.executable, '-m', 'h5regress.bisect', '--good', shas[0], '--bad', shas[-1],
+           '--repo', str(tmp_path / 'repo'), '--builder', 'stand-in',
+           '--checks', '^flashio_check.*-collective', '--pairs', '8', '--max-pairs', '8',
+           '--nightly-arg=-Sflashio_check.iterations=2', '--work', str(tmp_path / 'work'),
+           '--json', str(tmp_path / 'result.json')]
+    out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800)
+    assert out.returncode == 0, out.stderr[-3000:]
+    result = json.loads((tmp_path / 'result.json').read_text())
+    assert result['first_bad']['commit'] == shas[1] and result['found']
+    (step,) = result['steps']
+    assert step['verdict'] == 'bad' and step['gate'] == 'FAIL' and step['ratio'] < 0.5
+    assert step['pairs'] == 8
+    perflogs = list((tmp_path / 'work' / 'steps' / shas[1][:12] / 'perflogs').rglob('*.log'))
+    assert perflogs, 'the step ran no ReFrame check'
