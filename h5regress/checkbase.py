@@ -288,7 +288,8 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
             f'[ -d {data} ] || {{ echo "{SETUP_MARK} cannot create the data directory" >&2; '
             f'exit 1; }}',
             # the data go whatever happens: also on failure, timeout or cancellation
-            f"trap 'rm -rf {data}; sync' EXIT",
+            # (and the watcher below, with its sleep, has nothing left to do)
+            f"trap 'rm -rf {data}; sync; kill -- -$h5r_cleaner 2>/dev/null' EXIT",
             # a job the scheduler cancels gets SIGTERM: exit, so the EXIT trap cleans up
             "trap 'exit 143' TERM INT",
             # ... but the shell runs its traps only once the tool has ended, and ReFrame's
@@ -297,6 +298,7 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
             # removes the data once this shell is gone, however it died, then ends.
             'setsid sh -c \'while kill -0 "$1" 2>/dev/null; do sleep 1; done; '
             f'rm -rf "$2"\' h5regress-cleaner $$ {data} </dev/null >/dev/null 2>&1 &',
+            'h5r_cleaner=$!',
         ]
         if extras.get('lfs_setstripe'):
             prerun.append(f'lfs setstripe -c {int(extras.get("stripe_count", 1))} {data}')
