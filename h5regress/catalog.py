@@ -89,6 +89,8 @@ BENCHMARKS: dict[str, Benchmark] = {b.tool: b for b in (
               binaries=(Binary('macsio', ('macsio', 'bin/macsio')),)),
     Benchmark('h5bench', package='h5bench', binaries=(
         Binary('h5bench_write'), Binary('h5bench_read'),
+        # h5bench_write with a particle count per rank drawn from a normal law (STDEV_DIM_1)
+        Binary('h5bench_write_var_normal_dist'),
         Binary('h5bench_exerciser', variant='exerciser'),
         Binary('h5bench_hdf5_iotest', variant='metadata'))),
     Benchmark('flash-io', parser='flashio', references='flashio.yaml', package='flash-io',

@@ -26,7 +26,8 @@ FIX = pathlib.Path(__file__).resolve().parent / "fixtures" / "manifest"
 BASELINE = "hdf5-1.14.1"
 CANDIDATE = "hdf5-1.15.0"
 ALL_TOOLS = {"ior", "mdtest", "macsio", "h5bench_write", "h5bench_read",
-             "h5bench_exerciser", "h5bench_hdf5_iotest", "flash-io"}
+             "h5bench_write_var_normal_dist", "h5bench_exerciser", "h5bench_hdf5_iotest",
+             "flash-io"}
 
 
 def find_json() -> list[dict]:
@@ -48,7 +49,7 @@ def lay_out_install(root: pathlib.Path, records, pfx, skip=()):
         "ior": ["bin/ior", "bin/mdtest"],
         "macsio": ["macsio"],
         "h5bench": ["bin/h5bench_write", "bin/h5bench_read", "bin/h5bench_exerciser",
-                    "bin/h5bench_hdf5_iotest"],
+                    "bin/h5bench_hdf5_iotest", "bin/h5bench_write_var_normal_dist"],
         "flash-io": ["bin/flash-io"],
     }
     for rec in records:
@@ -167,7 +168,8 @@ def test_h5bench_absent_for_a_build_is_not_an_error(env):
         d["hash"] == candidate_hash for d in r["dependencies"]))]
     m = gen(env_dir, records, pfx)
     assert set(m["builds"][CANDIDATE]["tools"]) == ALL_TOOLS - {
-        "h5bench_write", "h5bench_read", "h5bench_exerciser", "h5bench_hdf5_iotest"}
+        "h5bench_write", "h5bench_read", "h5bench_exerciser", "h5bench_hdf5_iotest",
+        "h5bench_write_var_normal_dist"}
     assert set(m["builds"][BASELINE]["tools"]) == ALL_TOOLS
 
 
