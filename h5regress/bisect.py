@@ -174,20 +174,24 @@ class SpackBuilder(Builder):
     build is the manifest's build of that commit."""
     name = 'spack'
 
-    def __init__(self, work: Path, install: Path | None = None) -> None:
-        self.work = work
+    def __init__(self, work: Path, mirrors: Sequence[str] = (),
+                 install: Path | None = None) -> None:
+        self.work, self.mirrors = work, list(mirrors)
         self.install = install or manifest.repo_root() / 'spack-env' / 'install'
 
     def build(self, commit: str) -> Built:
         path = self.work / 'builds' / commit[:12] / 'manifest.json'
         cmd = [sys.executable, str(self.install), '--candidate', commit, '--manifest', str(path)]
-        log('$ ' + ' '.join(cmd))
-        out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        (self.work / 'builds' / commit[:12]).mkdir(parents=True, exist_ok=True)
-        (self.work / 'builds' / commit[:12] / 'install.log').write_text(out.stdout)
-        if out.returncode:
-            tail = ' | '.join(out.stdout.strip().splitlines()[-3:])
-            raise BuildFailed(f'spack-env/install exit {out.returncode}: {tail}')
+        for mirror in self.mirrors:
+            cmd += ['--mirror', mirror]
+        install_log = self.work / 'builds' / commit[:12] / 'install.log'
+        install_log.parent.mkdir(parents=True, exist_ok=True)
+        log('$ ' + ' '.join(cmd) + f' > {install_log}')
+        with open(install_log, 'w') as fp:
+            code = subprocess.run(cmd, stdout=fp, stderr=subprocess.STDOUT).returncode
+        if code:
+            tail = ' | '.join(install_log.read_text().strip().splitlines()[-3:])
+            raise BuildFailed(f'spack-env/install exit {code}: {tail}')
         data = json.loads(path.read_text())
         for build in data['builds'].values():
             if build['hdf5']['commit'] == commit:
@@ -553,6 +557,8 @@ def build_parser() -> ArgParser:
     p.add_argument('--repo', required=True, help='the HDF5 repository: a local clone or a URL '
                    '(stand-in builder: the stand-in repository)')
     p.add_argument('--builder', choices=('spack', 'stand-in'), default='spack')
+    p.add_argument('--mirror', action='append', default=[], metavar='URL',
+                   help='Spack builder: a source mirror for spack-env/install (repeatable)')
     p.add_argument('--checks', help='ReFrame name regex of the failing metrics\' checks '
                    '(default: the nightly\'s)')
     p.add_argument('--metric', action='append', default=[], metavar='KEY',
@@ -602,7 +608,7 @@ def run(repo: Path, good: str, bad: str, args, work: Path) -> dict[str, Any]:
     if args.builder == 'stand-in':
         builder: Builder = StandInBuilder(repo, work, tools=not simulate)
     else:
-        builder = SpackBuilder(work)
+        builder = SpackBuilder(work, args.mirror)
     checks = args.checks
     if simulate:
         runs: Runs = SimulatedRuns(args.simulate_cv, random.Random(args.seed))
