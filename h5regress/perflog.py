@@ -20,6 +20,7 @@ import os
 from collections.abc import Iterable
 
 from h5regress.record import Record, RecordError
+from h5regress.runresults import lay_over
 
 #: columns every h5regress perflog carries (header names as ReFrame writes them)
 COLUMNS = ('job_completion_time', 'name', 'system:partition', 'environ', 'perf_var',
@@ -52,7 +53,9 @@ def parse_line(line: str, ncols: int, source: str) -> Record | None:
     except (KeyError, TypeError):
         raise RecordError(f'{source}: h5r_context has no perfvars entry for {var!r}') \
             from None
-    provenance = dict(context.get('provenance', {}))
+    # a variable another phase (execution) of the run measured: its own params and
+    # provenance laid over the run's (h5regress.runresults.perfvars)
+    provenance = lay_over(context.get('provenance', {}), info.get('provenance', {}))
     provenance['perf_var'] = var
     provenance['reference'] = {
         'value': row['perf_ref'], 'lower': row['perf_lower_thres'],
@@ -66,7 +69,7 @@ def parse_line(line: str, ncols: int, source: str) -> Record | None:
         'value': row['perf_value'],
         'unit': row['perf_unit'],
         'higher_is_better': info.get('higher_is_better'),
-        'params': context.get('params', {}),
+        'params': lay_over(context.get('params', {}), info.get('params', {})),
         'provenance': provenance,
         'hdf5_build': hdf5_build,
         'config_hash': row['config_hash'],
