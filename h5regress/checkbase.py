@@ -59,6 +59,20 @@ HINTS_FILE = 'h5r-mpiio-hints'
 REQUIRE_TOOLS_ENV = 'H5REGRESS_REQUIRE_TOOLS'
 
 
+#: ``h5regress study NAME`` sets this to NAME: the node and rank counts then come from
+#: ``extras['NAME_num_nodes']`` and ``extras['NAME_tasks_per_node']`` where a partition
+#: has them (a study sweeps further than the nightly runs), else from the usual keys.
+SWEEP_ENV = 'H5REGRESS_SWEEP'
+
+
+def extras_values(extras: dict, key: str, default: list) -> list:
+    """``extras[key]`` as a list (a study's sweep first: :data:`SWEEP_ENV`)."""
+    sweep = os.environ.get(SWEEP_ENV, '')
+    value = extras.get(f'{sweep}_{key}', extras.get(key, default)) if sweep else \
+        extras.get(key, default)
+    return value if isinstance(value, list) else [value]
+
+
 def partition_values(key: str, default: list) -> list:
     """Union of ``extras[key]`` over the current system's partitions.
 
@@ -72,8 +86,7 @@ def partition_values(key: str, default: list) -> list:
         return default
     values = set()
     for part in partitions:
-        value = part.extras.get(key, default)
-        values.update(value if isinstance(value, list) else [value])
+        values.update(extras_values(part.extras, key, default))
     return sorted(values) or default
 
 
@@ -173,8 +186,7 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
             return
 
         def listed(part, key, value, default):
-            allowed = part.extras.get(key, default)
-            return value in (allowed if isinstance(allowed, list) else [allowed])
+            return value in extras_values(part.extras, key, default)
 
         self.valid_systems = [p.fullname for p in partitions
                               if listed(p, 'num_nodes', self.num_nodes, [1])

@@ -121,6 +121,7 @@ DELEGATED = {
     'refs': ('h5regress.refs', 'main_refs'),
     'manifest': ('h5regress.manifest', 'main'),
     'bisect': ('h5regress.bisect', 'main'),
+    'study': ('h5regress.study', 'main'),
 }
 
 

@@ -5,6 +5,8 @@ Every run's provenance carries ``write_flush``: for each of its write figures
 
 - ``fsync``: the timed phase ends after the data were flushed to storage (fsync,
   fdatasync, or ``MPI_File_sync`` through HDF5's ``H5Fflush``);
+- ``O_SYNC``: the files were opened with O_SYNC: each write returns once its data are
+  on storage (fio ``sync=1``);
 - ``O_DIRECT``: the data bypass the page cache (no flush of the device's own cache);
 - ``none``: the timed phase ends with the data in the page cache: the figure is how
   fast the tool hands data to the kernel, not to storage.
@@ -28,7 +30,7 @@ from typing import Any
 
 #: provenance key of the write figures' flush status
 WRITE_FLUSH = 'write_flush'
-FSYNC, DIRECT, NONE = 'fsync', 'O_DIRECT', 'none'
+FSYNC, SYNC, DIRECT, NONE = 'fsync', 'O_SYNC', 'O_DIRECT', 'none'
 #: provenance key of the read figures' page-cache state
 READ_PAGE_CACHE = 'read_page_cache'
 

@@ -85,7 +85,7 @@ from typing import Any
 from h5regress.parsers.base import SYSTEM_ERRORS, Measurement, ParsedRun, ParseError, \
     RunFailed, basename, errno_text, find_error_line, parse_size, to_mib_per_s
 from h5regress.parsers.ior import raise_if_empty_json
-from h5regress.durability import DIRECT, FSYNC, NONE, WRITE_FLUSH, flush_map
+from h5regress.durability import DIRECT, FSYNC, NONE, SYNC, WRITE_FLUSH, flush_map
 from h5regress.toolversion import FROM_OUTPUT
 
 TOOL = 'fio'
@@ -362,11 +362,14 @@ def job_params(global_options: Mapping[str, Any], job_options: Mapping[str, Any]
 def write_flush(params: Mapping[str, Any]) -> str:
     """What a job's write figures include (:mod:`h5regress.durability`): fio counts
     ``end_fsync``, ``fsync_on_close`` and every ``fsync``/``fdatasync`` in the job's
-    runtime, so they are in its bandwidth; ``direct=1`` bypasses the page cache."""
+    runtime, so they are in its bandwidth; ``sync=1`` (O_SYNC) puts every write on storage
+    before it returns; ``direct=1`` bypasses the page cache."""
     def on(key):
         return str(params.get(key, '0')).strip().lower() not in ('0', '', 'false', 'none')
     if any(on(k) for k in ('end_fsync', 'fsync_on_close', 'fsync', 'fdatasync')):
         return FSYNC
+    if on('sync'):
+        return SYNC
     return DIRECT if on('direct') else NONE
 
 

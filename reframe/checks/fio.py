@@ -14,6 +14,7 @@ the allocation mode is set explicitly and recorded.
 import os
 
 import reframe as rfm
+import reframe.utility.typecheck as typ
 from reframe.core.backends import getlauncher
 from reframe.core.builtins import parameter, run_after, variable
 
@@ -57,6 +58,28 @@ class fio_check(IOBenchmark):
     #: :default: ``'native'`` (fio's own default, set explicitly so it is recorded)
     fallocate = variable(str, value='native')
 
+    #: Open the files with O_SYNC (fio ``--sync=1``): each write returns once its data
+    #: are on storage.
+    #:
+    #: :type: bool
+    #: :default: ``False``
+    sync = variable(bool, value=False)
+
+    #: fsync at the end of writing, inside the timed phase (fio ``--end_fsync=1``).
+    #:
+    #: :type: bool or None
+    #: :default: ``None``: the row's (``buffered`` yes, ``direct`` no)
+    end_fsync = variable(typ.Bool, type(None), value=None)
+
+    #: The file as the write finds it: ``preallocated`` (allocated first, by
+    #: ``fallocate``), ``append`` (no allocation: every write extends the file at its
+    #: end; fio ``--fallocate=none``), ``overwrite`` (written in full first, then written
+    #: over: fio ``--overwrite=1``).
+    #:
+    #: :type: str
+    #: :default: ``'preallocated'``
+    file_state = variable(str, value='preallocated')
+
     tool = 'fio'
     output_files = [WRITE_OUT, READ_OUT, 'stdout']
 
@@ -66,17 +89,31 @@ class fio_check(IOBenchmark):
             'mode': self.benchmark, 'size': presets.parse_size(size, 'fio_check.size'),
             'block_size': self.block_size, 'numjobs': self.tasks_per_node,
             'ioengine': self.ioengine, 'direct': self.benchmark == 'direct',
-            'end_fsync': self.benchmark == 'buffered', 'fallocate': self.fallocate,
+            'end_fsync': (self.benchmark == 'buffered' if self.end_fsync is None
+                          else self.end_fsync),
+            'fallocate': 'none' if self.file_state == 'append' else self.fallocate,
+            # recorded only when set, so the default rows keep their config hash
+            **({'sync': True} if self.sync else {}),
+            **({'file_state': self.file_state} if self.file_state != 'preallocated' else {}),
         }
 
     def row_options(self, p):
         return ['--rw={rw}', f'--bs={p["block_size"]}', f'--size={p["size"]}',
                 f'--numjobs={p["numjobs"]}', f'--ioengine={p["ioengine"]}',
                 f'--direct={int(p["direct"])}', f'--fallocate={p["fallocate"]}',
-                '--group_reporting', '--output-format=json'] + ['--end_fsync=1'] * p['end_fsync']
+                '--group_reporting', '--output-format=json'] + ['--end_fsync=1'] * p['end_fsync'] \
+            + ['--sync=1'] * p.get('sync', False) \
+            + ['--overwrite=1'] * (p.get('file_state') == 'overwrite')
 
     def row_data_bytes(self, p):
         return p['size'] * p['numjobs']
+
+    @run_after('init')
+    def check_file_state(self):
+        states = ('preallocated', 'append', 'overwrite')
+        if self.file_state not in states:
+            raise ValueError(f'fio_check.file_state: {self.file_state!r} is not one of '
+                             f'{", ".join(states)}')
 
     def perf_table(self, p):
         return {f'{op}_bw': (op, 'bw', 'MiB/s') for op in ('write', 'read')}

@@ -29,6 +29,8 @@ hard-coded in them):
 ``num_nodes``       node counts the checks run at (list; fixed numbers, so ``--dry-run``
                     works without a scheduler).
 ``tasks_per_node``  I/O ranks per node.
+``scaling_num_nodes``, ``scaling_tasks_per_node`` what ``h5regress study scaling`` sweeps
+                    (unset: ``num_nodes``/``tasks_per_node``); ``h5regress.study``.
 ``size_factor``     scales the IOR presets (1.0 = the published sizes; small on a laptop).
 ``stripe_count``    file-system stripe count; IOR's "collective" preset writes that many
                     segments. ``lfs_setstripe`` (true/false) runs ``lfs setstripe -c`` on
@@ -79,6 +81,8 @@ CI_SLURM_EXTRAS = {
     'scratch': '{stagedir}/scratch',
     'num_nodes': [1, 2],
     'tasks_per_node': 2,
+    # h5regress study scaling: 1 and 2 nodes
+    'scaling_num_nodes': [1, 2],
     'size_factor': 1 / 64,
     'stripe_count': 1,
     'mpiio_layer': 'ompio',
@@ -137,6 +141,9 @@ site_configuration = {
                         'scratch': '/lustre/scratch/$USER/h5regress',
                         'num_nodes': [1, 4],
                         'tasks_per_node': 32,
+                        # h5regress study scaling (the DKRZ multifile sweep)
+                        'scaling_num_nodes': [10, 100],
+                        'scaling_tasks_per_node': [1, 2, 4, 8, 12],
                         'size_factor': 1.0,
                         'stripe_count': 8,
                         'lfs_setstripe': True,
@@ -228,6 +235,8 @@ site_configuration = {
                         'scratch': '{stagedir}/scratch',
                         'num_nodes': [1],
                         'tasks_per_node': 2,
+                        # h5regress study scaling: 1 and 2 ranks
+                        'scaling_tasks_per_node': [1, 2],
                         'size_factor': 1 / 64,
                         'stripe_count': 1,
                         'lfs_setstripe': False,
