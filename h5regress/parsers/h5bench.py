@@ -412,6 +412,29 @@ def write_flush(ms: list[Measurement], operation: str, mode: str,
         'observed_rate', 'observed_time', 'h5fflush_time')})
 
 
+_RANK_PARTICLES = re.compile(r'Number of particles in rank (\d+) = (\d+)')
+
+
+def normal_dist_sizes(res: Mapping[str, Any], stdout: str,
+                      src: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(results, provenance) of h5bench_write_var_normal_dist with the bytes all ranks
+    wrote. Each rank draws its own particle count (normal law, mean DIM_1, STDEV_DIM_1)
+    and prints it, but h5bench 1.6 prints the total size as rank 0's bytes x ranks and
+    its rates from that (rank 0 with 1061884 particles, rank 1 with 977620: 4 % too
+    high); size and rates are scaled to the sum of the counts."""
+    counts = {int(r): int(n) for r, n in _RANK_PARTICLES.findall(stdout)}
+    ranks = res.get('ranks')
+    if not ranks or sorted(counts) != list(range(ranks)):
+        raise RunFailed(f'{src}: h5bench_write_var_normal_dist printed the particle counts '
+                        f'of ranks {sorted(counts)} of {ranks}: the bytes written cannot be '
+                        'told (h5bench prints rank 0\'s bytes x ranks)')
+    factor = sum(counts.values()) / (counts[0] * ranks)
+    out = {**res, **{k: res[k] * factor for k in ('size', 'raw_rate', 'observed_rate')}}
+    return out, {'particles_per_rank': [counts[r] for r in range(ranks)],
+                 'size_as_printed': res['size'],
+                 'size_corrected_by': factor}
+
+
 def parse_pattern(group: Mapping[str, str], where: str, kind: str | None = None,
                   max_rate_per_rank: float = MAX_RATE_PER_RANK,
                   command: str | None = None) -> ParsedRun:
@@ -451,6 +474,10 @@ def parse_pattern(group: Mapping[str, str], where: str, kind: str | None = None,
     if missing:
         raise RunFailed(f'{where}: results lack {", ".join(missing)}: incomplete output')
     src = where.rstrip('/') or '.'
+    corrected: dict[str, Any] = {}
+    if res_csv.get('operation') == 'write_var_normal_dist' or \
+            'Given standard deviation' in (stdout[1] if stdout else ''):
+        res, corrected = normal_dist_sizes(res, stdout[1] if stdout else '', src)
     if mode != 'ASYNC':
         _check_rate('raw rate', res['raw_rate'], ranks, max_rate_per_rank, src)
     _check_rate('observed rate', res['observed_rate'], ranks, max_rate_per_rank, src)
@@ -469,7 +496,7 @@ def parse_pattern(group: Mapping[str, str], where: str, kind: str | None = None,
         if key in res:
             ms.append(Measurement(operation, key, res[key], 's', False))
     ms.append(Measurement(operation, 'size', res['size'], 'B', True))
-    prov: dict[str, Any] = {}
+    prov: dict[str, Any] = dict(corrected)
     if operation != 'read':
         prov[WRITE_FLUSH] = write_flush(ms, operation, mode, params)
     if command:

@@ -8,12 +8,16 @@ Python runner, so ReFrame's launcher, node layout and MPI-IO settings apply.
 1D and 2D with every MEM_PATTERN x FILE_PATTERN of {CONTIG, INTERLEAVED}, 3D
 CONTIG/CONTIG and 1D CONTIG to STRIDED, all collective (COLLECTIVE_DATA and
 COLLECTIVE_METADATA); then 1D independent, 2D compressed (COMPRESS with chunk
-dimensions), and 1D with SUBFILING and in ASYNC mode. The last two run only where
-the HDF5 build has them and are skipped with the reason otherwise.
+dimensions), and 1D with SUBFILING and in ASYNC mode; 1D with collective data and
+independent metadata and the other way round; ``h5bench_write_var_normal_dist`` (each
+rank's particle count drawn from a normal law, STDEV_DIM_1; its printed size is rank 0's
+x ranks, which the parser corrects); and ASYNC with IO_MEM_LIMIT and with
+DELAYED_CLOSE_TIMESTEPS. SUBFILING and ASYNC run only where the HDF5 build has them and
+are skipped with the reason otherwise.
 
 ``h5bench_read_check`` covers the supported read patterns: FULL for 1D, 2D, 3D;
 PARTIAL and STRIDED for 1D; PRL, RDC, LDC and CS for 2D (h5bench reads those on
-rank 0 only, so they run one rank). A read needs the file its write made: each read
+rank 0 only, so they run one rank), and 1D FULL and PARTIAL read independently. A read needs the file its write made: each read
 test runs, in one job, the write test's configuration for its pattern, drops the page
 cache (when permitted, else the read figures are labelled as cached), then reads.
 One job keeps the file's life inside the test's data directory, which the suite's
@@ -204,6 +208,28 @@ class h5bench_pattern_base(h5bench_base):
     #: :default: ``[]``: a quarter of each data dimension
     chunk_dims = variable(typ.List[int], value=[])
 
+    #: Standard deviation of the particles per rank of the ``normal-dist`` row
+    #: (STDEV_DIM_1 of h5bench_write_var_normal_dist: each rank draws its count from a
+    #: normal law around DIM_1).
+    #:
+    #: :type: int
+    #: :default: ``0``: a tenth of the particles per rank
+    stdev_particles = variable(int, value=0)
+
+    #: Memory bound of the ``async-mem-limit`` row in bytes (IO_MEM_LIMIT: what the async
+    #: connector may hold of data not yet written; h5bench refuses a bound below a time step).
+    #:
+    #: :type: int
+    #: :default: ``0``: two time steps of a rank
+    io_mem_limit = variable(int, value=0)
+
+    #: Time steps the ``async-delayed-close`` row keeps its datasets open before closing
+    #: them (DELAYED_CLOSE_TIMESTEPS).
+    #:
+    #: :type: int
+    #: :default: ``2``
+    delayed_close_timesteps = variable(int, value=2)
+
     data_file = DATA_FILE
 
     def particles(self) -> int:
@@ -222,9 +248,11 @@ class h5bench_pattern_base(h5bench_base):
         dims = pattern_dims(num_dims, self.particles())
         # h5bench refuses collective data buffering through the subfiling VFD
         collective = 'NO' if io in ('independent', 'subfiling') else 'YES'
+        data, metadata = {'collective-data': ('YES', 'NO'),
+                          'collective-metadata': ('NO', 'YES')}.get(io, (collective, collective))
         cfg = {
             'MEM_PATTERN': mem, 'FILE_PATTERN': file, 'TIMESTEPS': str(self.timesteps),
-            'COLLECTIVE_DATA': collective, 'COLLECTIVE_METADATA': collective,
+            'COLLECTIVE_DATA': data, 'COLLECTIVE_METADATA': metadata,
             'EMULATED_COMPUTE_TIME_PER_TIMESTEP': self.compute_time,
             'NUM_DIMS': str(num_dims),
             'DIM_1': str(dims[0]), 'DIM_2': str(dims[1]), 'DIM_3': str(dims[2]),
@@ -239,6 +267,13 @@ class h5bench_pattern_base(h5bench_base):
                 cfg[f'CHUNK_DIM_{i + 1}'] = str(size)
         if io == 'subfiling':
             cfg['SUBFILING'] = 'YES'
+        if io == 'normal-dist':
+            cfg['STDEV_DIM_1'] = str(self.stdev_particles or max(1, dims[0] // 10))
+        if io == 'async-mem-limit':
+            cfg['IO_MEM_LIMIT'] = str(self.io_mem_limit or
+                                      2 * math.prod(dims) * PARTICLE_BYTES)
+        if io == 'async-delayed-close':
+            cfg['DELAYED_CLOSE_TIMESTEPS'] = str(self.delayed_close_timesteps)
         return cfg
 
     @staticmethod
@@ -314,31 +349,48 @@ class h5bench_write_base(h5bench_pattern_base):
         (2, 'CONTIG', 'CONTIG', 'compress'),
         (1, 'CONTIG', 'CONTIG', 'subfiling'),
         (1, 'CONTIG', 'CONTIG', 'async'),
+        # collective data with independent metadata, and the other way round
+        (1, 'CONTIG', 'CONTIG', 'collective-data'),
+        (1, 'CONTIG', 'CONTIG', 'collective-metadata'),
+        # h5bench_write_var_normal_dist: particles per rank from a normal law (STDEV_DIM_1)
+        (1, 'CONTIG', 'CONTIG', 'normal-dist'),
+        # ASYNC with a memory bound (IO_MEM_LIMIT), and with delayed dataset closes
+        (1, 'CONTIG', 'CONTIG', 'async-mem-limit'),
+        (1, 'CONTIG', 'CONTIG', 'async-delayed-close'),
     ], fmt=lambda row: f'{row[0]}D-{row[1]}-{row[2]}-{row[3]}', loggable=True)
 
     binary = 'h5bench_write'
     kind = 'write'
     output_files = WRITE_FILES
 
+    @run_after('init')
+    def normal_dist_binary(self):
+        if self.benchmark[3] == 'normal-dist':
+            self.binary = 'h5bench_write_var_normal_dist'
+
     def row_config(self):
         dims, mem, file, io = self.benchmark
         if io == 'subfiling':
             why = subfiling_support(self.executable)
             self.skip_if(why is not None, why)
-        if io == 'async':
+        if io.startswith('async'):
             self.use_async()
         return (self.pattern_config(dims, mem, file, io),
-                {'io': io, 'mode': 'ASYNC' if io == 'async' else 'SYNC'})
+                {'io': io, 'mode': 'ASYNC' if io.startswith('async') else 'SYNC'})
 
 
 class h5bench_read_base(h5bench_pattern_base):
-    #: (dimensions, READ_OPTION): h5bench's supported read patterns. The file is written
+    #: (dimensions, READ_OPTION[, I/O]): h5bench's supported read patterns, collective
+    #: unless the row says ``independent``. The file is written
     #: first with the matching write pattern (CONTIG/STRIDED for STRIDED, else CONTIG/CONTIG).
     benchmark = parameter([
         (1, 'FULL'), (2, 'FULL'), (3, 'FULL'),
         (1, 'PARTIAL'), (1, 'STRIDED'),
         (2, 'PRL'), (2, 'RDC'), (2, 'LDC'), (2, 'CS'),
-    ], fmt=lambda row: f'{row[0]}D-{row[1]}', loggable=True)
+        # independent reads (COLLECTIVE_DATA and COLLECTIVE_METADATA NO; the file written
+        # the same way); the rows above read collectively
+        (1, 'FULL', 'independent'), (1, 'PARTIAL', 'independent'),
+    ], fmt=lambda row: '-'.join([f'{row[0]}D', *row[1:]]), loggable=True)
 
     binary = 'h5bench_read'
     kind = 'read'
@@ -349,13 +401,13 @@ class h5bench_read_base(h5bench_pattern_base):
     SINGLE_RANK = ('PRL', 'RDC', 'LDC', 'CS')
 
     def row_config(self):
-        dims, option = self.benchmark
+        dims, option, io = (*self.benchmark, 'collective')[:3]
         if option in self.SINGLE_RANK:
             # h5bench reads these on rank 0 only: one rank writes and reads
             self.skip_if(self.num_nodes != 1, f'READ_OPTION={option} runs on one rank')
             self.num_tasks = self.num_tasks_per_node = 1
         file_pattern = 'STRIDED' if option == 'STRIDED' else 'CONTIG'
-        write = self.pattern_config(dims, 'CONTIG', file_pattern, 'collective')
+        write = self.pattern_config(dims, 'CONTIG', file_pattern, io)
         read = {**write, 'READ_OPTION': option}
         d1, d2 = int(write['DIM_1']), int(write['DIM_2'])
         if option == 'PARTIAL':
