@@ -1,16 +1,77 @@
-/* chunked paths (work in progress) */
-#include "h5paths.h"
+/* chunked-deflate: a chunked dataset of doubles with the deflate filter.
+ * Parallel HDF5 writes filtered datasets collectively only (every rank takes
+ * part in each chunk's compression and allocation); the read decompresses.
+ * The MPI-IO twin moves the uncompressed bytes.
+ *
+ * partial-chunk: a chunked dataset of doubles where every chunk is shared by
+ * all ranks: rank r writes and reads the r-th slice of every chunk (a strided
+ * hyperslab), so each rank's selection covers every chunk only partially.
+ * The MPI-IO twin moves the same bytes through a file view of the same blocks. */
+#include "records.h"
+
 #include <stdio.h>
 
-static int prepare(run_t *r)
+#define DEFLATE_LEVEL 1
+
+static data_plan_t plan = {.file_type = -1};
+
+static int prepare_deflate(run_t *r)
 {
-    if (g_rank == 0)
-        fprintf(stderr, "h5paths: ERROR %s: not implemented yet\n", r->o->path);
-    return EXIT_UNAVAILABLE;
+    if (r->o->api == API_HDF5 && !r->o->collective) {
+        if (g_rank == 0)
+            fprintf(stderr, "h5paths: ERROR chunked-deflate: parallel HDF5 writes filtered "
+                    "datasets collectively only (--transfer independent is not possible)\n");
+        return EXIT_UNAVAILABLE;
+    }
+    if (r->o->api == API_HDF5 && H5Zfilter_avail(H5Z_FILTER_DEFLATE) <= 0) {
+        if (g_rank == 0)
+            fprintf(stderr, "h5paths: ERROR chunked-deflate: the deflate filter is not "
+                    "available in this HDF5\n");
+        return EXIT_UNAVAILABLE;
+    }
+    plan.file = plan.write_mem = plan.read_mem = &L_DOUBLE;
+    plan.chunked = r->o->api == API_HDF5;
+    plan.deflate = r->o->api == API_HDF5 ? DEFLATE_LEVEL : 0;
+    if ((plan.file_type = H5Tcopy(H5T_NATIVE_DOUBLE)) < 0)
+        return -1;
+    if (r->o->api == API_HDF5)
+        r->o->chunked = 1;   /* the recorded layout is the one used */
+    return data_prepare(r, &plan);
 }
-static int iterate(run_t *r) { (void)r; return -1; }
-static void finish(run_t *r) { (void)r; }
+
+/* chunk c holds [c*C, (c+1)*C); rank r owns [r*b, r*b + b_r) of each, b = C/ranks
+ * (the last rank takes the remainder); as many chunks as elements*ranks/C */
+static int prepare_partial(run_t *r)
+{
+    const options_t *o = r->o;
+    long long C = o->chunk_elements, b = C / g_size;
+    long long nchunks = o->elements * g_size / C;
+    if (b < 1) {
+        if (g_rank == 0)
+            fprintf(stderr, "h5paths: ERROR partial-chunk: --chunk-elements %lld is smaller "
+                    "than the number of ranks %d\n", C, g_size);
+        return EXIT_UNAVAILABLE;
+    }
+    if (nchunks < 1)
+        nchunks = 1;
+    plan.sel.total = nchunks * C;
+    plan.sel.start = b * g_rank;
+    plan.sel.stride = C;
+    plan.sel.count = nchunks;
+    plan.sel.block = g_rank == g_size - 1 ? C - b * (g_size - 1) : b;
+    plan.file = plan.write_mem = plan.read_mem = &L_DOUBLE;
+    plan.chunked = r->o->api == API_HDF5;
+    if ((plan.file_type = H5Tcopy(H5T_NATIVE_DOUBLE)) < 0)
+        return -1;
+    if (r->o->api == API_HDF5)
+        r->o->chunked = 1;
+    return data_prepare(r, &plan);
+}
+
+static int iterate(run_t *r) { return data_iterate(r, &plan); }
+static void finish(run_t *r) { (void)r; data_finish(&plan); }
+
 const path_t chunked_paths[] = {
-    {"chunked-deflate", "chunked", 1, 16LL << 20, 1, prepare, iterate, finish},
-    {"partial-chunk", "chunked", 1, 16LL << 20, 1, prepare, iterate, finish},
+    {"chunked-deflate", "chunked", 1, 16LL << 20, 1, prepare_deflate, iterate, finish},
+    {"partial-chunk", "chunked", 1, 16LL << 20, 1, prepare_partial, iterate, finish},
     {0}};

@@ -83,6 +83,7 @@ typedef struct {
     /* page cache state of the read phases */
     char read_cache[200];    /* "evicted" | "not-evicted: <reason>" | "" (nothing read) */
     char cache_check[48];    /* how eviction was checked: "mincore" | ... */
+    char extra_json[256];    /* a path's own top-level JSON members ("key": value, ...) */
     /* the last transfer's MPI-IO mode, for the next phase record */
     char io_mode[32];
     unsigned no_coll_cause;

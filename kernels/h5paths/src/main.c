@@ -316,6 +316,8 @@ static int write_json(const run_t *r, const summary_t *s, long total_errors)
     jstr(f, r->read_cache[0] ? r->read_cache : "not-evicted: no read phase ran");
     fprintf(f, ", \"read_cache_check\": ");
     jstr(f, r->cache_check[0] ? r->cache_check : "none");
+    if (r->extra_json[0])
+        fprintf(f, ", %s", r->extra_json);
     fprintf(f, ",\n  \"iterations\": [");
     for (int i = 0; i < o->iterations; i++) {
         const iteration_t *it = &r->it[i];

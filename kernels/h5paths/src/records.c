@@ -82,7 +82,12 @@ fail:
  * below 2^23 in floats).  k is unique per (rank, index). */
 double member_value(long long i, int salt, int id)
 {
-    long long k = ((long long)g_rank << 36) + i;
+    return member_value_of(g_rank, i, salt, id);
+}
+
+double member_value_of(int rank, long long i, int salt, int id)
+{
+    long long k = ((long long)rank << 36) + i;
     switch (id) {
     case M_ID: return (double)(k * 8 + salt);
     case M_X: return (double)k + salt * 0.125;
@@ -176,10 +181,12 @@ static hid_t create_dataset(const options_t *o, hid_t fid, const xfer_t *x, hid_
 {
     hid_t dcpl = -1, dset = -1;
     H5CHK(dcpl, H5Pcreate(H5P_DATASET_CREATE));
-    if (x->chunked) {
-        hsize_t total = (hsize_t)x->n * (hsize_t)g_size;
+    if (x->chunk > 0) {
+        hsize_t total = (hsize_t)x->sel.total;
         hsize_t chunk = (hsize_t)x->chunk < total ? (hsize_t)x->chunk : total;
         H5DO(H5Pset_chunk(dcpl, 1, &chunk));
+        if (x->deflate > 0)
+            H5DO(H5Pset_deflate(dcpl, (unsigned)x->deflate));
     }
     H5CHK(dset, H5Dcreate2(fid, "data", x->file_type, fspace, H5P_DEFAULT, dcpl, H5P_DEFAULT));
     H5CLOSE(H5Pclose, dcpl);
@@ -191,13 +198,23 @@ fail:
     return -1;
 }
 
-/* open or create the file and its dataset "data", move this rank's n records
- * at rank*n, close everything (H5Fclose included: the data leaves HDF5) */
+void contiguous_selection(selection_t *s, long long per_rank)
+{
+    s->total = per_rank * g_size;
+    s->start = rank_offset(per_rank);
+    s->stride = 1;
+    s->count = 1;
+    s->block = per_rank;
+}
+
+/* open or create the file and its dataset "data", move this rank's records
+ * (x->sel), close everything (H5Fclose included: the data leaves HDF5) */
 int h5_transfer(run_t *r, const xfer_t *x, enum xfer_mode mode, void *buf)
 {
     hid_t fapl = -1, dxpl = -1, fid = -1, dset = -1, fspace = -1, mspace = -1;
-    hsize_t total = (hsize_t)x->n * (hsize_t)g_size, count = (hsize_t)x->n;
-    hsize_t start = (hsize_t)rank_offset(x->n);
+    hsize_t total = (hsize_t)x->sel.total, start = (hsize_t)x->sel.start;
+    hsize_t stride = (hsize_t)x->sel.stride, count = (hsize_t)x->sel.count;
+    hsize_t block = (hsize_t)x->sel.block, n = count * block;
     int rc = -1;
 
     if ((fapl = make_fapl(r->o)) < 0 || (dxpl = make_dxpl(r->o)) < 0)
@@ -212,8 +229,8 @@ int h5_transfer(run_t *r, const xfer_t *x, enum xfer_mode mode, void *buf)
         H5CHK(dset, H5Dopen2(fid, "data", H5P_DEFAULT));
         H5CHK(fspace, H5Dget_space(dset));
     }
-    H5DO(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &start, NULL, &count, NULL));
-    H5CHK(mspace, H5Screate_simple(1, &count, NULL));
+    H5DO(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &start, &stride, &count, &block));
+    H5CHK(mspace, H5Screate_simple(1, &n, NULL));
     if (mode == X_READ)
         H5DO(H5Dread(dset, x->mem_type, mspace, fspace, dxpl, buf));
     else
@@ -252,13 +269,18 @@ int data_prepare(run_t *r, data_plan_t *p)
     for (int k = 0; k < 3; k++)
         if (mems[k] && mems[k]->size > big)
             big = mems[k]->size;
+    if (o->chunked && o->api == API_HDF5)
+        p->chunked = 1;
+    if (!p->sel.total)
+        contiguous_selection(&p->sel, o->elements);
+    p->n = p->sel.count * p->sel.block;
     o->record_bytes_file = (long long)p->file->size;
     o->record_bytes_memory = (long long)p->read_mem->size;
     path_join(p->file_name, sizeof p->file_name, o->prefix, o->path);
     strncat(p->file_name, o->api == API_MPIIO ? "-mpiio.h5" : ".h5",
             sizeof p->file_name - strlen(p->file_name) - 1);
-    p->wbuf = xmalloc((size_t)o->elements * big);
-    p->rbuf = xmalloc((size_t)o->elements * big);
+    p->wbuf = xmalloc((size_t)p->n * big);
+    p->rbuf = xmalloc((size_t)p->n * big);
     if (!p->wbuf || !p->rbuf)
         return -1;
     return run_add_file(r, p->file_name);
@@ -289,15 +311,21 @@ static int transfer(run_t *r, data_plan_t *p, const layout_t *mem, enum xfer_mod
     const options_t *o = r->o;
     int rc;
     if (o->api == API_MPIIO) {
-        MPI_Datatype t = record_mpi_type(p->file);
-        MPI_Offset disp = (MPI_Offset)rank_offset(o->elements) * (MPI_Offset)p->file->size;
+        MPI_Datatype t = record_mpi_type(p->file), view = MPI_DATATYPE_NULL;
+        MPI_Offset disp = (MPI_Offset)p->sel.start * (MPI_Offset)p->file->size;
+        if (p->sel.count > 1) {  /* strided: a file view of the same blocks */
+            MPI_Type_vector((int)p->sel.count, (int)p->sel.block, (int)p->sel.stride, t, &view);
+            MPI_Type_commit(&view);
+        }
         rc = mpiio_transfer(p->file_name, mode == X_READ ? MIO_READ : mode == X_CREATE ?
-                            MIO_CREATE : MIO_UPDATE, disp, MPI_DATATYPE_NULL, buf, o->elements,
-                            t, o->collective);
+                            MIO_CREATE : MIO_UPDATE, disp, view, buf, p->n, t, o->collective);
+        if (view != MPI_DATATYPE_NULL)
+            MPI_Type_free(&view);
         MPI_Type_free(&t);
         return rc;
     } else {
-        xfer_t x = {p->file_name, p->file_type, -1, o->elements, o->chunked, o->chunk_elements};
+        xfer_t x = {p->file_name, p->file_type, -1, p->sel, p->chunked ? o->chunk_elements : 0,
+                    p->deflate};
         if ((x.mem_type = layout_type(mem)) < 0)
             return -1;
         rc = h5_transfer(r, &x, mode, buf);
@@ -315,7 +343,8 @@ static int timed_write(run_t *r, data_plan_t *p, const char *phase, const layout
         fsync_files(files, 1);
     if (phase_stop(r, phase, bytes, 1) < 0 || any_errors())
         return -1;
-    check_size(p->file_name, r->o->elements * g_size * (long long)p->file->size);
+    if (!p->deflate)
+        check_size(p->file_name, p->sel.total * (long long)p->file->size);
     return evict_files(r, files, 1);
 }
 
@@ -325,7 +354,7 @@ static int timed_write(run_t *r, data_plan_t *p, const char *phase, const layout
 static int write_subset(run_t *r, data_plan_t *p, int salt)
 {
     const options_t *o = r->o;
-    long long n = o->elements;
+    long long n = p->n;
     char *files[1] = {p->file_name};
     unsigned mask = 0;
     for (int k = 0; k < p->subset_mem->n; k++)
@@ -352,17 +381,16 @@ static int verify_subset(run_t *r, data_plan_t *p, int salt)
     unsigned mask = 0;
     for (int k = 0; k < p->subset_mem->n; k++)
         mask |= MASK(p->subset_mem->m[k].id);
-    layout_poison(p->file, p->rbuf, r->o->elements);
+    layout_poison(p->file, p->rbuf, p->n);
     if (transfer(r, p, p->file, X_READ, p->rbuf) < 0)
         return -1;
-    layout_verify(p->file, p->rbuf, r->o->elements, salt, mask, salt + 1, "write_subset");
+    layout_verify(p->file, p->rbuf, p->n, salt, mask, salt + 1, "write_subset");
     return any_errors() ? -1 : 0;
 }
 
 int data_iterate(run_t *r, data_plan_t *p)
 {
-    const options_t *o = r->o;
-    long long n = o->elements;
+    long long n = p->n;
     int salt = (r->iteration % 4) * 2;   /* each iteration writes other values */
 
     /* write: the buffer is filled again every time (--modify-write-buf may clobber it) */

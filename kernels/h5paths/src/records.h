@@ -40,17 +40,25 @@ void layout_fill(const layout_t *l, void *buf, long long n, int salt, unsigned m
 void layout_poison(const layout_t *l, void *buf, long long n);
 long long layout_verify(const layout_t *l, const void *buf, long long n, int salt,
                         unsigned alt_mask, int alt_salt, const char *phase);
-double member_value(long long i, int salt, int id);
+double member_value(long long i, int salt, int id);       /* this rank's */
+double member_value_of(int rank, long long i, int salt, int id);
 
-/* one HDF5 transfer of this rank's n records at rank*n of a 1-d dataset "data" */
+/* This rank's part of a 1-d dataset: count blocks of block elements, stride
+ * apart, from start (a contiguous part: count 1, block n). */
+typedef struct {
+    long long total;     /* elements of the dataset */
+    long long start, stride, count, block;
+} selection_t;
+
+/* one HDF5 transfer of this rank's records of the 1-d dataset "data" */
 enum xfer_mode { X_CREATE, X_UPDATE, X_READ };
 typedef struct {
     const char *file;
     hid_t file_type;     /* X_CREATE only */
     hid_t mem_type;
-    long long n;         /* records per rank */
-    int chunked;
-    long long chunk;
+    selection_t sel;
+    long long chunk;     /* > 0: chunked layout, elements per chunk */
+    int deflate;         /* > 0: deflate filter at this level (chunked only) */
 } xfer_t;
 int h5_transfer(run_t *r, const xfer_t *x, enum xfer_mode mode, void *buf);
 
@@ -61,10 +69,15 @@ typedef struct {
     const layout_t *write_mem;   /* memory type of the write */
     const layout_t *read_mem;    /* memory type of the read */
     const layout_t *subset_mem;  /* non-NULL: also time a partial write through it */
+    int chunked;                 /* chunked layout (--layout chunked, or the path's own) */
+    int deflate;                 /* deflate level, 0 = none */
+    selection_t sel;             /* this rank's part; data_prepare's default: contiguous */
+    long long n;                 /* elements of this rank (count x block) */
     char file_name[4096];
     void *wbuf, *rbuf;
 } data_plan_t;
 int data_prepare(run_t *r, data_plan_t *p);
+void contiguous_selection(selection_t *s, long long per_rank);
 int data_iterate(run_t *r, data_plan_t *p);
 void data_finish(data_plan_t *p);
 

@@ -1,6 +1,8 @@
 /* Errors (never swallowed), phase timing, files on storage and out of the
  * page cache, the property lists every path shares. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "h5paths.h"
 
 #include <errno.h>
