@@ -20,6 +20,10 @@ import yaml
 REPO = pathlib.Path(__file__).resolve().parent.parent
 ENV = REPO / "spack-env"
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
+#: the project's own kernels, built from this tree (spack.yaml `develop:`)
+KERNELS = ("flash-io", "h5paths")
+#: Darshan 3.4.7 (tag darshan-3.4.7), whose source the offline bundle's mirror carries
+DARSHAN = "darshan-runtime@git.ba0b5b1b72151cb4398909ba218dcd774bffe1c1=3.4.7"
 PIN = re.compile(r"^(?P<name>[a-z0-9-]+)@git\.(?P<sha>[^=\s]+)=(?P<label>\S+)")
 
 
@@ -92,13 +96,14 @@ def test_every_tool_is_pinned_by_commit_or_built_from_this_tree():
     for spec in tools:
         name = re.match(r"[a-z0-9-]+", spec).group(0)
         names.add(name)
-        if name == "flash-io":
-            assert doc["develop"]["flash-io"]["path"] == "../kernels/flash-io"
-            assert doc["develop"]["flash-io"]["spec"].split("@")[0] == "flash-io"
+        if name in KERNELS:
+            assert doc["develop"][name]["path"] == f"../kernels/{name}"
+            assert doc["develop"][name]["spec"] == spec == f"{name}@=main"
             continue
         m = PIN.match(spec)
         assert m and HEX40.match(m.group("sha")), f"{spec!r} is not pinned by full commit"
-    assert names == {"ior", "macsio", "h5bench", "flash-io"}
+    assert names == {"ior", "macsio", "h5bench", *KERNELS}
+    assert set(doc["develop"]) == set(KERNELS)
     assert "+hdf5" in next(s for s in tools if s.startswith("ior@")).split()
     assert "+hdf5" in next(s for s in tools if s.startswith("macsio@")).split()
     h5bench = next(s for s in tools if s.startswith("h5bench@")).split()
@@ -112,11 +117,26 @@ def _version_tuple(label: str) -> tuple:
     return tuple(int(x) if x.isdigit() else 0 for x in re.split(r"[.-]", label))
 
 
+def test_darshan_runtime_is_pinned_by_commit_with_its_hdf5_module():
+    """Issue 15: Darshan's runtime (for the untimed run of a FAIL metric), tag
+    darshan-3.4.7 pinned by full commit, with the HDF5 module."""
+    (spec,) = definitions(spack_yaml())["instrumentation"]
+    words = spec.split()
+    assert words[0] == DARSHAN
+    assert HEX40.match(PIN.match(spec).group("sha"))
+    assert "+hdf5" in words
+    # no +apmpi/+apxc: those need the autoperf submodule, which the mirror lacks
+    assert not {"+apmpi", "+apmpi_sync", "+apxc"} & set(words)
+
+
 def test_matrix_every_tool_against_every_build_h5bench_not_against_2x():
     doc = spack_yaml()
     matrices = [s["matrix"] for s in doc["specs"] if isinstance(s, dict) and "matrix" in s]
-    assert len(matrices) == 1
+    assert len(matrices) == 2
     assert matrices[0] == [["$tools"], ["$^hdf5_builds"]]
+    # Darshan's runtime against every HDF5 build too, nothing excluded
+    assert matrices[1] == [["$instrumentation"], ["$^hdf5_builds"]]
+    assert "exclude" not in doc["specs"][2]
     excludes = next(s for s in doc["specs"] if isinstance(s, dict))["exclude"]
     assert excludes == ["h5bench ^hdf5@2:"], excludes
     assert "$hdf5_builds" in doc["specs"], "the HDF5 builds themselves are roots"
@@ -175,7 +195,7 @@ def test_each_site_gives_spack_023_its_compiler_in_compilers_yaml():
 def test_package_repo():
     repo = yaml.safe_load((ENV / "repo/repo.yaml").read_text())
     assert repo["repo"]["namespace"] == "h5regress"
-    for pkg in ("flash-io", "h5bench", "ior", "json-cwx"):
+    for pkg in ("flash-io", "h5paths", "h5bench", "ior", "json-cwx"):
         src = (ENV / "repo/packages" / pkg / "package.py").read_text()
         compile(src, f"{pkg}/package.py", "exec")
     h5bench = (ENV / "repo/packages/h5bench/package.py").read_text()
@@ -194,7 +214,8 @@ def _class_assignments(tree: ast.Module) -> dict:
 
 def test_packages_check_their_executables_with_sanity_check_is_file():
     """Spack's own sanity check, not a hand-written run_after("install")."""
-    for name, files in (("ior", ["bin/ior", "bin/mdtest"]), ("flash-io", ["bin/flash-io"])):
+    for name, files in (("ior", ["bin/ior", "bin/mdtest"]), ("flash-io", ["bin/flash-io"]),
+                        ("h5paths", ["bin/h5paths"])):
         tree = _package_ast(name)
         assert ast.literal_eval(_class_assignments(tree)["sanity_check_is_file"]) == files
         src = ast.unparse(tree)
@@ -247,8 +268,16 @@ def test_reference_lock_matches_spack_yaml():
     for pin in defs["hdf5_builds"]:
         assert norm(pin) in {norm(r) for r in roots}, (
             f"{lock_path}: no root {pin!r}: refresh it (README: Locks)")
-    # every tool x build (h5bench excluded for 2.x only)
-    assert len(roots) == len(defs["hdf5_builds"]) * (1 + len(defs["tools"]))
+    # every tool and Darshan x build (h5bench excluded for 2.x only)
+    assert len(roots) == len(defs["hdf5_builds"]) * (
+        1 + len(defs["tools"]) + len(defs["instrumentation"]))
+    for name in ("h5paths", "darshan-runtime"):
+        specs = [s for s in lock["concrete_specs"].values() if s["name"] == name]
+        assert len(specs) == len(defs["hdf5_builds"]), (name, "one per HDF5 build")
+        deps = {d["hash"] for s in specs for d in s["dependencies"] if d["name"] == "hdf5"}
+        assert len(deps) == len(defs["hdf5_builds"]), (name, "each against another HDF5")
+    darshan = next(s for s in lock["concrete_specs"].values() if s["name"] == "darshan-runtime")
+    assert darshan["version"] == DARSHAN.split("@")[1] and darshan["parameters"]["hdf5"]
     hdf5 = {h: s for h, s in lock["concrete_specs"].items() if s["name"] == "hdf5"}
     assert len(hdf5) == len(defs["hdf5_builds"]), "one HDF5 spec per build"
     for s in hdf5.values():
@@ -306,7 +335,7 @@ def test_candidate_argument():
 
 def test_the_develop_packages_are_read_from_the_lock():
     inst = install_module()
-    assert inst.develop_names((ENV / "locks/workstation.lock").read_text()) == ["flash-io"]
+    assert inst.develop_names((ENV / "locks/workstation.lock").read_text()) == list(KERNELS)
     assert inst.mirror_create_args(pathlib.Path("/m"), '{"concrete_specs": {}}') == [
         "mirror", "create", "-d", "/m", "--all"]
 
@@ -332,7 +361,7 @@ def test_create_mirror_leaves_out_the_develop_package(tmp_path, monkeypatch):
     assert p.returncode == 0, p.stdout + p.stderr
     assert calls.read_text().splitlines() == [
         f"-e {tmp_path / 'env'} mirror create -d {tmp_path / 'mirror'} --all "
-        "--exclude-specs flash-io"]
+        "--exclude-specs flash-io h5paths"]
     assert "@H5REGRESS_REPO@" not in (tmp_path / "env/spack.lock").read_text()
 
 
@@ -395,9 +424,11 @@ def test_spack_concretizes_the_environment(spack, env_copy):
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     lock = json.loads((env_copy / "spack.lock").read_text())
     defs = definitions(spack_yaml())
-    assert len(lock["roots"]) == len(defs["hdf5_builds"]) * (1 + len(defs["tools"]))
+    assert len(lock["roots"]) == len(defs["hdf5_builds"]) * (
+        1 + len(defs["tools"]) + len(defs["instrumentation"]))
     names = {s["name"] for s in lock["concrete_specs"].values()}
-    assert {"hdf5", "ior", "macsio", "h5bench", "flash-io", "json-cwx"} <= names
+    assert {"hdf5", "ior", "macsio", "h5bench", "json-cwx", "darshan-runtime",
+            *KERNELS} <= names
 
 
 @pytest.mark.slow
@@ -427,7 +458,35 @@ def test_the_installed_environment_manifest():
     labels = {PIN.match(s).group("label") for s in definitions(spack_yaml())["hdf5_builds"]}
     assert set(builds) == {f"hdf5-{label}" for label in labels}
     for b in builds.values():
-        assert {"ior", "mdtest", "macsio", "flash-io"} <= set(b.tools)
+        assert {"ior", "mdtest", "macsio", *KERNELS} <= set(b.tools)
+        assert b.darshan_library and b.darshan_library.endswith("/lib/libdarshan.so")
+
+
+@pytest.mark.slow
+def test_the_installed_darshan_library_of_each_build():
+    """Each build's libdarshan.so is there, a shared library, and its install is the
+    darshan-runtime +hdf5 built against that build's HDF5 (Spack's own record of the
+    install, <prefix>/.spack/spec.json)."""
+    from h5regress import manifest as mf
+
+    path = ENV / "manifest.json"
+    if not path.exists():
+        why = f"no {path}: the environment is not installed here (spack-env/install)"
+        if os.environ.get("H5REGRESS_EXPECT_SPACK"):
+            pytest.fail(f"H5REGRESS_EXPECT_SPACK is set: {why}", pytrace=False)
+        pytest.skip(why)
+    data = json.loads(path.read_text())
+    for build_id, build in mf.load(path).items():
+        library = mf.darshan_library(build_id, path)
+        assert library == build.darshan_library and os.path.isfile(library), build_id
+        with open(library, "rb") as f:
+            assert f.read(4) == b"\x7fELF", library
+        prefix = data["builds"][build_id]["darshan"]["prefix"]
+        spec = json.loads(pathlib.Path(prefix, ".spack", "spec.json").read_text())
+        (node,) = [n for n in spec["spec"]["nodes"] if n["name"] == "darshan-runtime"]
+        assert node["version"] == DARSHAN.split("@")[1] and node["parameters"]["hdf5"]
+        (dep,) = [d for d in node["dependencies"] if d["name"] == "hdf5"]
+        assert dep["hash"] == build.spec_hash, (build_id, "built against another HDF5")
 
 
 def test_stale_build_stages_of_develop_packages_go_before_install(tmp_path):
