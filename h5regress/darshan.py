@@ -205,7 +205,11 @@ def night_diff(result: Mapping[str, Any], manifest_path: Path, out: Path,
             if not logs:
                 entry['error'] = f'the {side} run under Darshan left no log in {logdir}'
                 break
-            sums[side] = counters(keep / log.name for log in logs)
+            try:
+                sums[side] = counters(keep / log.name for log in logs)
+            except Exception as err:    # PyDarshan's errors have no common base
+                entry['error'] = f'PyDarshan cannot read the {side} logs: {err}'
+                break
         if 'error' not in entry:
             entry['changes'] = diff(sums['baseline'], sums['candidate'])
             entry['counters'] = len(set(sums['baseline']) | set(sums['candidate']))

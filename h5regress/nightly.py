@@ -596,10 +596,17 @@ def after_fail(manifest_path: Path, args, env: dict) -> None:
         one = argparse.Namespace(**{**vars(args), 'checks': checks})
         run_once(build, pair_id, one, {**env, **extra})
 
-    result['darshan'] = darshan.night_diff(result, manifest_path, args.out / 'darshan',
-                                           run_check)
+    # the verdict stands whatever happens here: a failure is said, never an ERROR night
+    try:
+        result['darshan'] = darshan.night_diff(result, manifest_path, args.out / 'darshan',
+                                               run_check)
+    except (RuntimeError, OSError, manifest.ManifestError) as err:
+        result['darshan'] = {'available': False, 'reason': f'the Darshan runs failed: {err}'}
     if args.bisect:
-        result['bisect'] = bisect_night(result, args)
+        try:
+            result['bisect'] = bisect_night(result, args)
+        except (RuntimeError, OSError) as err:
+            result['bisect'] = {'error': f'h5regress bisect did not run: {err}'}
     with uninterrupted():
         atomic.write_text(gate_json, gate.dumps(result))
         report.write_all(result, history.load(args.history, exclude_night=args.night)
