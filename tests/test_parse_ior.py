@@ -331,6 +331,112 @@ def test_incomplete_text_is_run_failed():
 
 
 # ------------------------------------------------------------------------------------
+# CSV summary (-O summaryFormat=CSV): real IOR 4.0.0 outputs in tests/fixtures/ior
+# (generate.sh there remakes them)
+
+CSV_DIR = Path(__file__).resolve().parent / 'fixtures' / 'ior'
+
+
+def csv_case(name: str) -> dict[str, str]:
+    return case_files(CSV_DIR / name)
+
+
+def csv_rows(text: str) -> dict[str, list[dict[str, str]]]:
+    """The rows of a CSV summary by operation, read with the csv module."""
+    import csv
+    rows = list(csv.DictReader(line for line in text.splitlines()
+                               if line.startswith(('access,', 'write,', 'read,'))))
+    return {op: [r for r in rows if r['access'] == op] for op in ('write', 'read')}
+
+
+def test_csv_summary_on_stdout():
+    text = csv_case('csv-posix-ssf-stdout')['stdout.txt']
+    run, = ior.parse({'stdout.txt': text})
+    assert run.provenance['output_format'] == 'CSV'
+    # 2 ranks x 2 segments of 16 MiB: the segment count comes from the bytes moved
+    assert run.params == {'blockSize': 16 * 2**20, 'transferSize': 2**20, 'numTasks': 2,
+                          'num_ranks': 2, 'repetitions': 3, 'writeFile': 1, 'readFile': 1,
+                          'segmentCount': 2}
+    for op, rows in csv_rows(text).items():
+        bw = [float(r['bw(MiB/s)']) for r in rows]
+        assert len(bw) == 3
+        m = run.measurement(op, 'bw_mean')
+        assert m.samples == bw and m.unit == 'MiB/s' and m.higher_is_better
+        got = values(run, op)
+        # IOR's own statistics: the mean of the rates, the deviation over n (not n - 1)
+        mean = sum(bw) / 3
+        assert got['bw_mean'] == pytest.approx(mean, rel=1e-12)
+        assert got['bw_max'] == max(bw) and got['bw_min'] == min(bw)
+        assert got['bw_std'] == pytest.approx(
+            (sum((b - mean) ** 2 for b in bw) / 3) ** 0.5, rel=1e-12)
+        # ops as IOR's summary has them: bandwidth / transfer (1 MiB), not the IOPS column
+        assert got['ops_mean'] == pytest.approx(mean, rel=1e-12)
+        assert run.measurement(op, 'time_mean').samples == [float(r['total(s)'])
+                                                            for r in rows]
+    assert any('CSV' in w for w in run.warnings)
+
+
+def test_csv_summary_file_and_its_stdout():
+    files = csv_case('csv-hdf5-collective-summaryfile')
+    assert set(files) == {'ior.csv', 'stdout.txt', 'stderr.txt'}
+    run, = ior.parse(files)
+    assert run.provenance['source'] == 'ior.csv'
+    assert run.params['repetitions'] == 2 and run.params['segmentCount'] == 1
+    rows = csv_rows(files['ior.csv'])
+    assert run.measurement('read', 'bw_mean').samples == [float(r['bw(MiB/s)'])
+                                                          for r in rows['read']]
+    # the rows' IOPS (over the access time alone) is not the figure
+    assert run.measurement('write', 'ops_mean').samples == pytest.approx(
+        [float(r['bw(MiB/s)']) for r in rows['write']])
+
+
+def test_csv_std_matches_ior_summary_of_the_same_run():
+    """The CSV statistics are IOR's: computed from a JSON summary's per-repetition
+    results, they give its summary's values (to the 4 decimals IOR prints)."""
+    files = fixture('posix-indep-ssf-b16m')
+    run, = ior.parse(files)
+    for op in ('write', 'read'):
+        samples = run.measurement(op, 'bw_mean').samples
+        again = {m.metric: m.value for m in ior.repetition_measurements(op, samples, [], [])}
+        for metric in ('bw_mean', 'bw_max', 'bw_min', 'bw_std'):
+            assert again[metric] == pytest.approx(values(run, op)[metric], abs=2e-4)
+
+
+@pytest.mark.parametrize('case', ['fail-csv-nonexistent-dir', 'fail-csv-killed'])
+def test_csv_failures_are_run_failed(case):
+    with pytest.raises(RunFailed):
+        ior.parse(csv_case(case))
+
+
+def test_csv_killed_run_names_the_missing_repetition():
+    with pytest.raises(RunFailed, match=r'IOR read: repetitions \[0\] of 2 \(incomplete'):
+        ior.parse(csv_case('fail-csv-killed'))
+
+
+def test_csv_a_short_repetition_is_run_failed():
+    text = csv_case('csv-posix-ssf-stdout')['stdout.txt']
+    second = csv_rows(text)['write'][1]['bw(MiB/s)']
+    # the second write moved half its bytes in the same time: not the others' amount
+    short = text.replace(f'write,{second},', f'write,{float(second) / 2:.4f},')
+    with pytest.raises(RunFailed, match='write repetition 1 moved'):
+        ior.parse({'stdout.txt': short})
+
+
+def test_csv_header_without_rows_is_run_failed():
+    with pytest.raises(RunFailed, match='without a result row'):
+        ior.parse({'stdout.txt': ior.CSV_HEADER + '\n'})
+
+
+def test_csv_through_h5regress_parse(capsys):
+    from h5regress import cli
+    assert cli.main(['parse', 'ior', str(CSV_DIR / 'csv-posix-ssf-stdout')]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {(r['operation'], r['metric']) for r in records} >= {('write', 'bw_mean'),
+                                                                ('read', 'bw_mean')}
+    assert cli.main(['parse', 'ior', str(CSV_DIR / 'fail-csv-killed')]) == 1
+
+
+# ------------------------------------------------------------------------------------
 # not IOR, no output, files wanted
 
 def test_not_ior_output_is_parse_error_not_run_failed():
@@ -351,7 +457,7 @@ def test_empty_summary_file_is_run_failed():
 
 def test_wanted_and_registry():
     assert parser_for('ior') is ior
-    assert all(ior.wanted(n) for n in ('summary.json', 'ior-write.json', 'stdout',
+    assert all(ior.wanted(n) for n in ('summary.json', 'ior-write.json', 'ior.csv', 'stdout',
                                        'stdout.txt', 'rfm_job.out', 'run.log', 'x.err'))
     assert not any(ior.wanted(n) for n in ('README.md', 'testfile', 'rfm_job.sh'))
 

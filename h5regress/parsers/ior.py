@@ -45,6 +45,19 @@ and POSIX knobs (``--hdf5.collectiveMetadata``, ``--hdf5.noFill``, ...) out of
     write        2181.58     828.85    1505.21     676.36    2181.58 ...      0
     Finished            : ...
 
+**CSV summary** (``-O summaryFormat=CSV``, IOR 4.0 and later; in ``summaryFile`` or on
+stdout): per test a header, then one row per repetition and operation, nothing else::
+
+    access,bw(MiB/s),IOPS,Latency,block(KiB),xfer(KiB),open(s),wr/rd(s),close(s),total(s),numTasks,iter
+    write,632.1721,635.0947,0.0031,16384.0000,1024.0000,0.0002,0.0504,0.0002,0.0506,2,0
+    read,24961.4521,25219.4153,0.0001,16384.0000,1024.0000,0.0000,0.0013,0.0001,0.0013,2,0
+
+No version, command line, API, segment count or summary: the figures are IOR's
+statistics computed from the rows (:func:`repetition_measurements`), the segment count
+the one the bytes moved imply, and a warning says what the CSV does not state. The rows'
+``IOPS`` divide by the access time only; the records' ``ops_mean`` is, as in IOR's
+summary, bandwidth / transfer size. (IOR 3's CSV printed no usable table.)
+
 The "Summary of all tests" columns changed over time, so they are read by header:
 3.0/3.1 ``Max(MiB) Min(MiB) Mean(MiB) StdDev Mean(s) Test# ... aggsize API RefNum``;
 3.2 adds ``Max(OPs) Min(OPs) Mean(OPs) StdDev`` and renames ``aggsize`` to
@@ -60,8 +73,8 @@ Failure rules
 stack, an MPI abort or launcher failure, incorrect data on verification; when a
 JSON summary is truncated or invalid, lacks its ``summary``, has fewer results than
 repetitions or an infinite bandwidth; when text output has no "Summary of all
-tests"; when there is no output at all. :class:`ParseError` when the text is not
-IOR's.
+tests"; when a CSV summary has a header without rows or misses a repetition; when
+there is no output at all. :class:`ParseError` when the text is not IOR's.
 
 Moved against asked (a failed run IOR itself may not see: through Open MPI's OMPIO on a
 full file system IOR exits 0): :class:`RunFailed` when any file shows an error of the
@@ -109,12 +122,12 @@ TOOL = 'ior'
 # ---------------------------------------------------------------------------------------
 # which files
 
-_WANTED_SUFFIXES = ('.json', '.txt', '.log', '.out', '.err')
+_WANTED_SUFFIXES = ('.json', '.csv', '.txt', '.log', '.out', '.err')
 
 
 def wanted(relpath: str) -> bool:
-    """JSON summaries, stdout/stderr captures and logs (``*.json *.txt *.log *.out *.err``,
-    ``stdout*``, ``stderr*``)."""
+    """JSON and CSV summaries, stdout/stderr captures and logs (``*.json *.csv *.txt
+    *.log *.out *.err``, ``stdout*``, ``stderr*``)."""
     name = basename(relpath)
     return name.endswith(_WANTED_SUFFIXES) or name.startswith(('stdout', 'stderr'))
 
@@ -239,7 +252,8 @@ def parse_ior_time(text: str | None) -> str | None:
 # entry point
 
 def parse(files: Mapping[str, str]) -> list[ParsedRun]:
-    """Runs of one run directory (or one file): JSON summaries first, text otherwise.
+    """Runs of one run directory (or one file): JSON summaries first, then CSV
+    summaries, text otherwise.
 
     A run seen both as JSON and as text (same ``Began`` and command line) is taken
     from the JSON.
@@ -259,12 +273,16 @@ def parse(files: Mapping[str, str]) -> list[ParsedRun]:
             key = (doc.get('Began', ''), doc.get('Command line', ''))
             runs[key] = runs_from_json(doc, name)
             continue
+        csv_runs = runs_from_csv(text, name)
+        if csv_runs:
+            runs[('csv', name)] = csv_runs
+            continue
         text_runs.extend(runs_from_text_file(text, name))
     for key, parsed in text_runs:
         runs.setdefault(key, parsed)
     if not runs:
-        raise ParseError(f'{", ".join(sorted(files))}: not IOR output (no JSON summary, '
-                         f'no "IOR-<version>: MPI Coordinated Test" header)')
+        raise ParseError(f'{", ".join(sorted(files))}: not IOR output (no JSON or CSV '
+                         f'summary, no "IOR-<version>: MPI Coordinated Test" header)')
     result = [run for parsed in runs.values() for run in parsed]
     for run in result:
         run.warnings.extend(warnings)
@@ -462,6 +480,177 @@ def finite(value: Any, what: str, source: str) -> float:
         raise RunFailed(f'{source}: IOR {what} is negative ({value!r}): a broken timing '
                         f'(a clock that went back), never a sample')
     return number
+
+
+# ---------------------------------------------------------------------------------------
+# statistics over repetitions (IOR's own: ior-output.c bw_ops_values)
+
+def repetition_measurements(op: str, bw: list[float], ops: list[float],
+                            times: list[float]) -> list[Measurement]:
+    """``bw_*``, ``ops_mean`` and ``time_mean`` of one operation from its per-repetition
+    bandwidths (MiB/s), operation rates (transfers/s) and ``totalTime`` (s), as IOR
+    computes its summary: the mean of the repetitions' rates, and their standard
+    deviation over the repetitions (divided by their count, not count - 1)."""
+    def mean(values: list[float]) -> float:
+        return sum(values) / len(values)
+
+    bw_mean = mean(bw)
+    bw_std = math.sqrt(sum((b - bw_mean) ** 2 for b in bw) / len(bw))
+    out = bandwidth_measurements(op, max(bw), min(bw), bw_mean, bw_std, bw)
+    if ops:
+        out.append(Measurement(op, 'ops_mean', mean(ops), 'ops/s', True, list(ops)))
+    if times:
+        out.append(Measurement(op, 'time_mean', mean(times), 's', False, list(times)))
+    return out
+
+
+def samples_of(run: ParsedRun, op: str, metric: str) -> list[float]:
+    try:
+        return list(run.measurement(op, metric).samples)
+    except KeyError:
+        return []
+
+
+def combine_executions(runs: list[ParsedRun], counted: list[bool],
+                       why_not: str = '') -> ParsedRun:
+    """One run of several executions of the same IOR test (a phase run as one
+    repetition per execution, each after a page-cache drop): its figures over the
+    repetitions of the executions ``counted`` marks (IOR's statistics,
+    :func:`repetition_measurements`), the others' samples named in ``provenance``
+    (``uncounted_samples``, with ``why_not``) and never in a figure.
+
+    ``params`` are the executions' (:class:`ParseError` when they differ) with
+    ``repetitions`` the number of executions; ``provenance`` the first's, with every
+    execution's ``source``, the first start and the last finish. With no execution
+    counted, every one is (the caller labels them)."""
+    if not runs or len(counted) != len(runs):
+        raise ParseError(f'IOR: {len(runs)} executions and {len(counted)} labels')
+    first = runs[0]
+    for run in runs[1:]:
+        differ = sorted(k for k in set(first.params) | set(run.params)
+                        if first.params.get(k) != run.params.get(k))
+        if differ:
+            raise ParseError(f'{run.provenance.get("source")}: not the same IOR test as '
+                             f'{first.provenance.get("source")} (differ: {", ".join(differ)})')
+    keep = [run for run, c in zip(runs, counted) if c] or list(runs)
+    measurements = []
+    for op in dict.fromkeys(m.operation for m in first.measurements):
+        bw = [s for run in keep for s in samples_of(run, op, 'bw_mean')]
+        if not bw:
+            raise ParseError(f'{first.provenance.get("source")}: IOR {op} without '
+                             f'per-repetition results')
+        measurements += repetition_measurements(
+            op, bw, [s for run in keep for s in samples_of(run, op, 'ops_mean')],
+            [s for run in keep for s in samples_of(run, op, 'time_mean')])
+    provenance = {**first.provenance, 'executions': len(runs),
+                  'source': ', '.join(str(run.provenance.get('source')) for run in runs)}
+    if 'finished' in runs[-1].provenance:
+        provenance['finished'] = runs[-1].provenance['finished']
+    left_out = [run for run in runs if run not in keep]
+    if left_out:
+        provenance['uncounted_samples'] = {
+            'reason': why_not, 'source': [run.provenance.get('source') for run in left_out],
+            'bw_mean': [s for run in left_out for op in ('write', 'read')
+                        for s in samples_of(run, op, 'bw_mean')]}
+    return ParsedRun(tool=TOOL, params={**first.params, 'repetitions': len(runs)},
+                     provenance=provenance, measurements=measurements,
+                     warnings=sorted({w for run in runs for w in run.warnings}))
+
+
+# ---------------------------------------------------------------------------------------
+# CSV summary (-O summaryFormat=CSV; IOR 4.0 and later)
+
+#: the header IOR 4 prints before each test's rows (``ior-output.c`` PrintTableHeader)
+CSV_HEADER = ('access,bw(MiB/s),IOPS,Latency,block(KiB),xfer(KiB),open(s),wr/rd(s),'
+              'close(s),total(s),numTasks,iter')
+_CSV_ROW = re.compile(r'^(write|read)(,[-+0-9.einfa]+){10},\d+$', re.I)
+
+
+def runs_from_csv(text: str, source: str) -> list[ParsedRun]:
+    """One run per test of an IOR CSV summary (``[]`` when ``text`` has none).
+
+    Each test is its header line, then one ``write``/``read`` row per repetition;
+    IOR prints nothing else in CSV (no version, command line, parameters or summary),
+    so the figures are IOR's statistics computed from the rows, and the parameters
+    only what the rows state."""
+    lines = [line.strip() for line in text.splitlines()]
+    starts = [i for i, line in enumerate(lines) if line == CSV_HEADER]
+    runs = []
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else len(lines)
+        rows = [line.split(',') for line in lines[start + 1:end] if _CSV_ROW.match(line)]
+        where = f'{source}:{start + 1}'
+        if not rows:
+            raise RunFailed(f'{where}: IOR CSV summary without a result row (the run ended '
+                            f'before its first repetition)')
+        runs.append(csv_run(rows, where, source))
+    return runs
+
+
+def csv_run(rows: list[list[str]], where: str, source: str) -> ParsedRun:
+    """One test of a CSV summary from its rows (checked like the JSON: every repetition
+    of every operation there, finite, the bytes moved the same whole number of
+    block x tasks in each)."""
+    by_op: dict[str, list[list[str]]] = {}
+    for row in rows:
+        by_op.setdefault(row[0].lower(), []).append(row)
+    counts = {op: len(op_rows) for op, op_rows in by_op.items()}
+    reps = max(counts.values())
+    for op, op_rows in by_op.items():
+        iters = [int(row[11]) for row in op_rows]
+        if iters != list(range(reps)):
+            raise RunFailed(f'{where}: IOR {op}: repetitions {iters} of {reps} (incomplete '
+                            f'run)')
+    block, transfer, tasks = ({round(finite(row[i], name, where) * scale) for row in rows}
+                              for i, name, scale in ((4, 'block(KiB)', 1024),
+                                                     (5, 'xfer(KiB)', 1024),
+                                                     (10, 'numTasks', 1)))
+    if len(block) != 1 or len(transfer) != 1 or len(tasks) != 1:
+        raise ParseError(f'{where}: IOR CSV rows of one test with different block, '
+                         f'transfer or task counts')
+    params = {'blockSize': block.pop(), 'transferSize': transfer.pop(),
+              'numTasks': tasks.pop(), 'repetitions': reps,
+              'writeFile': int('write' in by_op), 'readFile': int('read' in by_op)}
+    params['num_ranks'] = params['numTasks']
+    segments = csv_segments(by_op, params, where)
+    if segments:
+        params['segmentCount'] = segments
+    measurements = []
+    for op, op_rows in by_op.items():
+        bw, times = ([finite(row[i], f'{op} {name}', where) for row in op_rows]
+                     for i, name in ((1, 'bw(MiB/s)'), (9, 'total(s)')))
+        # the summary's OPs are bandwidth / transfer (over totalTime); the rows' IOPS
+        # column divides by the access time alone (ior.c ProcessIterResults)
+        measurements += repetition_measurements(
+            op, bw, [b * MIB / params['transferSize'] for b in bw], times)
+    return ParsedRun(tool=TOOL, params=params, measurements=measurements,
+                     provenance={'source': source, 'output_format': 'CSV'},
+                     warnings=['IOR CSV summary: it states no version, API or options (IOR '
+                               'prints none in CSV): params are what its rows state, '
+                               'segmentCount what the bytes moved imply'])
+
+
+def csv_segments(by_op: Mapping[str, list[list[str]]], params: Mapping[str, Any],
+                 where: str) -> int | None:
+    """The segment count the bytes moved imply (bandwidth x ``total(s)``, within their
+    printed rounding, over block x tasks), the same for every repetition of every
+    operation; None when the rounding allows several. :class:`RunFailed` when no
+    whole count fits every repetition: some moved other than the rest."""
+    unit = params['blockSize'] * params['numTasks']
+    lo, hi = 1.0, math.inf
+    for op, op_rows in by_op.items():
+        for row in op_rows:
+            moved = moved_over_time((float(row[1]), decimals_of(row[1])),
+                                    (float(row[9]), decimals_of(row[9])))
+            lo, hi = max(lo, moved[0] / unit), min(hi, moved[1] / unit)
+            if math.ceil(lo * (1 - 1e-9)) > hi * (1 + 1e-9):
+                raise RunFailed(f'{where}: IOR {op} repetition {row[11]} moved '
+                                f'{(moved[0] + moved[1]) / 2 / MIB:.6g} MiB: not the '
+                                f'whole number of blocks x tasks ({unit} B) the other '
+                                f'repetitions moved: the data did not all reach the '
+                                f'file system')
+    first = math.ceil(lo * (1 - 1e-9))
+    return first if first + 1 > hi * (1 + 1e-9) else None
 
 
 # ---------------------------------------------------------------------------------------

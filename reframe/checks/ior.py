@@ -6,11 +6,19 @@ transfers are collective (``-c``); the layout is a single shared file (``ssf``)
 or a file per process (``fpp``, ``-F``). Every size can be overridden with
 ``-S``, e.g. ``-S ior_check.block_size=64m``.
 
-Cache hygiene by default: fsync after write (``-e``), reordered reads (``-C``,
-reads another node's data). On one node ``-C`` changes nothing, so the write and
-read phases run as two executions with the page cache dropped between them when
-the partition permits (``extras.drop_caches`` and root); otherwise the read
-figures are labelled as cached. Results come from IOR's JSON summary files.
+Cache hygiene by default. Writes: each repetition removes the file, writes it anew
+and fsyncs it (``-e``; through MPI-IO ``MPI_File_sync``, through HDF5 ``H5Fflush``,
+which syncs through MPI-IO) inside the timed phase, before close: the write figures
+include getting the data to storage. Reads: on several nodes ``-C`` (reordered
+tasks) reads another node's data in the same execution as the write. On one node
+``-C`` changes nothing, so the reads are executions of their own, one per repetition
+(``-i 1``), each after the page cache was dropped (``extras.drop_caches`` and root):
+every read sample is a cold read, and the record says so per repetition
+(``read_page_cache_repetitions``). A repetition whose drop failed (not root) or was
+not asked for is labelled cached and left out of the figure while any repetition
+read cold; with none cold, the whole read phase is labelled cached. Each phase's
+record names its own execution (command line, JSON summary, parameters). Results
+come from IOR's JSON summary files.
 
 ``ior_check`` runs the IOR of each HDF5 build of the Spack manifest (without one, the
 IOR on PATH). ``ior_build_check`` runs the same rows with IOR built by a fixture
@@ -25,12 +33,23 @@ import os
 import reframe as rfm
 from reframe.core.builtins import fixture, parameter, run_after, variable
 
-from h5regress import presets, tools
+from h5regress import presets, runresults, tools
 from h5regress.builds import BuiltByFixture, Prebuilt, build_ior
-from h5regress.checkbase import HDF5Benchmark
+from h5regress.checkbase import CACHE_MARK, HDF5Benchmark
+from h5regress.parsers import ParseError
+from h5regress.parsers import ior as ior_parser
 
+#: the JSON summary of the one execution on several nodes (write and read)
+SUMMARY = 'ior.json'
+#: on one node: the write phase's JSON summary; each read execution's, renamed
+#: ``ior-read-<repetition>.json`` after it
 WRITE_SUMMARY = 'ior-write.json'
 READ_SUMMARY = 'ior-read.json'
+
+
+def read_summary(repetition: int) -> str:
+    """Where the read execution of ``repetition`` (from 1) leaves its JSON summary."""
+    return f'ior-read-{repetition}.json'
 
 
 class ior_base(HDF5Benchmark):
@@ -64,7 +83,9 @@ class ior_base(HDF5Benchmark):
     #: :default: ``0``: the preset's (``collective``: the partition's stripe count)
     segments = variable(int, value=0)
 
-    #: Repetitions inside one execution (IOR ``-i``); context, not independent samples.
+    #: Repetitions (IOR ``-i``): of the write phase inside one execution (each writes
+    #: the file anew); on one node, of the read phase one execution each, after a cache
+    #: drop. Context, not independent samples.
     #:
     #: :type: int
     #: :default: ``3``
@@ -167,28 +188,74 @@ class ior_base(HDF5Benchmark):
         def summary(name):
             return ['-O', 'summaryFormat=JSON', '-O', f'summaryFile={name}']
 
-        if self.num_nodes == 1 and self.current_partition.extras.get('drop_caches', False):
-            # one node: write, drop the page cache, then read in a second execution.
-            # -e is a write option (IOR's HDF5 backend fails to open read-only with
-            # it); -k in both, or IOR deletes the file after the first repetition
-            read_opts = [o for o in self.tool_options if o != '-e'] + ['-k']
-            self.executable_opts = (self.tool_options + ['-w', '-k'] + target +
-                                    summary(WRITE_SUMMARY))
-            self.postrun_cmds = [
-                self.drop_caches_command(),
-                self.launch_command(read_opts + ['-r'] + target + summary(READ_SUMMARY)) +
-                ' || h5r_rc=$?',
-            ]
-            self.output_files = [WRITE_SUMMARY, READ_SUMMARY, 'stdout']
-        else:
-            self.executable_opts = (self.tool_options + ['-w', '-r'] + target +
-                                    summary(WRITE_SUMMARY))
-            self.output_files = [WRITE_SUMMARY, 'stdout']
+        if self.num_nodes > 1:
+            # -C: each node reads another node's data, not its own page cache
+            self.executable_opts = self.tool_options + ['-w', '-r'] + target + \
+                summary(SUMMARY)
+            self.output_files = [SUMMARY, 'stdout']
+            return
+        # one node: the write phase (each repetition writes the file anew, -k keeps the
+        # last), then each read repetition an execution of its own after a cache drop.
+        # -e is a write option (IOR's HDF5 backend fails to open read-only with it)
+        reps = self.test_params['repetitions']
+        self.executable_opts = self.tool_options + ['-w', '-k'] + target + \
+            summary(WRITE_SUMMARY)
+        read_opts = [o for o in self.tool_options if o != '-e']
+        read_opts[read_opts.index('-i') + 1] = '1'
+        self.read_command = self.launch_command(read_opts + ['-r', '-k'] + target +
+                                                summary(READ_SUMMARY))
+        drop = (self.drop_caches_command() if self.current_partition.extras.get('drop_caches')
+                else f'echo "{CACHE_MARK} kept (extras.drop_caches is off)"')
+        self.postrun_cmds = [
+            # no reads of a file the write phase did not make
+            f'if [ "$h5r_rc" -eq 0 ]; then for h5r_rep in $(seq {reps}); do {drop}; '
+            f'{self.read_command} || h5r_rc=$?; [ ! -e {READ_SUMMARY} ] || '
+            f'mv {READ_SUMMARY} ior-read-$h5r_rep.json; done; fi',
+        ]
+        self.output_files = [WRITE_SUMMARY] + [read_summary(i + 1) for i in range(reps)] + \
+            ['stdout']
 
     def parse_output(self, files):
-        phases = [WRITE_SUMMARY, READ_SUMMARY] if READ_SUMMARY in self.output_files \
-            else [WRITE_SUMMARY]
-        return self.parse_phases(phases, files, cache_matters=self.num_nodes == 1)
+        fsync = 'fsync before the timer stops (IOR -e)' if self.test_params['fsync'] else ''
+        if self.num_nodes > 1:
+            run = self.parse_phases([SUMMARY], files, cache_matters=False)
+            if fsync:
+                run.phases[0].run.provenance[runresults.CACHE_DEFEATED] = \
+                    f'{fsync}; reads of another node\'s data (IOR -C)'
+            return run
+        write = self.parse_phases([WRITE_SUMMARY], files, cache_matters=False)
+        if fsync:
+            write.phases[0].run.provenance[runresults.CACHE_DEFEATED] = fsync
+        reads = [run for name in self.output_files[1:-1]
+                 for run in ior_parser.parse({name: files.get(name, '')})]
+        return runresults.merge_phases(self.tool, [
+            write.phases[0],
+            runresults.Phase(self.cold_reads(reads, files.get('stdout', '')),
+                             self.read_command)])
+
+    def cold_reads(self, reads, stdout):
+        """The read phase from its executions, one per repetition: its figures from the
+        repetitions read after a page-cache drop (all of them, labelled cached, when none
+        was)."""
+        states = self.cache_states(stdout)
+        if len(states) != len(reads):
+            raise ParseError(f'{len(reads)} IOR read executions but {len(states)} '
+                             f'"{CACHE_MARK}" lines in stdout')
+        cold = [state == 'dropped' for state in states]
+        run = ior_parser.combine_executions(
+            reads, cold, why_not='read without a page-cache drop before it: cached')
+        run.provenance['read_page_cache'] = 'dropped' if any(cold) else 'kept'
+        run.provenance['read_page_cache_repetitions'] = states
+        if any(cold):
+            run.provenance[runresults.CACHE_DEFEATED] = \
+                'the page cache dropped before each repetition counted'
+        if not any(cold):
+            run.warnings.append('read figures are cached: the page cache was not dropped '
+                                'before the read repetitions')
+        elif not all(cold):
+            run.warnings.append(f'{cold.count(False)} of {len(cold)} read repetitions '
+                                'had the page cache kept: left out of the read figures')
+        return run
 
 
 @rfm.simple_test

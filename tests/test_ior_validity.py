@@ -1,0 +1,216 @@
+"""IOR's figures mean what their labels say (issue 13, items 1 and 2).
+
+- Every recorded read repetition follows a page-cache drop on one node (one IOR
+  execution per read repetition); one that did not is labelled cached and kept out of
+  the figure. Proved on ``local`` from the per-repetition samples (slow) and on real
+  executions kept in tests/fixtures/ior (fast).
+- Each phase's record carries its own execution's command line, parameters and source
+  (:class:`h5regress.runresults.PhasedRun`, laid over by :mod:`h5regress.perflog`).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from h5regress import perflog, runresults
+from h5regress.parsers import ior
+from h5regress.parsers.base import Measurement, ParsedRun
+from reframe_run import REPO, path_with_tools, run_reframe
+
+FIXTURE = Path(__file__).resolve().parent / 'fixtures' / 'ior' / \
+    'json-one-read-execution-per-repetition'
+READS = [f'ior-read-{i}.json' for i in (1, 2, 3)]
+
+
+@functools.cache
+def ior_checks():
+    """reframe/checks/ior.py as a module (its check classes, not run by ReFrame)."""
+    spec = importlib.util.spec_from_file_location('ior_checks_under_test',
+                                                  REPO / 'reframe' / 'checks' / 'ior.py')
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module     # ReFrame reads the classes' source
+    spec.loader.exec_module(module)
+    return module
+
+
+def read_runs() -> list[ParsedRun]:
+    return [run for name in READS
+            for run in ior.parse({name: (FIXTURE / name).read_text()})]
+
+
+def cold_reads(stdout: str) -> ParsedRun:
+    checks = ior_checks()
+    # the method reads only what the job's stdout says: no ReFrame test needed
+    return checks.ior_base.cold_reads(checks.ior_base, read_runs(), stdout)
+
+
+def marks(*states: str) -> str:
+    return ''.join(f'h5regress-page-cache: {s}\nWriting output to ior-read.json\n'
+                   for s in states)
+
+
+# ------------------------------------------------------------------------------------
+# item 1: the read phase of real executions, each after a drop
+
+def test_every_read_repetition_is_its_own_execution_after_a_drop():
+    stdout = (FIXTURE / 'stdout.txt').read_text()
+    run = cold_reads(stdout)
+    samples = [r.measurement('read', 'bw_mean').value for r in read_runs()]
+    bw = run.measurement('read', 'bw_mean')
+    assert bw.samples == samples and len(samples) == 3
+    assert bw.value == pytest.approx(sum(samples) / 3)
+    assert run.params['repetitions'] == 3 and run.params['readFile'] == 1
+    assert run.params['writeFile'] == 0
+    assert run.provenance['read_page_cache'] == 'dropped'
+    assert run.provenance['read_page_cache_repetitions'] == ['dropped'] * 3
+    assert run.provenance['source'] == ', '.join(READS)
+    assert run.provenance['executions'] == 3
+    assert runresults.CACHE_DEFEATED in run.provenance
+    assert not any('cached' in w for w in run.warnings)
+
+
+def test_a_repetition_without_a_drop_is_labelled_and_left_out():
+    run = cold_reads(marks('dropped', 'kept', 'dropped'))
+    samples = [r.measurement('read', 'bw_mean').value for r in read_runs()]
+    bw = run.measurement('read', 'bw_mean')
+    assert bw.samples == [samples[0], samples[2]]
+    assert bw.value == pytest.approx((samples[0] + samples[2]) / 2)
+    assert run.measurement('read', 'bw_max').value == max(samples[0], samples[2])
+    left = run.provenance['uncounted_samples']
+    assert left['bw_mean'] == [samples[1]] and left['source'] == ['ior-read-2.json']
+    assert 'cached' in left['reason']
+    assert run.provenance['read_page_cache_repetitions'] == ['dropped', 'kept', 'dropped']
+    assert any('1 of 3 read repetitions' in w for w in run.warnings)
+
+
+def test_no_drop_at_all_labels_the_whole_read_phase_cached():
+    run = cold_reads(marks('kept', 'kept (extras.drop_caches is off)', 'kept'))
+    assert len(run.measurement('read', 'bw_mean').samples) == 3
+    assert run.provenance['read_page_cache'] == 'kept'
+    assert runresults.CACHE_DEFEATED not in run.provenance
+    assert any(w.startswith('read figures are cached') for w in run.warnings)
+    # and so the suite's memory warning stays on the record
+    assert any('mostly page cache' in w for w in
+               runresults.record_warnings(run, 2 * 2**26, 2**34, 1))
+
+
+def test_a_missing_drop_line_is_a_parse_error():
+    with pytest.raises(ior.ParseError, match='3 IOR read executions but 2'):
+        cold_reads(marks('dropped', 'dropped'))
+
+
+def test_the_write_phase_fsyncs_every_repetition_inside_the_timer():
+    doc = json.loads((FIXTURE / 'ior-write.json').read_text())
+    params = doc['tests'][0]['Parameters']
+    # one execution, 3 repetitions, each removes and rewrites the file and fsyncs it
+    assert params['fsync'] == 1 and params['repetitions'] == 3
+    assert params['writeFile'] == 1 and params['readFile'] == 0
+    assert ' -e ' in doc['Command line']
+    assert len([r for r in doc['tests'][0]['Results'] if r['access'] == 'write']) == 3
+
+
+# ------------------------------------------------------------------------------------
+# item 2: each phase's record names its own execution
+
+def phased_run() -> runresults.PhasedRun:
+    write = ior.parse({'ior-write.json': (FIXTURE / 'ior-write.json').read_text()})[0]
+    read = cold_reads((FIXTURE / 'stdout.txt').read_text())
+    return runresults.merge_phases('ior', [runresults.Phase(write, 'mpirun ior -w ...'),
+                                           runresults.Phase(read, 'mpirun ior -r ...')])
+
+
+def perflog_records(run: runresults.PhasedRun) -> dict[str, object]:
+    """The run through the perflog context and back, one record per variable."""
+    contexts = [({**p.run.params, 'case': 'POSIX'},
+                 {**p.run.provenance, 'command_line': p.command}) for p in run.phases]
+    table = {'write_bw_mean': ('write', 'bw_mean'), 'read_bw_mean': ('read', 'bw_mean')}
+    context = runresults.context_json('ior', *contexts[0],
+                                      runresults.perfvars(run, table, contexts))
+    header = '|'.join(perflog.COLUMNS)
+    lines = [header] + [
+        '|'.join(['2026-11-24T00:00:00', 'ior_check', 'local:default', 'gnu', var, '1.0',
+                  'MiB/s', '0', '', '', 'pass', 'pass', '', 'path', 'abc', 'id', context])
+        for var in table]
+    records, problems = perflog.parse_text('\n'.join(lines), 'test')
+    assert not problems
+    return {r.provenance['perf_var']: r for r in records}
+
+
+def test_each_phase_record_names_its_own_execution():
+    records = perflog_records(phased_run())
+    write, read = records['write_bw_mean'], records['read_bw_mean']
+    assert write.provenance['source'] == 'ior-write.json'
+    assert write.provenance['command_line'] == 'mpirun ior -w ...'
+    assert write.params['writeFile'] == 1 and write.params['readFile'] == 0
+    assert 'read_page_cache' not in write.provenance
+    assert read.provenance['source'] == ', '.join(READS)
+    assert read.provenance['command_line'] == 'mpirun ior -r ...'
+    assert read.params['readFile'] == 1 and read.params['writeFile'] == 0
+    assert read.provenance['read_page_cache_repetitions'] == ['dropped'] * 3
+    assert read.provenance['tool_version'] == write.provenance['tool_version'] == '4.0.0'
+    assert read.params['case'] == write.params['case'] == 'POSIX'
+
+
+def test_a_key_only_the_first_phase_has_is_not_on_the_others():
+    first = ParsedRun('t', {'a': 1, 'only_first': 2}, {'source': 'w'},
+                      [Measurement('write', 'bw', 1.0, 'MiB/s', True)])
+    second = ParsedRun('t', {'a': 1}, {'source': 'r'},
+                       [Measurement('read', 'bw', 2.0, 'MiB/s', True)])
+    run = runresults.merge_phases('t', [runresults.Phase(first, 'w'),
+                                        runresults.Phase(second, 'r')])
+    contexts = [(p.run.params, p.run.provenance) for p in run.phases]
+    out = runresults.perfvars(run, {'w': ('write', 'bw'), 'r': ('read', 'bw')}, contexts)
+    assert 'params' not in out['w']
+    assert runresults.lay_over(first.params, out['r']['params']) == {'a': 1}
+    assert runresults.lay_over(first.provenance, out['r']['provenance']) == {'source': 'r'}
+
+
+# ------------------------------------------------------------------------------------
+# on local, for real
+
+@pytest.mark.slow
+def test_ior_reads_on_local_are_cold_and_named_by_their_own_execution(tmp_path):
+    """The 320 MiB rows (2 ranks x 160 MiB at local's size factor) through POSIX and
+    HDF5: every read repetition after a drop, so the samples of one record are of one
+    order (a page-cache read is 5 to 30 times a cold one here); each record's command
+    line, source and parameters are its own execution's."""
+    path = path_with_tools('ior')
+    out = run_reframe(['-c', 'reframe/checks/ior.py', '-r', '-n',
+                       '^ior_check.*(POSIX|HDF5)-independent-ssf'], tmp_path,
+                      env={'PATH': path})
+    assert out.returncode == 0, out.stdout + out.stderr
+    records, problems = perflog.read([str(tmp_path / 'perflogs')])
+    assert not problems
+    dropped = os.geteuid() == 0
+    by_key = {(r.params['api'], r.operation): r for r in records if r.metric == 'bw_mean'}
+    assert sorted(by_key) == [('HDF5', 'read'), ('HDF5', 'write'), ('POSIX', 'read'),
+                              ('POSIX', 'write')]
+    # the reads first: their samples are the defect's evidence
+    for (api, op), r in sorted(by_key.items(), key=lambda item: item[0][1] == 'write'):
+        assert len(r.samples) == 3 and min(r.samples) > 0
+        prov = r.provenance
+        if op == 'read':
+            if dropped:
+                assert max(r.samples) / min(r.samples) < 3, (api, r.samples)
+            assert prov.get('read_page_cache_repetitions') == (
+                ['dropped'] * 3 if dropped else ['kept'] * 3), (api, r.samples, prov)
+            assert prov['source'] == ', '.join(READS)
+            assert ' -r ' in prov['command_line'] and ' -w ' not in prov['command_line']
+            assert ' -i 1 ' in prov['command_line'] and ' -e ' not in prov['command_line']
+            assert r.params['readFile'] == 1 and r.params['writeFile'] == 0
+        else:
+            assert 'read_page_cache' not in prov
+            assert prov['source'] == 'ior-write.json'
+            assert ' -w ' in prov['command_line'] and ' -e ' in prov['command_line']
+            assert r.params['writeFile'] == 1 and r.params['readFile'] == 0
+            assert prov[runresults.CACHE_DEFEATED].startswith('fsync')
+        # the two phases are one run: one run id and config hash
+    assert len({(r.run_id, r.config_hash) for r in records
+                if r.params['api'] == 'POSIX'}) == 1
