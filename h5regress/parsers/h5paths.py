@@ -52,7 +52,7 @@ PHASES: dict[str, tuple[str, ...]] = {
         'compound-same', 'compound-superset', 'compound-reorder', 'convert-none',
         'convert-float-double', 'convert-endian', 'chunked-deflate', 'partial-chunk',
         'multi-dataset')},
-    'compound-subset': ('write', 'write_subset', 'read'),
+    'compound-subset': ('write', 'read', 'write_subset'),
     'many-datasets': ('create', 'open_read'),
     'attributes': ('create', 'open_read'),
     'efc': ('create', 'open_read'),
@@ -62,7 +62,8 @@ PHASES: dict[str, tuple[str, ...]] = {
 
 #: the record parameters, as the kernel's JSON ``params`` names them
 PARAMS = ('path', 'api', 'transfer', 'layout', 'chunk_elements', 'modify_write_buf',
-          'coll_metadata', 'libver', 'elements', 'objects', 'iterations')
+          'modify_write_buf_applied', 'coll_metadata', 'libver', 'elements', 'objects',
+          'efc_size', 'iterations', 'record_bytes_file', 'record_bytes_memory')
 
 _HDF5_ERROR = re.compile(r'HDF5-DIAG: Error detected|^\s*#\d{3}: .* line \d+ in ')
 _KERNEL_ERROR = re.compile(r'^h5paths: (ERROR|FAILED)\b')
@@ -71,10 +72,13 @@ _MPI_ABORT = re.compile(r'MPI_ABORT was invoked|mpirun noticed that process rank
 #: the kernel's word that the build lacks what the path needs (exit 2): a skip, not a failure
 _UNAVAILABLE = re.compile(r'^h5paths: ERROR (\S+): not available in HDF5 (\S+)\s*$', re.M)
 
-#: error lines of any output (a job's stdout and stderr), in order of what explains most
-FAILURE_LINES = [(_KERNEL_ERROR, 'the kernel failed'),
+#: error lines of any output (a job's stdout and stderr), in order of what explains most:
+#: the kernel's own (naming the call), HDF5's stack, the system's, the MPI launcher's
+FAILURE_LINES = [(re.compile(r'^h5paths: ERROR '), 'the kernel failed'),
                  (_HDF5_ERROR, 'HDF5 reported an error'),
-                 (_MPI_ABORT, 'an MPI rank died')] + SYSTEM_ERRORS
+                 *SYSTEM_ERRORS,
+                 (_KERNEL_ERROR, 'the kernel failed'),
+                 (_MPI_ABORT, 'an MPI rank died')]
 
 
 def wanted(relpath: str) -> bool:
@@ -86,16 +90,35 @@ def wanted(relpath: str) -> bool:
 
 
 def error_line(files: Mapping[str, str]) -> str | None:
-    """The first line of ``files`` that shows the run failed (see :data:`FAILURE_LINES`)."""
-    return find_error_line(files, FAILURE_LINES)
+    """The line of ``files`` that shows best why the run failed: the first of the first
+    pattern of :data:`FAILURE_LINES` found anywhere."""
+    for pattern in FAILURE_LINES:
+        line = find_error_line(files, [pattern])
+        if line:
+            return line
+    return None
 
 
 def unavailable(files: Mapping[str, str]) -> str | None:
-    """The kernel's line saying the HDF5 build cannot run the path, or None."""
+    """Why the HDF5 build cannot run the row as labelled, or None: the kernel's exit-2
+    line (a path or ``--libver`` the build lacks), or ``--modify-write-buf`` asked of a
+    build without ``H5Pset_modify_write_buf`` (the kernel runs without it and says so:
+    its figures would not be what the row's name says)."""
     for name, text in files.items():
         m = _UNAVAILABLE.search(text)
         if m:
             return m.group(0).strip()
+    for name, text in files.items():
+        if name.endswith('.json'):
+            try:
+                d = json.loads(text)
+            except json.JSONDecodeError:
+                continue
+            opts = d.get('params') if isinstance(d, dict) and d.get('tool') == TOOL else None
+            if isinstance(opts, dict) and opts.get('modify_write_buf') and \
+                    opts.get('modify_write_buf_applied') is False:
+                return (f'h5paths: --modify-write-buf not applied: HDF5 '
+                        f'{d.get("hdf5_version")} has no H5Pset_modify_write_buf')
     return None
 
 
@@ -105,9 +128,16 @@ def parse(files: Mapping[str, str]) -> list[ParsedRun]:
     streams = {p: t for p, t in files.items() if not p.endswith('.json')}
     summaries = [(p, d) for p, t in files.items() if p.endswith('.json')
                  for d in [_load_json(p, t)] if d is not None]
-    line = unavailable(streams)
+    line = unavailable(files)
     if line:
-        raise RunFailed(f'h5paths: {line}')
+        raise RunFailed(line)
+    try:
+        for path, data in summaries:
+            _check_status(path, data)
+    except RunFailed as failed:
+        # the system's word says why more plainly than the call that failed
+        cause = find_error_line(streams, SYSTEM_ERRORS)
+        raise RunFailed(f'{failed}{"; " + cause if cause else ""}') from None
     line = error_line(streams)
     if line:
         raise RunFailed(f'h5paths: {line}')
@@ -135,11 +165,15 @@ def _load_json(path: str, text: str) -> dict[str, Any] | None:
     return data
 
 
-def _from_json(path: str, d: dict[str, Any]) -> ParsedRun:
+def _check_status(path: str, d: Mapping[str, Any]) -> None:
     status, errors = d.get('status'), d.get('errors') or []
     if status != 'ok' or errors:
         raise RunFailed(f'h5paths: {path}: run status {status!r}'
                         + (': ' + '; '.join(map(str, errors)) if errors else ''))
+
+
+def _from_json(path: str, d: dict[str, Any]) -> ParsedRun:
+    _check_status(path, d)
     try:
         opts = d['params']
         name = d['path']
@@ -172,10 +206,28 @@ def _from_json(path: str, d: dict[str, Any]) -> ParsedRun:
                               'read_cache') if k in d}
     prov['files'] = [{'name': PurePosixPath(f['name']).name, 'bytes': int(f['bytes'])}
                      for f in d.get('files') or []]
+    prov['read_cache_check'] = d.get('read_cache_check')
+    modes = {ph['phase']: ph['mpio_actual_io_mode'] for it in d['iterations'][-1:]
+             for ph in it['phases'] if ph.get('mpio_actual_io_mode')}
+    causes = {ph['phase']: ph['mpio_no_collective_cause'] for it in d['iterations'][-1:]
+              for ph in it['phases'] if ph.get('mpio_no_collective_cause')}
+    if modes:
+        prov['mpio_actual_io_mode'] = modes
+    if causes:
+        prov['mpio_no_collective_cause'] = causes
     warnings = list(d.get('warnings') or [])
     if d.get('read_cache') != 'evicted' and any(p.startswith(('read', 'open')) for p in phases):
         warnings.append(f'read figures may come from the page cache: the kernel says '
                         f'read_cache {d.get("read_cache")!r}')
+    if params.get('transfer') == 'collective':
+        fallen = sorted(p for p, mode in modes.items() if mode == 'no-collective')
+        if fallen:
+            warnings.append(f'collective transfers asked, HDF5 did independent I/O in '
+                            f'{", ".join(fallen)} (H5Pget_mpio_no_collective_cause: '
+                            f'{", ".join(str(causes.get(p)) for p in fallen)})')
+    if params.get('modify_write_buf') and not params.get('modify_write_buf_applied'):
+        warnings.append('--modify-write-buf asked, not applied: this HDF5 has no '
+                        'H5Pset_modify_write_buf')
     return ParsedRun(TOOL, params, prov, measurements, warnings=warnings)
 
 
@@ -208,25 +260,25 @@ def _per_phase(path: str, iterations: list[Mapping[str, Any]], phases: tuple[str
 
 
 def _expected(name: str, opts: Mapping[str, Any], ranks: int) -> dict[str, tuple[int, int]]:
-    """phase -> (bytes, objects) the options ask of one iteration (0: not checked)."""
-    elements = int(opts.get('elements') or 0)
-    objects = int(opts.get('objects') or 0)
+    """phase -> (bytes, objects) the options ask of one iteration (0: not checked).
+
+    Data phases move ``elements`` records per rank (per dataset of ``multi-dataset``)
+    in memory-type bytes (kernels/h5paths/README.md): the read's memory record
+    (``record_bytes_memory``), except compound-subset's full-record write (the file
+    record) and the MPI-IO twins (the file record). Metadata phases touch at least
+    ``objects`` objects in all."""
+    elements, objects = int(opts['elements']), int(opts['objects'])
+    file_bytes, memory_bytes = int(opts['record_bytes_file']), int(opts['record_bytes_memory'])
+    datasets = objects if name == 'multi-dataset' else 1
     out = {}
     for phase in PHASES[name]:
         if phase in DATA_PHASES:
-            out[phase] = (elements * ranks * element_bytes(name, phase), 0)
+            size = file_bytes if opts.get('api') == 'mpiio' or \
+                (name == 'compound-subset' and phase == 'write') else memory_bytes
+            out[phase] = (elements * ranks * size * datasets, 0)
         else:
-            out[phase] = (0, objects * ranks if objects else 0)
+            out[phase] = (0, objects)
     return out
-
-
-def element_bytes(name: str, phase: str) -> int:
-    """Bytes of one element the path moves in the phase (the file type's size)."""
-    return _ELEMENT_BYTES.get((name, phase), _ELEMENT_BYTES.get((name, '*'), 0))
-
-
-#: (path, phase) -> bytes per element moved, as kernels/h5paths/README.md defines them
-_ELEMENT_BYTES: dict[tuple[str, str], int] = {}
 
 
 def _check_moved_as_asked(path: str, per_phase: Mapping[str, list[tuple[float, int, int]]],

@@ -1,0 +1,212 @@
+"""The h5paths parser against real outputs of the kernel (tests/fixtures/h5paths/, see its
+README: how each was produced), and against those outputs edited to show what it must
+refuse."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from h5regress.parsers import ParseError, RunFailed, parser_for
+from h5regress.parsers import h5paths
+from h5regress.parsers.base import MIB
+
+FIXTURES = Path(__file__).resolve().parent / 'fixtures' / 'h5paths'
+CASES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir())
+OK = [c for c in CASES if c.endswith('-ok')]
+
+
+def case_files(case: str) -> dict[str, str]:
+    return {p.name: p.read_text() for p in sorted((FIXTURES / case).iterdir())
+            if h5paths.wanted(p.name)}
+
+
+def edited(case: str, edit) -> dict[str, str]:
+    """The case with its JSON summary changed by ``edit(dict)``."""
+    files = case_files(case)
+    data = json.loads(files['h5paths.json'])
+    edit(data)
+    files['h5paths.json'] = json.dumps(data)
+    return files
+
+
+def test_registered_and_wanted():
+    assert parser_for('h5paths') is h5paths
+    assert h5paths.wanted('h5paths.json') and h5paths.wanted('stdout')
+    assert h5paths.wanted('rfm_job.out') and h5paths.wanted('rfm_job.err')
+    assert not h5paths.wanted('exit-code') and not h5paths.wanted('h5p_vds.h5')
+
+
+def test_a_success_of_every_path_family_is_recorded():
+    families = {json.loads((FIXTURES / c / 'h5paths.json').read_text())['path'] for c in OK}
+    assert families >= {'compound-subset', 'convert-endian', 'compound-same', 'many-datasets',
+                        'attributes', 'open-close', 'partial-chunk', 'chunked-deflate', 'vds',
+                        'efc', 'multi-dataset', 'compound-superset'}
+
+
+@pytest.mark.parametrize('case', OK)
+def test_success(case):
+    run, = h5paths.parse(case_files(case))
+    data = json.loads((FIXTURES / case / 'h5paths.json').read_text())
+    assert run.tool == 'h5paths' and run.params['path'] == data['path']
+    assert run.params['num_ranks'] == 2 and run.params['iterations'] == 2
+    assert 'prefix' not in run.params and 'keep' not in run.params   # run-specific
+    ops = [m.operation for m in run.measurements]
+    assert sorted(set(ops)) == sorted(h5paths.PHASES[data['path']])
+    for m in run.measurements:
+        assert m.value > 0 and len(m.samples) == 2
+        assert m.value == pytest.approx(sum(m.samples) / 2)
+        assert m.unit == {'bw': 'MiB/s', 'ops_per_s': '1/s', 'time': 's'}[m.metric]
+        assert m.higher_is_better == (m.metric != 'time')
+    # bandwidth is what the kernel moved over the phase's time, per iteration
+    first = {ph['phase']: ph for ph in data['iterations'][0]['phases']}
+    for m in run.measurements:
+        ph = first[m.operation]
+        if m.metric == 'bw':
+            assert m.samples[0] == pytest.approx(ph['bytes'] / MIB / ph['seconds'])
+        elif m.metric == 'ops_per_s':
+            assert m.samples[0] == pytest.approx(ph['objects'] / ph['seconds'])
+    assert run.provenance['hdf5_version'] in ('1.10.8', '1.14.1')
+    assert run.provenance['read_cache'] == 'evicted'
+    assert run.provenance['files'] and all(f['bytes'] > 0 for f in run.provenance['files'])
+
+
+def test_metadata_and_data_phases_get_their_metrics():
+    run, = h5paths.parse(case_files('attributes-ok'))
+    assert {(m.operation, m.metric) for m in run.measurements} == {
+        ('create', 'ops_per_s'), ('create', 'time'), ('open_read', 'ops_per_s'),
+        ('open_read', 'time')}
+    run, = h5paths.parse(case_files('compound-subset-ok'))
+    assert {m.operation for m in run.measurements if m.metric == 'bw'} == {
+        'write', 'read', 'write_subset'}
+
+
+def test_a_collective_row_that_hdf5_ran_independently_says_so():
+    run, = h5paths.parse(case_files('compound-subset-ok'))
+    assert run.provenance['mpio_actual_io_mode']['read'] == 'no-collective'
+    assert any('HDF5 did independent I/O in read, write_subset' in w for w in run.warnings)
+    run, = h5paths.parse(case_files('compound-same-mpiio-ok'))
+    assert not run.warnings
+
+
+def test_modify_write_buf_applied_is_recorded():
+    run, = h5paths.parse(case_files('compound-superset-mwb-1.14-ok'))
+    assert run.params['modify_write_buf'] is True
+    assert run.params['modify_write_buf_applied'] is True
+
+
+@pytest.mark.parametrize('case, words', [
+    ('compound-same-full-fs', ['H5Fclose failed', 'No space left on device']),
+    ('compound-reorder-verify-failure', ['verify read rank 0 index 10922 member z']),
+    ('vds-1.10-hdf5-error', ['H5Dread(d, H5T_NATIVE_DOUBLE']),
+])
+def test_failures_are_refused_naming_the_cause(case, words):
+    files = case_files(case)
+    with pytest.raises(RunFailed) as err:
+        h5paths.parse(files)
+    for word in words:
+        assert word in str(err.value)
+    assert h5paths.unavailable(files) is None
+    # whatever the exit code (the full file system's is a crash at MPI_Finalize)
+    assert h5paths.error_line({k: v for k, v in files.items() if k != 'h5paths.json'})
+
+
+def test_the_error_lines_without_the_summary_fail_the_run():
+    files = case_files('compound-reorder-verify-failure')
+    del files['h5paths.json']
+    with pytest.raises(RunFailed, match='verify read'):
+        h5paths.parse(files)
+    line = h5paths.error_line(files)
+    assert line.startswith('stderr:1: the kernel failed: h5paths: ERROR verify read')
+
+
+def test_hdf5_stack_shown_before_the_launchers_words():
+    line = h5paths.error_line({'stdout': '', 'stderr': (
+        FIXTURES / 'vds-1.10-hdf5-error' / 'stderr').read_text()})
+    assert 'h5paths: ERROR H5Dread' in line
+
+
+@pytest.mark.parametrize('case, words', [
+    ('multi-dataset-1.10-unavailable', 'multi-dataset: not available in HDF5 1.10.8'),
+    ('mwb-1.10-not-applied', 'HDF5 1.10.8 has no H5Pset_modify_write_buf'),
+])
+def test_what_the_build_cannot_run(case, words):
+    files = case_files(case)
+    assert words in h5paths.unavailable(files)
+    with pytest.raises(RunFailed, match=words):
+        h5paths.parse(files)
+
+
+@pytest.mark.parametrize('edit, words', [
+    (lambda d: d['iterations'].pop(), '1 iteration(s) in the summary, 2 asked'),
+    (lambda d: d['iterations'][1]['phases'].pop(), 'iteration 1 has no write_subset phase'),
+    (lambda d: d['iterations'][0]['phases'][1].update(bytes=1000),
+     'iteration 0 read moved 1000 B, 3145728 B asked'),
+    (lambda d: d['iterations'][0]['phases'][0].update(seconds=0),
+     'write: time 0.0 s is not positive'),
+    (lambda d: d.update(status='failed'), "run status 'failed'"),
+    (lambda d: d.update(errors=['something']), 'something'),
+])
+def test_less_than_asked_is_a_failure(edit, words):
+    with pytest.raises(RunFailed, match=re.escape(words)):
+        h5paths.parse(edited('compound-subset-ok', edit))
+
+
+def test_metadata_phase_with_fewer_objects_than_asked():
+    def fewer(d):
+        d['iterations'][0]['phases'][0]['objects'] = 10
+    with pytest.raises(RunFailed, match='create touched 10 objects, 200 asked'):
+        h5paths.parse(edited('attributes-ok', fewer))
+
+
+def test_multi_dataset_moves_elements_per_dataset():
+    run, = h5paths.parse(case_files('multi-dataset-1.14-ok'))
+    assert run.params['objects'] == 4
+
+    def one_dataset(d):
+        for it in d['iterations']:
+            for ph in it['phases']:
+                ph['bytes'] //= 4
+    with pytest.raises(RunFailed, match='moved'):
+        h5paths.parse(edited('multi-dataset-1.14-ok', one_dataset))
+
+
+def test_a_stdout_without_finished_ok_is_incomplete():
+    files = case_files('convert-endian-ok')
+    files['stdout'] = files['stdout'].replace('h5paths: finished OK', '')
+    with pytest.raises(RunFailed, match='no "h5paths: finished OK"'):
+        h5paths.parse(files)
+
+
+def test_cache_not_evicted_is_a_warning():
+    run, = h5paths.parse(edited('convert-endian-ok', lambda d: d.update(
+        read_cache='not-evicted: posix_fadvise failed')))
+    assert any('page cache' in w for w in run.warnings)
+
+
+def test_bad_input():
+    with pytest.raises(ParseError, match='nothing to parse'):
+        h5paths.parse({})
+    with pytest.raises(ParseError, match='no JSON summary'):
+        h5paths.parse({'stdout': 'hello'})
+    with pytest.raises(RunFailed, match='truncated or invalid JSON'):
+        h5paths.parse({'h5paths.json': '{"tool": "h5paths", "status": '})
+    with pytest.raises(ParseError, match="unknown path 'nope'"):
+        h5paths.parse(edited('convert-endian-ok', lambda d: d.update(path='nope')))
+    with pytest.raises(ParseError, match='malformed JSON summary'):
+        h5paths.parse(edited('convert-endian-ok', lambda d: d.pop('params')))
+
+
+def test_files_on_disk_against_the_summary():
+    run, = h5paths.parse(case_files('vds-ok'))
+    listed = {f['name']: f['bytes'] for f in run.provenance['files']}
+    assert h5paths.check_files(run, listed) == []
+    name = sorted(listed)[0]
+    short = {**listed, name: listed[name] - 1}
+    assert h5paths.check_files(run, short) == [
+        f'{name}: {listed[name] - 1} B on disk, {listed[name]} B reported']
+    del short[name]
+    assert h5paths.check_files(run, short) == [f'{name}: reported but not on disk']
