@@ -22,7 +22,7 @@ from reframe_run import (REPO, path_with_tools, reframe_bin, reframe_command,
 REFRAME = Path(reframe_bin())
 CHECKS = REPO / 'reframe' / 'checks'
 TOOLS = ('macsio', 'h5bench_write', 'h5bench_read', 'h5bench_exerciser',
-         'h5bench_hdf5_iotest', 'mdtest')
+         'h5bench_hdf5_iotest', 'h5bench_write_var_normal_dist', 'mdtest')
 HOW = {
     'macsio': 'build it from LLNL/MACSio or install the Spack environment (spack-env/)',
     'h5bench': 'build it from hpc-io/h5bench or install the Spack environment (spack-env/)',
@@ -98,10 +98,14 @@ def test_h5bench_lists_the_supported_patterns(tmp_path):
                 assert f'{dims}D-{mem}-{file}-collective' in writes
     for row in ('3D-CONTIG-CONTIG-collective', '1D-CONTIG-STRIDED-collective',
                 '1D-CONTIG-CONTIG-independent', '2D-CONTIG-CONTIG-compress',
-                '1D-CONTIG-CONTIG-subfiling', '1D-CONTIG-CONTIG-async'):
+                '1D-CONTIG-CONTIG-subfiling', '1D-CONTIG-CONTIG-async',
+                '1D-CONTIG-CONTIG-collective-data', '1D-CONTIG-CONTIG-collective-metadata',
+                '1D-CONTIG-CONTIG-normal-dist', '1D-CONTIG-CONTIG-async-mem-limit',
+                '1D-CONTIG-CONTIG-async-delayed-close'):
         assert row in writes
     assert rows('h5bench_read_check') == ['1D-FULL', '2D-FULL', '3D-FULL', '1D-PARTIAL',
-                                          '1D-STRIDED', '2D-PRL', '2D-RDC', '2D-LDC', '2D-CS']
+                                          '1D-STRIDED', '2D-PRL', '2D-RDC', '2D-LDC', '2D-CS',
+                                          '1D-FULL-independent', '1D-PARTIAL-independent']
     assert rows('h5bench_exerciser_check') == ['2D-collective', '2D-independent']
     assert len(rows('h5bench_metadata_check')) == 3
 
@@ -123,7 +127,7 @@ def test_macsio_dry_run_command_lines(tmp_path, stubs):
         line = next(ln for ln in text.splitlines() if re.search(r'/macsio\s', ln))
         data = re.search(r'--filebase (\S+)/macsio ', line).group(1)
         assert f'mkdir -p "{data}"' in text
-        assert f'trap \'rm -rf "{data}"; sync\' EXIT' in text
+        assert f'trap \'rm -rf "{data}"; sync' in text
         assert 'h5regress-exit-code: $h5r_rc' in text
         command = re.fullmatch(r'mpirun -np 2 \S+/macsio (.*)', line)
         assert command, line
@@ -170,8 +174,8 @@ def test_h5bench_dry_run_configs(tmp_path, stubs):
         if not (d / 'write.cfg').exists():
             continue        # skipped: subfiling/async unsupported here
         script = (d / 'rfm_job.sh').read_text()
-        assert re.search(r'^mpirun -np 2 \S+/h5bench_write write.cfg \S+/h5bench\.h5$',
-                         script, re.M)
+        assert re.search(r'^mpirun -np 2 \S+/h5bench_write(_var_normal_dist)? write.cfg '
+                         r'\S+/h5bench\.h5$', script, re.M)
         c = cfg(d, 'write.cfg')
         assert 'MODE' not in c        # a direct run's cfg must not set MODE
         assert c['CSV_FILE'] == 'write.csv'
@@ -189,7 +193,10 @@ def test_h5bench_dry_run_configs(tmp_path, stubs):
     for d in stage.glob('h5bench_read_check_*'):
         script = (d / 'rfm_job.sh').read_text()
         r, w = cfg(d, 'read.cfg'), cfg(d, 'write.cfg')
-        reads[(r['NUM_DIMS'], r['READ_OPTION'])] = (r, w, script)
+        # independent rows read (and write) with COLLECTIVE_DATA=NO
+        io = ('independent',) if r['COLLECTIVE_DATA'] == 'NO' else ()
+        assert w['COLLECTIVE_DATA'] == r['COLLECTIVE_DATA']
+        reads[(r['NUM_DIMS'], r['READ_OPTION'], *io)] = (r, w, script)
         ranks = '1' if r['READ_OPTION'] in ('PRL', 'RDC', 'LDC', 'CS') else '2'
         # write phase, page cache dropped, then the read of the same file
         lines = script.splitlines()
@@ -202,7 +209,8 @@ def test_h5bench_dry_run_configs(tmp_path, stubs):
         assert lines[write].split()[5] == lines[read].split()[5]      # same data file
     assert set(reads) == {('1', 'FULL'), ('2', 'FULL'), ('3', 'FULL'), ('1', 'PARTIAL'),
                           ('1', 'STRIDED'), ('2', 'PRL'), ('2', 'RDC'), ('2', 'LDC'),
-                          ('2', 'CS')}
+                          ('2', 'CS'), ('1', 'FULL', 'independent'),
+                          ('1', 'PARTIAL', 'independent')}
     assert reads[('1', 'STRIDED')][1]['FILE_PATTERN'] == 'STRIDED'
     assert reads[('1', 'PARTIAL')][0]['TO_READ_NUM_PARTICLES'] == '32768'
     cs = reads[('2', 'CS')][0]
@@ -226,7 +234,7 @@ def test_h5bench_subfiling_and_async_skip_with_reason(tmp_path, stubs):
     out = reframe(tmp_path, '-c', str(CHECKS / 'h5bench.py'), '--dry-run',
                   '-n', 'subfiling|async', path=stubs).stdout
     skips = [ln for ln in out.splitlines() if 'SKIP' in ln]
-    assert len(skips) == 2
+    assert len(skips) == 4      # subfiling; async, with IO_MEM_LIMIT, with delayed close
     assert any('subfiling' in s and 'libhdf5' in s for s in skips)
     assert any('async' in s and 'async VOL' in s for s in skips)
 
