@@ -58,6 +58,7 @@ import ctypes
 import datetime
 import fcntl
 import hashlib
+import io
 import json
 import os
 import re
@@ -110,6 +111,7 @@ class _State:
     """What the signal handler needs: the running child, the signal, whether the
     main flow is in a section that must not be cut (the final gate's writes)."""
     child: subprocess.Popen | None = None
+    quiet = False                           # --quiet: children's command lines not echoed
     signum: int | None = None
     since = 0.0
     critical = False
@@ -207,7 +209,8 @@ def run(cmd: list, *, capture: bool = False, timeout: float | None = None,
     """Run a child in a process group of its own (a signal to this process is
     forwarded to the group); ``capture``: its output as text."""
     cmd = [str(c) for c in cmd]
-    log('$ ' + ' '.join(cmd))
+    if not _state.quiet:
+        log('$ ' + ' '.join(cmd))
     if capture:
         kwargs.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     proc = subprocess.Popen(cmd, start_new_session=True, **kwargs)
@@ -380,8 +383,39 @@ def run_pairs(first: int, last: int, baseline: str, candidate: str, args, env) -
     for i in range(first, last + 1):
         pair_id = f'{args.attempt}-p{i:02d}'
         order = (baseline, candidate) if i % 2 else (candidate, baseline)
-        for build in order:
-            run_once(build, pair_id, args, env)
+        start, args.pairs_run = time.monotonic(), i
+        codes = [run_once(build, pair_id, args, env) for build in order]
+        failed = [b for b, c in zip(order, codes) if c]
+        log(f'pair {i}/{last}{f" (up to {args.max_pairs})" if last < args.max_pairs else ""}: '
+            f'{order[0]} then {order[1]}, {time.monotonic() - start:.0f} s'
+            + (f'; ReFrame reported failed tests for {", ".join(failed)}' if failed else ''))
+
+
+def look_summary(gate_json: Path, pairs: int, every_metric: bool) -> list[str]:
+    """What a look says: each gated metric's ratio and interval against the margin
+    (``every_metric``), else the night's verdict and its least favourable metric."""
+    try:
+        result = json.loads(gate_json.read_text())
+    except (OSError, ValueError):
+        return [f'look at {pairs} pairs: the gate wrote no {gate_json.name}']
+    floor = 1 - result['config']['margin']
+    gated = [m for m in result['metrics'] if m.get('role') == 'gated']
+
+    def describe(m):
+        if m.get('ratio') is None:
+            return f'{m["label"]}: no ratio ({m.get("reason")})'
+        lo, hi = (f'{m[k]:.3f}' if m.get(k) is not None else '-' for k in ('ratio_lo', 'ratio_hi'))
+        return f'{m["label"]}: ratio {m["ratio"]:.3f} [{lo}, {hi}]'
+
+    head = (f'look at {pairs} pairs: {result["overall"]}, '
+            f'{sum(m["verdict"] == "PASS" for m in gated)} of {len(gated)} gated metrics '
+            f'PASS (interval above {floor:.2f})')
+    if every_metric:
+        return [head] + [f'  {m["verdict"]:<12} {describe(m)}' for m in gated]
+    known = [m for m in gated if m.get('ratio_lo') is not None]
+    if not known:
+        return [head]
+    return [f'{head}; lowest {describe(min(known, key=lambda m: m["ratio_lo"]))}']
 
 
 def looks(args) -> list[int]:
@@ -411,8 +445,15 @@ def gate_once(baseline: str, candidate: str, args, final: bool) -> int:
             cmd += ['--append-history']
     else:
         cmd += ['--quiet']
-    log('$ h5regress gate ' + ' '.join(cmd))
-    return gate.main_gate(cmd)
+    if not _state.quiet:
+        log('$ h5regress gate ' + ' '.join(cmd))
+    if final:
+        return gate.main_gate(cmd)
+    with contextlib.redirect_stdout(io.StringIO()):     # the look's summary says it
+        code = gate.main_gate(cmd)
+    for line in look_summary(args.out / 'gate.json', args.pairs_run, not args.quiet):
+        log(line)
+    return code
 
 
 # -- main ---------------------------------------------------------------------
@@ -491,6 +532,7 @@ def parse_args(argv):
     args.checks = args.checks or (STANDIN_CHECKS if args.stand_in else DEFAULT_CHECKS)
     args.out = args.out.resolve()
     args.attempt = new_attempt(args.night)
+    args.pairs_run = 0          # pairs of this attempt run so far
     return args
 
 
@@ -574,7 +616,7 @@ def night(args) -> int:
         if code != gate.EXIT_INCONCLUSIVE:
             break
         more = min(args.more_pairs, args.max_pairs - done)
-        log(f'INCONCLUSIVE after {done} pairs: {more} more')
+
         run_pairs(done + 1, done + more, baseline, candidate, args, env)
         done += more
     code = final_gate(baseline, candidate, args)
@@ -672,6 +714,7 @@ def under_salloc(argv: list[str], args) -> int:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
+    _state.quiet = args.quiet
     handle_signals()
     try:
         args.out.mkdir(parents=True, exist_ok=True)

@@ -133,3 +133,53 @@ def test_the_stand_in_nightly_tells_the_gate_and_the_manifest(tmp_path, monkeypa
     nightly.gate_once('a', 'b', args, final=True)
     argv = seen['argv']
     assert argv[argv.index('--injected-slowdown') + 1] == '0.5'
+
+
+# -- console output (issue 16) -----------------------------------------------------------
+
+def run_suite_module():
+    import importlib.util
+    from importlib.machinery import SourceFileLoader
+    loader = SourceFileLoader('run_suite', str(REPO / 'ci' / 'run-suite'))
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(module)
+    return module
+
+
+def test_run_suite_summary_is_a_line_per_test_case():
+    """ci/run-suite's default summary: no wide comparison table with '<no data>' columns
+    on a first run, but a line per test case with its values (and why it failed)."""
+    report = {'runs': [{'testcases': [
+        {'display_name': 'flashio_check %num_nodes=1 %benchmark=hdf5-collective',
+         'result': 'pass', 'perfvalues': {
+             'local:default:checkpoint_bw': [92.75, 15, -0.95, None, 'MiB/s', 'pass'],
+             'local:default:checkpoint_time': [4.147, None, None, None, 's', 'pass']}},
+        {'display_name': 'ior_check %api=HDF5', 'result': 'fail', 'fail_phase': 'sanity',
+         'fail_reason': 'IOR: No space left on device (errno 28)\nmore', 'perfvalues': {
+             'local:default:write_bw': [None, 300, -0.95, None, 'MiB/s', None]}},
+    ]}]}
+    lines = run_suite_module().summary_lines(report)
+    assert lines == [
+        'pass    flashio_check num_nodes=1 benchmark=hdf5-collective: checkpoint_bw 92.75 '
+        'MiB/s, checkpoint_time 4.147 s',
+        'fail    ior_check api=HDF5 -- sanity: IOR: No space left on device (errno 28)']
+
+
+def test_run_suite_keeps_reframes_table_when_asked(monkeypatch):
+    module = run_suite_module()
+    chosen = {}
+    monkeypatch.setattr(module.subprocess, 'run',
+                        lambda *a, **k: subprocess.CompletedProcess(a, 0))
+    monkeypatch.setattr(module, 'check_writable', lambda dirs: None)
+    monkeypatch.setattr(module, 'result_dirs', lambda args, env: [])
+    monkeypatch.setattr(module, 'run_with_summary',
+                        lambda command, env, report: chosen.setdefault('summary', report) and 0)
+    monkeypatch.setattr(module.os, 'execve', lambda exe, command, env: chosen.setdefault(
+        'execve', command))
+    monkeypatch.delenv('RFM_REPORT_FILE', raising=False)
+    with pytest.raises(SystemExit):
+        module.main([])
+    assert chosen['summary'].endswith('.json') and 'execve' not in chosen
+    chosen.clear()
+    module.main(['--performance-report'])
+    assert '--performance-report' in chosen['execve'] and 'summary' not in chosen

@@ -8,6 +8,7 @@ needs all 10 pairs to agree by chance (p = 1/1024 per gated metric).
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -142,3 +143,41 @@ def test_the_loop_tells_the_gate_its_looks():
     assert nightly_mod.looks(args) == [8, 13, 18, 20]
     with pytest.raises(SystemExit):
         nightly_mod.parse_args(['--stand-in', '--more-pairs', '0'])
+
+
+def test_quiet_night_prints_at_most_three_lines_per_pair(tmp_path, monkeypatch, capfd):
+    """Under --quiet: a line per pair ("pair i/N"), a line per look (the verdict so far and
+    the lowest ratio with its interval), the final verdict; no command lines (issue 16).
+    ReFrame and the gate are stand-ins here; the real night's count is in the note."""
+    from h5regress import nightly as nightly_mod
+    from test_gate import BASE, CAND, paired
+
+    monkeypatch.setattr(nightly_mod, 'prepare_builds',
+                        lambda args: (tmp_path / 'manifest.json', BASE, CAND))
+    (tmp_path / 'manifest.json').write_text('{}')
+    monkeypatch.setattr(nightly_mod, 'run_once', lambda build, pair_id, args, env: 0)
+    pairs = {'n': 0}
+
+    def fake_gate(argv):
+        args = nightly_mod.gate.build_parser().parse_args(argv)
+        result = gate.run_gate(paired(10, 0.98, cv=0.1, seed=3), BASE, CAND,
+                               gate.load_config(), night='2026-11-22')
+        pairs['n'] += 1
+        with open(args.json, 'w') as fp:
+            fp.write(gate.dumps(result))
+        print(gate.format_text(result) if not args.quiet else 'overall: x')
+        return gate.EXIT_INCONCLUSIVE
+
+    monkeypatch.setattr(nightly_mod.gate, 'main_gate', fake_gate)
+    code = nightly_mod.main(['--stand-in', '--pairs', '10', '--max-pairs', '20', '--quiet',
+                             '--out', str(tmp_path / 'out'), '--night', '2026-11-22'])
+    assert code == gate.EXIT_INCONCLUSIVE and pairs['n'] == 3     # looks: 10, 15; final
+    out, err = capfd.readouterr()
+    lines = (out + err).splitlines()
+    assert len(lines) <= 3 * 20, '\n'.join(lines)
+    assert sum(line.startswith('ci/nightly: pair ') for line in lines) == 20
+    assert 'ci/nightly: pair 3/10 (up to 20): ' in err and 'pair 20/20: ' in err
+    looks = [line for line in lines if 'look at ' in line]
+    assert len(looks) == 2 and 'look at 10 pairs: INCONCLUSIVE' in looks[0]
+    assert re.search(r'lowest .*: ratio \d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]', looks[0])
+    assert not any(' $ ' in line for line in lines), 'command lines under --quiet'
