@@ -1,0 +1,207 @@
+"""The h5paths checks (reframe/checks/h5paths.py): rows, options, gate roles, a dry run
+(fast), and real runs on `local` of the kernel built by the check's fixture (slow).
+Against the Spack environment's two HDF5 builds: tests/test_spack_tools.py."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import re
+import shutil
+import sys
+
+import pytest
+
+from h5regress import gate, gateconfig, manifest, perflog
+from h5regress.parsers import h5paths as parser
+from reframe_run import REPO, run_reframe
+from test_reliability import chained_config, full_fs  # noqa: F401 (a fixture)
+
+CHECKS = REPO / 'reframe' / 'checks' / 'h5paths.py'
+
+
+def check_module():
+    """The check file as a module, loaded without a Spack manifest (as the ReFrame runs
+    of these tests are)."""
+    spec = importlib.util.spec_from_file_location('h5paths_check_file', CHECKS)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    saved = os.environ.get('H5REGRESS_MANIFEST')
+    os.environ['H5REGRESS_MANIFEST'] = str(REPO / 'no-spack-manifest.json')
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        if saved is None:
+            del os.environ['H5REGRESS_MANIFEST']
+        else:
+            os.environ['H5REGRESS_MANIFEST'] = saved
+    return module
+
+
+def test_the_table_covers_the_issue():
+    rows = check_module().rows()
+    assert len(rows) == len(set(rows))
+    paths = {r[0] for r in rows}
+    assert paths == set(parser.PHASES), 'every path of the kernel has a row'
+    compound = [r for r in rows if r[0].startswith('compound-') and r[1] == 'hdf5']
+    for path in ('compound-same', 'compound-subset', 'compound-superset', 'compound-reorder'):
+        assert {r[3] for r in compound if r[0] == path} == {'contiguous', 'chunked'}
+    assert {r[0] for r in compound if r[4]} == {'compound-subset', 'compound-superset',
+                                               'compound-reorder'}
+    assert {r[2] for r in compound} == {'collective', 'independent'}
+    for path in ('many-datasets', 'attributes', 'open-close'):
+        mine = [r for r in rows if r[0] == path]
+        assert {r[5] for r in mine} == {False, True}, path       # collective metadata
+        assert len({r[6] for r in mine}) == 2, path               # two format bounds
+    # MPI-IO twins of the data rows only (the kernel has none for the others)
+    assert {r[0] for r in rows if r[1] == 'mpiio'} == {
+        p for p in parser.PHASES if p.startswith(('compound-', 'convert-'))}
+    assert all(r[3] == 'contiguous' for r in rows if r[1] == 'mpiio')
+
+
+def test_every_hdf5_row_has_one_gated_metric_and_its_twin_a_canary():
+    checks, cfg = check_module(), gateconfig.load_config()
+    ignore = cfg['canary_ignore_params']
+    gated, canaries = {}, {}
+    for row in checks.rows():
+        params = checks.row_params(row, chunk_elements=65536, iterations=3)
+        roles = {}
+        for phase in parser.PHASES[row[0]]:
+            for metric in ('bw', 'ops_per_s', 'time'):
+                roles[(phase, metric)] = gate.role_of(cfg, 'h5paths', phase, metric, params)
+        chosen = [k for k, role in roles.items() if role in ('gated', 'canary')]
+        if row[1] == 'hdf5':
+            assert len(chosen) == 1 and roles[chosen[0]] == 'gated', (row, roles)
+            gated[checks.row_name(row)] = (chosen[0], params)
+        else:
+            assert len(chosen) == 1 and roles[chosen[0]] == 'canary', (row, roles)
+            canaries[checks.row_name(row)] = (chosen[0], params)
+
+    def signature(key, params):
+        return gate._signature({'tool': 'h5paths', 'operation': key[0], 'metric': key[1],
+                                'params': params}, ignore)
+    twins = {signature(*v) for v in canaries.values()}
+    assert len(twins) == len(canaries)
+    paired = [name for name, v in gated.items() if signature(*v) in twins]
+    # every MPI-IO row is the twin of the HDF5 row of its path, transfer and layout
+    assert sorted(paired) == sorted(n.replace('-mpiio-', '-hdf5-') for n in canaries)
+
+
+def test_options_of_a_row():
+    checks = check_module()
+    params = checks.row_params(('compound-subset', 'hdf5', 'independent', 'chunked', True,
+                                False, 'v110'), chunk_elements=4096, iterations=2)
+    assert checks.row_options(params) == [
+        '--path', 'compound-subset', '--api', 'hdf5', '--transfer', 'independent',
+        '--layout', 'chunked', '--chunk-elements', '4096', '--modify-write-buf',
+        '--libver', 'v110', '--elements', str(checks.SIZES['compound-subset']['elements']),
+        '--objects', '1', '--iterations', '2']
+    params = checks.row_params(('many-datasets', 'hdf5', 'collective', 'contiguous', False,
+                                True, 'earliest'), elements=5, objects=7, chunk_elements=4096,
+                               iterations=1)
+    assert params['chunk_elements'] == 0 and params['objects'] == 7
+    assert '--coll-metadata' in checks.row_options(params)
+    assert '--chunk-elements' not in checks.row_options(params)
+
+
+def test_list_and_dry_run_without_a_manifest(tmp_path):
+    out = run_reframe(['-c', str(CHECKS), '--dry-run', '-n', 'h5paths_build_check'], tmp_path,
+                      env={'RFM_COLORIZE': 'n'})
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    rows = len(check_module().rows())
+    assert len(re.findall(r'^\[\s+OK \].*h5paths_build_check', out.stdout, re.M)) == rows
+    scripts = {p.parent.name: p.read_text() for p in (tmp_path / 'stage').rglob('rfm_job.sh')}
+    subset = [s for s in scripts.values()
+              if '--path compound-subset --api hdf5 --transfer collective --layout chunked '
+                 '--chunk-elements 65536 --modify-write-buf' not in s and
+              '--path compound-subset --api hdf5 --transfer collective --layout chunked' in s]
+    assert len(subset) == 1
+    assert re.search(r'mpirun -np 2 \S+/build/h5paths --path compound-subset .* --iterations 3 '
+                     r'--keep --json h5paths.json "\S+/h5p_"', subset[0])
+    assert "trap 'rm -rf " in subset[0] and 'h5regress-exit-code: $h5r_rc' in subset[0]
+
+
+def test_one_test_per_row_and_manifest_build(tmp_path):
+    def build(label, commit):
+        bindir = tmp_path / label / 'bin'
+        bindir.mkdir(parents=True)
+        (bindir / 'h5paths').write_text('#!/bin/sh\n')
+        (bindir / 'h5paths').chmod(0o755)
+        return {'hdf5': {'version': label, 'label': label, 'commit': commit,
+                         'variants': '+mpi+hl', 'hash': label, 'prefix': str(tmp_path)},
+                'tools': {'h5paths': str(bindir / 'h5paths')}}
+
+    path = tmp_path / 'manifest.json'
+    manifest.write(path, {
+        'schema': 1, 'generated': '2026-11-24T00:00:00Z', 'spack_version': 'test',
+        'environment': str(tmp_path), 'lock_sha256': hashlib.sha256(b'').hexdigest(),
+        'builds': {'hdf5-1.14.1': build('1.14.1', 'a' * 40),
+                   'hdf5-1.15.0': build('1.15.0', 'b' * 40)}})
+    out = run_reframe(['-c', str(CHECKS), '-l'], tmp_path, env={'H5REGRESS_MANIFEST': str(path)})
+    assert out.returncode == 0, out.stdout + out.stderr
+    rows = len(check_module().rows())
+    for build_id in ('hdf5-1.14.1', 'hdf5-1.15.0'):
+        assert len(re.findall(rf'^- h5paths_check .*%hdf5_build={build_id} ', out.stdout,
+                              re.M)) == rows
+    assert 'h5paths_build_check' not in out.stdout
+
+
+# -- real runs --------------------------------------------------------------------
+
+def _missing():
+    return [t for t in ('cmake', 'mpicc', 'mpirun', 'h5pcc') if not shutil.which(t)]
+
+
+#: every row, small: seconds each on `local`
+SMALL = ['-S', 'h5paths_build_check.iterations=2', '-S', 'h5paths_build_check.elements=65536',
+         '-S', 'h5paths_build_check.objects=16', '-S', 'h5paths_build_check.chunk_elements=16384']
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bool(_missing()), reason=f'needs {", ".join(_missing())} (Debian: cmake '
+                    'libopenmpi-dev openmpi-bin libhdf5-openmpi-dev)')
+def test_every_row_built_from_this_tree_runs_on_local(tmp_path):
+    out = run_reframe(['-c', str(CHECKS), '-r', '-n', 'h5paths_build_check'] + SMALL, tmp_path,
+                      env={'RFM_COLORIZE': 'n'}, timeout=2400)
+    assert out.returncode == 0, out.stdout[-8000:] + out.stderr[-2000:]
+    records, problems = perflog.read([str(tmp_path / 'perflogs')])
+    assert not problems, problems
+    checks = check_module()
+    ran = {r.params['case'] for r in records}
+    skipped = re.findall(r'SKIP \].*%benchmark=(\S+) .*\[(.*)\]', out.stdout)
+    # Debian's HDF5 1.10.8 has neither multi-dataset I/O nor H5Pset_modify_write_buf: those
+    # rows are skipped with the kernel's words, never failed, never recorded
+    for name, why in skipped:
+        assert name.startswith('multi-dataset') or '-mwb-' in name, (name, why)
+        assert 'not available in HDF5' in why or 'no H5Pset_modify_write_buf' in why
+    assert ran | {name for name, _ in skipped} == {checks.row_name(r) for r in checks.rows()}
+    cfg = gateconfig.load_config()
+    for r in records:
+        assert r.value > 0 and len(r.samples) == 2, r
+        assert r.provenance['tool_source'] == 'built from kernels/h5paths'
+        assert r.provenance['hdf5_version'].startswith('1.')
+        assert r.provenance['read_cache'] in ('evicted', 'not-evicted: no read phase ran') or \
+            r.provenance['read_cache'].startswith('not-evicted')
+    gated = {r.params['case'] for r in records
+             if gate.role_of(cfg, r.tool, r.operation, r.metric, r.params) == 'gated'}
+    assert gated == {c for c in ran if '-hdf5-' in c}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bool(_missing()), reason=f'needs {", ".join(_missing())}')
+def test_a_row_on_a_full_scratch_fails_naming_enospc(full_fs, tmp_path):
+    """The data directory on an 8 MiB tmpfs: the write hits ENOSPC (HDF5 1.10.8 then
+    crashes at MPI_Finalize); the row FAILs naming the cause, and leaves no record."""
+    env = {'RFM_CONFIG_FILES': chained_config(tmp_path, scratch=str(full_fs)),
+           'RFM_COLORIZE': 'n'}
+    out = run_reframe(['-c', str(CHECKS), '-r', '-n',
+                       'h5paths_build_check.*compound-same-hdf5-collective-contiguous',
+                       '-S', 'h5paths_build_check.iterations=2',
+                       '-S', 'h5paths_build_check.elements=262144'], tmp_path, env=env,
+                      timeout=900)
+    assert out.returncode != 0, out.stdout
+    assert 'No space left on device' in out.stdout, out.stdout[-4000:]
+    records, _ = perflog.read([str(tmp_path / 'perflogs')])
+    assert [r for r in records if r.tool == 'h5paths'] == []
+    assert list(full_fs.iterdir()) == []            # the data were removed
