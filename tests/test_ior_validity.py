@@ -214,3 +214,19 @@ def test_ior_reads_on_local_are_cold_and_named_by_their_own_execution(tmp_path):
         # the two phases are one run: one run id and config hash
     assert len({(r.run_id, r.config_hash) for r in records
                 if r.params['api'] == 'POSIX'}) == 1
+
+
+@pytest.mark.slow
+def test_mdtest_stat_and_read_on_one_node_are_labelled_cached(tmp_path):
+    """mdtest stats and reads back the files it has just made: on one node that is this
+    node's caches, and its records say so."""
+    path = path_with_tools('mdtest')
+    out = run_reframe(['-c', 'reframe/checks/mdtest.py', '-r', '-n',
+                       '^mdtest_check.*unique_dir'], tmp_path, env={'PATH': path})
+    assert out.returncode == 0, out.stdout + out.stderr
+    records, problems = perflog.read([str(tmp_path / 'perflogs')])
+    assert not problems and {r.operation for r in records} >= {'file_stat', 'file_read'}
+    for r in records:
+        assert r.provenance['stat_read_cache'].startswith('kept')
+        assert any(w.startswith('file_stat and file_read rates on one node')
+                   for w in r.provenance['warnings'])
