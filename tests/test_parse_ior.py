@@ -127,6 +127,18 @@ def test_fsync_parameter():
     run, = ior.parse(fixture('posix-indep-ssf-b128m-fsync'))
     assert run.params['fsync'] == 1
     assert run.params['posix.odirect'] == 0
+    # every write figure says it includes the fsync; the reads have none
+    assert run.provenance['write_flush'] == {f'write {m}': 'fsync' for m in (
+        'bw_mean', 'bw_max', 'bw_min', 'bw_std', 'ops_mean', 'time_mean')}
+
+
+def test_write_flush_without_fsync_is_none():
+    run, = ior.parse(fixture('hdf5-coll-ssf-b128m-collmeta-nofill'))
+    assert run.params['fsync'] == 0
+    assert set(run.provenance['write_flush'].values()) == {'none'}
+    text, = ior.parse(fixture('posix-indep-ssf-b64m-textoutput'))
+    assert set(text.provenance['write_flush'].values()) == {
+        'fsync' if text.params['fsync'] else 'none'}
 
 
 def test_text_output_ior4():
@@ -374,6 +386,8 @@ def test_csv_summary_on_stdout():
         assert run.measurement(op, 'time_mean').samples == [float(r['total(s)'])
                                                             for r in rows]
     assert any('CSV' in w for w in run.warnings)
+    # the CSV does not say whether the writes were fsynced
+    assert 'write_flush' not in run.provenance
 
 
 def test_csv_summary_file_and_its_stdout():

@@ -94,6 +94,10 @@ MiB/s), ``bw_max``, ``bw_min``, ``bw_std`` (MiB/s), ``ops_mean`` (ops/s; samples
 ``time_mean`` (s; samples), and with stonewall wear-out ``stonewall_time_mean`` (s)
 and ``stonewall_bw_mean`` (MiB/s).
 
+``provenance['write_flush']`` (:mod:`h5regress.durability`): each write figure
+``fsync`` with ``-e`` or ``-Y``, ``O_DIRECT`` with ``--posix.odirect``, else ``none``; a
+CSV summary states none of these, and its records carry no ``write_flush``.
+
 ``params`` use IOR's own names (``api``, ``blockSize``, ``transferSize``,
 ``segmentCount``, ``repetitions``, ``filePerProc``, ``collective``, ``fsync``,
 ``reorderTasks``, ``numTasks``, ``nodes``, ``tasksPerNode``, ``deadlineForStonewall``,
@@ -114,6 +118,7 @@ import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from h5regress.durability import DIRECT, FSYNC, NONE, WRITE_FLUSH, flush_map
 from h5regress.parsers.base import MIB, SYSTEM_ERRORS, Measurement, ParsedRun, ParseError, \
     RunFailed, basename, find_error_line, is_stderr_name, parse_size, to_mib_per_s
 
@@ -340,6 +345,7 @@ def runs_from_json(doc: Mapping[str, Any], source: str) -> list[ParsedRun]:
         measurements = []
         for entry in entries:
             measurements += summary_measurements(entry, results, params, source)
+        provenance[WRITE_FLUSH] = write_flush(params, measurements)
         runs.append(ParsedRun(tool=TOOL, params=params, provenance=provenance,
                               measurements=measurements))
     if not runs:
@@ -454,6 +460,16 @@ def summary_measurements(entry: Mapping[str, Any], results: list[Mapping[str, An
                                to_mib_per_s(num('StoneWallbwMeanMIB'), 'MiB/s'), 'MiB/s',
                                True))
     return out
+
+
+def write_flush(params: Mapping[str, Any], measurements: list[Measurement]) -> dict[str, str]:
+    """Whether each write figure includes getting the data to storage
+    (:mod:`h5regress.durability`): ``fsync`` with ``-e`` (an fsync -- through MPI-IO
+    ``MPI_File_sync``, through HDF5 ``H5Fflush`` -- before close, inside the timed phase)
+    or ``-Y`` (after each write), ``O_DIRECT`` with ``--posix.odirect``, else ``none``."""
+    status = FSYNC if params.get('fsync') or params.get('fsyncperwrite') else \
+        DIRECT if params.get('posix.odirect') else NONE
+    return flush_map(measurements, ['write'], status)
 
 
 def bandwidth_measurements(op: str, bw_max: float, bw_min: float, bw_mean: float,
@@ -627,7 +643,8 @@ def csv_run(rows: list[list[str]], where: str, source: str) -> ParsedRun:
                      provenance={'source': source, 'output_format': 'CSV'},
                      warnings=['IOR CSV summary: it states no version, API or options (IOR '
                                'prints none in CSV): params are what its rows state, '
-                               'segmentCount what the bytes moved imply'])
+                               'segmentCount what the bytes moved imply; whether the '
+                               'writes were fsynced (-e) it does not say'])
 
 
 def csv_segments(by_op: Mapping[str, list[list[str]]], params: Mapping[str, Any],
@@ -857,6 +874,7 @@ def runs_from_text(segment: str, source: str) -> list[ParsedRun]:
             'aggregate_file_size': options.get('aggregate filesize'),
             **api_versions(params.get('api'), options.get('apiVersion')),
         }
+        provenance[WRITE_FLUSH] = write_flush(params, measurements)
         runs.append(ParsedRun(tool=TOOL, params=params, measurements=measurements,
                               provenance={k: v for k, v in provenance.items()
                                           if v is not None}))
