@@ -72,6 +72,6 @@ static int iterate(run_t *r) { return data_iterate(r, &plan); }
 static void finish(run_t *r) { (void)r; data_finish(&plan); }
 
 const path_t chunked_paths[] = {
-    {"chunked-deflate", "chunked", 1, 16LL << 20, 1, prepare_deflate, iterate, finish},
+    {"chunked-deflate", "chunked", 1, 4LL << 20, 1, prepare_deflate, iterate, finish},
     {"partial-chunk", "chunked", 1, 16LL << 20, 1, prepare_partial, iterate, finish},
     {0}};

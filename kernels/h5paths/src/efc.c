@@ -162,4 +162,4 @@ static int iterate(run_t *r)
     return any_errors() ? -1 : 0;
 }
 
-const path_t efc_paths[] = {{"efc", "efc", 0, 16, 200, prepare, iterate, finish}, {0}};
+const path_t efc_paths[] = {{"efc", "efc", 0, 16, 10, prepare, iterate, finish}, {0}};

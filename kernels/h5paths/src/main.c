@@ -237,6 +237,8 @@ static void jstr(FILE *f, const char *s)
 static const char *jbool(int b) { return b ? "true" : "false"; }
 
 typedef struct {
+    int nerr;                /* error lines of all ranks (rank 0) */
+    char (*err)[512];
     char hdf5_version[32];
     char mpi_version[256];
     long long *file_bytes;   /* [nfiles], -1 if absent */
@@ -292,15 +294,15 @@ static int write_json(const run_t *r, const summary_t *s, long total_errors)
     jstr(f, s->mpi_version);
     fprintf(f, ",\n  \"mpi_ranks\": %d, \"status\": \"%s\", \"error_count\": %ld, \"errors\": [",
             g_size, s->ok ? "ok" : "failed", total_errors);
-    for (int i = 0; i < g_nkept; i++) {
+    for (int i = 0; i < s->nerr; i++) {
         if (i) fputs(", ", f);
-        jstr(f, g_kept[i]);
+        jstr(f, s->err[i]);
     }
-    if (total_errors > g_nkept) {
+    if (total_errors > s->nerr) {
         char more[96];
-        snprintf(more, sizeof more, "%ld error(s) not listed here (other ranks: see stderr)",
-                 total_errors - g_nkept);
-        if (g_nkept) fputs(", ", f);
+        snprintf(more, sizeof more, "%ld more error(s) not listed here: see stderr",
+                 total_errors - s->nerr);
+        if (s->nerr) fputs(", ", f);
         jstr(f, more);
     }
     fprintf(f, "],\n  \"command\": [");
@@ -430,6 +432,29 @@ static int settle_options(options_t *o, const path_t *p)
     return 0;
 }
 
+/* rank 0 collects every rank's first error lines for the JSON summary */
+static void gather_errors(summary_t *s)
+{
+    int *counts = g_rank == 0 ? calloc((size_t)g_size, sizeof(int)) : NULL;
+    char (*all)[512] = g_rank == 0 ? calloc((size_t)g_size * MAX_ERRORS_KEPT, 512) : NULL;
+    if (g_rank == 0 && (!counts || !all)) {
+        free(counts);
+        free(all);
+        counts = NULL;
+        all = NULL;
+    }
+    MPI_Gather(&g_nkept, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    MPI_Gather(g_kept, MAX_ERRORS_KEPT * 512, MPI_CHAR, all, MAX_ERRORS_KEPT * 512, MPI_CHAR, 0,
+               MPI_COMM_WORLD);
+    if (g_rank != 0 || !all)
+        return;
+    s->err = all;
+    for (int r = 0; r < g_size; r++)
+        for (int i = 0; i < counts[r]; i++)
+            memmove(all[s->nerr++], all[r * MAX_ERRORS_KEPT + i], 512);
+    free(counts);
+}
+
 /* rank 0: sizes of the files, then (unless --keep) remove them */
 static void files_epilogue(run_t *r, summary_t *s)
 {
@@ -507,6 +532,7 @@ int main(int argc, char **argv)
 
     files_epilogue(&r, &s);
     MPI_Allreduce(&g_errors, &total_errors, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    gather_errors(&s);
     s.ok = total_errors == 0;
     if (g_rank == 0) {
         if (o.json_path && write_json(&r, &s, total_errors) < 0)
@@ -527,6 +553,7 @@ int main(int argc, char **argv)
     free(r.files);
     free(r.it);
     free(s.file_bytes);
+    free(s.err);
     MPI_Finalize();
     return s.ok ? 0 : 1;
 }

@@ -306,7 +306,7 @@ static int iterate_attributes(run_t *r)
 }
 
 const path_t metadata_paths[] = {
-    {"many-datasets", "metadata", 0, 16, 2000, prepare, iterate_datasets, finish},
-    {"attributes", "metadata", 0, 8, 2000, prepare, iterate_attributes, finish},
-    {"open-close", "metadata", 0, 16, 2000, prepare_open_close, iterate_open_close, finish},
+    {"many-datasets", "metadata", 0, 16, 400, prepare, iterate_datasets, finish},
+    {"attributes", "metadata", 0, 8, 10000, prepare, iterate_attributes, finish},
+    {"open-close", "metadata", 0, 16, 4000, prepare_open_close, iterate_open_close, finish},
     {0}};

@@ -189,4 +189,4 @@ static int iterate(run_t *r)
     return any_errors() ? -1 : 0;
 }
 
-const path_t vds_paths[] = {{"vds", "vds", 0, 16LL << 20, 8, prepare, iterate, finish}, {0}};
+const path_t vds_paths[] = {{"vds", "vds", 0, 16LL << 20, 4, prepare, iterate, finish}, {0}};
