@@ -174,3 +174,16 @@ def test_real_macsio_install_has_its_spec_version():
     out = toolversion.describe({}, _spack_tool('macsio'))
     assert out['tool_version'].endswith('=master')
     assert out['tool_version_source'].startswith('Spack spec ')
+
+
+@needs_shared
+@pytest.mark.parametrize('case, kind', [('runner-exerciser', 'exerciser'),
+                                        ('runner-metadata', 'metadata')])
+def test_h5bench_reads_back_in_one_execution_are_labelled_cached(case, kind):
+    """The exerciser and hdf5_iotest read what they have just written, in the same
+    execution: no drop can come between, so their reads say the cache was kept."""
+    runs = h5bench.parse(files_in(SHARED / 'h5bench' / case, h5bench.wanted))
+    run = next(r for r in runs if r.params.get('benchmark') == kind)
+    assert run.provenance['read_page_cache'] == 'kept'
+    assert any('read figures are cached' in w for w in run.warnings)
+    assert set(run.provenance['write_flush'].values()) == {'none'}

@@ -144,6 +144,7 @@ class fio_check(IOBenchmark):
                                 commands={READ_OUT: self.read_command})
         if self.benchmark == 'direct':
             # O_DIRECT reads bypass the page cache whether or not it was dropped
-            for phase in [run] + [p.run for p in getattr(run, 'phases', [])]:
-                phase.provenance[READ_PAGE_CACHE] = DIRECT
+            phases = getattr(run, 'phases', [])
+            for read in [p.run for p in phases[1:]] if phases else [run]:
+                read.provenance[READ_PAGE_CACHE] = DIRECT
         return run
