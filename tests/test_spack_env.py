@@ -508,3 +508,39 @@ def test_stale_build_stages_of_develop_packages_go_before_install(tmp_path):
     stub.chmod(0o755)
     inst.clear_develop_stages(str(stub), [], lock)
     assert not any(d.exists() for d in stale) and kept.exists()
+
+
+def test_develop_builds_of_another_tree_are_rebuilt(tmp_path):
+    """Two checkouts share one install tree and the lock's kernel hashes: after CI's
+    fresh clone installed, the working copy's install kept the clone's build (Spack
+    rebuilds a develop package only when its tree is newer than the install). The
+    builds whose prefix says another tree (<prefix>/.spack/spec.json) are found;
+    builds of this tree, and packages not installed, are left alone."""
+    inst = install_module()
+    lock_text = inst.lock_from_reference((ENV / "locks" / "workstation.lock").read_text())
+    specs = json.loads(lock_text)["concrete_specs"]
+    hashes = inst.develop_hashes(lock_text)
+    assert len(hashes) == 2 * len(KERNELS)
+    other, mine, missing = hashes[0], hashes[1], hashes[2]
+    lines = []
+    for h, tree in ((other, "/elsewhere/main"), (mine, None)):
+        spec = specs[h]
+        prefix = tmp_path / "opt" / f"{spec['name']}-{h}"
+        dev_path = spec["parameters"]["dev_path"]
+        if tree:
+            dev_path = dev_path.replace(str(REPO), tree)
+        (prefix / ".spack").mkdir(parents=True)
+        (prefix / ".spack" / "spec.json").write_text(json.dumps({"spec": {"nodes": [
+            {"name": "hdf5", "parameters": {}},
+            {"name": spec["name"], "parameters": {"dev_path": dev_path}}]}}))
+        lines.append(f"{h} {prefix}")
+    hdf5 = next(h for h, s in specs.items() if s["name"] == "hdf5")
+    lines.append(f"{hdf5} {tmp_path / 'opt' / 'hdf5'}")
+    stub = tmp_path / "spack"
+    stub.write_text("#!/bin/sh\ncat <<'EOF'\n" + "\n".join(lines) + "\nEOF\n")
+    stub.chmod(0o755)
+    assert missing not in inst.develop_builds_of_other_trees(str(stub), [], lock_text)
+    assert inst.develop_builds_of_other_trees(str(stub), [], lock_text) == [other]
+    # nothing installed yet: `spack find` fails
+    stub.write_text("#!/bin/sh\necho '==> Error: no such environment' >&2\nexit 1\n")
+    assert inst.develop_builds_of_other_trees(str(stub), [], lock_text) == []
