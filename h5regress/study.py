@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -106,8 +107,11 @@ def run_variant(variant: Variant, rep: int, build: str, study: Study, args) -> i
     env.setdefault('RFM_CONFIG_FILES', str(REPO / 'reframe' / 'config' / 'settings.py'))
     if study.sweep:
         env[SWEEP_ENV] = study.sweep
-    nightly.run(reframe_command(variant, build, report, args), env=env,
-                stdout=open(os.devnull, 'w') if args.quiet else None)
+    cmd = reframe_command(variant, build, report, args)
+    if not args.quiet:
+        print('h5regress study: $ ' + ' '.join(cmd), file=sys.stderr, flush=True)
+    nightly._state.quiet = True             # its echo would say ci/nightly
+    nightly.run(cmd, env=env, stdout=subprocess.DEVNULL if args.quiet else None)
     nightly.stop_leftovers(f'the ReFrame run of {variant.label}')
     try:
         return json.loads(report.read_text())['session_info']['num_cases']
