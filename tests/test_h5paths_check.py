@@ -98,9 +98,12 @@ def test_options_of_a_row():
         '--libver', 'v110', '--elements', str(checks.SIZES['compound-subset']['elements']),
         '--objects', '1', '--iterations', '2']
     params = checks.row_params(('many-datasets', 'hdf5', 'collective', 'contiguous', False,
-                                True, 'earliest'), elements=5, objects=7, chunk_elements=4096,
+                                True, 'earliest'), size_factor=0.5, chunk_elements=4096,
                                iterations=1)
-    assert params['chunk_elements'] == 0 and params['objects'] == 7
+    # a metadata path's work is its objects; its datasets stay their size
+    assert params['chunk_elements'] == 0
+    assert params['objects'] == checks.SIZES['many-datasets']['objects'] // 2
+    assert params['elements'] == checks.SIZES['many-datasets']['elements']
     assert '--coll-metadata' in checks.row_options(params)
     assert '--chunk-elements' not in checks.row_options(params)
 
@@ -154,8 +157,8 @@ def _missing():
 
 
 #: every row, small: seconds each on `local`
-SMALL = ['-S', 'h5paths_build_check.iterations=2', '-S', 'h5paths_build_check.elements=65536',
-         '-S', 'h5paths_build_check.objects=16', '-S', 'h5paths_build_check.chunk_elements=16384']
+SMALL = ['-S', 'h5paths_build_check.iterations=2', '-S', 'h5paths_build_check.size_factor=0.0625',
+         '-S', 'h5paths_build_check.chunk_elements=16384']
 
 
 @pytest.mark.slow
@@ -198,7 +201,7 @@ def test_a_row_on_a_full_scratch_fails_naming_enospc(full_fs, tmp_path):
     out = run_reframe(['-c', str(CHECKS), '-r', '-n',
                        'h5paths_build_check.*compound-same-hdf5-collective-contiguous',
                        '-S', 'h5paths_build_check.iterations=2',
-                       '-S', 'h5paths_build_check.elements=262144'], tmp_path, env=env,
+                       '-S', 'h5paths_build_check.size_factor=0.25'], tmp_path, env=env,
                       timeout=900)
     assert out.returncode != 0, out.stdout
     assert 'No space left on device' in out.stdout, out.stdout[-4000:]

@@ -41,8 +41,8 @@ SMALL = ['-S', 'ior_check.block_size=8m', '-S', 'ior_check.transfer_size=1m',
          '-S', 'ior_check.repetitions=2', '-S', 'mdtest_check.items=100',
          '-S', 'macsio_check.num_dumps=2', '-S', 'flashio_check.iterations=2',
          '-S', 'h5bench_metadata_check.steps=4', '-S', 'h5bench_metadata_check.arrays=50',
-         '-S', 'h5paths_check.iterations=2', '-S', 'h5paths_check.elements=65536',
-         '-S', 'h5paths_check.objects=16', '-S', 'h5paths_check.chunk_elements=16384']
+         '-S', 'h5paths_check.iterations=2', '-S', 'h5paths_check.size_factor=0.0625',
+         '-S', 'h5paths_check.chunk_elements=16384']
 
 
 def manifest_builds():

@@ -71,10 +71,11 @@ def rows():
     return table
 
 
-#: Sizes of each path, per rank (``elements``: records per dataset) and in all
-#: (``objects``: datasets, attributes, files): a timed phase of about a second on
-#: ``local`` with 2 ranks; ``-S elements=N`` / ``-S objects=N`` override them. The
-#: kernel's own defaults are larger (kernels/h5paths/README.md).
+#: Sizes of each path: ``elements``, records per rank per dataset (the attribute size of
+#: ``attributes``, the dataset size of the other metadata paths); ``objects``, in all:
+#: datasets, attributes, files (the source files of vds, the datasets of multi-dataset).
+#: Each timed phase lasts about a second on ``local`` with 2 ranks (the kernel's own
+#: defaults are larger: kernels/h5paths/README.md); ``size_factor`` scales the work.
 SIZES = {
     **{p: {'elements': 1048576, 'objects': 1} for p in (
         'compound-same', 'compound-subset', 'compound-superset', 'compound-reorder')},
@@ -86,20 +87,25 @@ SIZES = {
     'chunked-deflate': {'elements': 2097152, 'objects': 1},
     'partial-chunk': {'elements': 8388608, 'objects': 1},
     'vds': {'elements': 4194304, 'objects': 8},
-    'efc': {'elements': 16, 'objects': 500},
+    'efc': {'elements': 16, 'objects': 8},
     'multi-dataset': {'elements': 1048576, 'objects': 8},
 }
+#: paths whose work is their objects (``size_factor`` scales ``objects``, else ``elements``)
+OBJECT_PATHS = ('many-datasets', 'attributes', 'open-close', 'efc')
 
-def row_params(row, *, elements=0, objects=0, chunk_elements, iterations):
+
+def row_params(row, *, size_factor=1.0, chunk_elements, iterations):
     """The recorded parameters of a row, defaults included (shared with
-    ``benchmarks/h5paths_noise.py``, which runs the rows without ReFrame);
-    ``elements``/``objects`` 0: the path's :data:`SIZES`."""
+    ``benchmarks/h5paths_noise.py``, which runs the rows without ReFrame)."""
     path, api, transfer, layout, modify_write_buf, coll_metadata, libver = row
+    size = dict(SIZES[path])
+    work = 'objects' if path in OBJECT_PATHS else 'elements'
+    size[work] = max(1, round(size[work] * size_factor))
     return {'path': path, 'api': api, 'transfer': transfer, 'layout': layout,
             'chunk_elements': chunk_elements if layout == 'chunked' else 0,
             'modify_write_buf': modify_write_buf, 'coll_metadata': coll_metadata,
-            'libver': libver, 'elements': elements or SIZES[path]['elements'],
-            'objects': objects or SIZES[path]['objects'], 'iterations': iterations}
+            'libver': libver, 'elements': size['elements'], 'objects': size['objects'],
+            'size_factor': size_factor, 'iterations': iterations}
 
 
 def row_options(p):
@@ -146,18 +152,12 @@ class h5paths_base(HDF5Benchmark):
     #: the low bound of ``H5Pset_libver_bounds``.
     benchmark = parameter(rows(), fmt=row_name, loggable=True)
 
-    #: Records per rank per dataset (``--elements``) of every row.
+    #: Work of every row relative to :data:`SIZES`: the records per rank of the data
+    #: paths, the objects of the metadata paths (rounded, at least 1).
     #:
-    #: :type: int
-    #: :default: ``0``: the path's, from :data:`SIZES`
-    elements = variable(int, value=0)
-
-    #: Objects in all (``--objects``: datasets, attributes, files; the source files
-    #: of vds, the datasets of multi-dataset) of every row.
-    #:
-    #: :type: int
-    #: :default: ``0``: the path's, from :data:`SIZES`
-    objects = variable(int, value=0)
+    #: :type: float
+    #: :default: ``1.0``: about a second per timed phase on ``local``
+    size_factor = variable(float, value=1.0)
 
     #: Elements per chunk of the chunked rows.
     #:
@@ -176,7 +176,7 @@ class h5paths_base(HDF5Benchmark):
     output_files = [SUMMARY, 'stdout', 'stderr']
 
     def row_params(self):
-        return row_params(self.benchmark, elements=self.elements, objects=self.objects,
+        return row_params(self.benchmark, size_factor=self.size_factor,
                           chunk_elements=self.chunk_elements, iterations=self.iterations)
 
     def row_options(self, p):
