@@ -165,3 +165,33 @@ def test_hdf5_vs_mpiio_for_real(tmp_path):
     assert write['operation'] == 'write' and write['pairs'] == 3, md
     assert 0.2 < write['ratio'] < 5, write
     assert 'against the 15 % allowance' in md
+
+
+@pytest.mark.slow
+@pytest.mark.slurm
+def test_scaling_through_the_test_slurm_on_1_and_2_nodes(slurm_cluster, tmp_path):
+    path = path_with_tools('ior')
+    env = {**os.environ, **slurm_cluster.env, 'RFM_CONFIG_FILES': str(SETTINGS),
+           'H5REGRESS_MANIFEST': str(tmp_path / 'no-spack-manifest.json'), 'PATH': path}
+    proc = subprocess.run([sys.executable, '-m', 'h5regress.cli', 'study', 'scaling',
+                           '--runs', '1', '--system', 'ci-slurm:squeue-srun',
+                           '--out', str(tmp_path / 'out'), '--quiet'],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads((tmp_path / 'out' / 'study.json').read_text())
+    rows = result['analysis']['rows']
+    assert [(r['num_nodes'], r['num_ranks']) for r in rows] == [(1, 2), (2, 4)], rows
+    for row in rows:
+        for column in ('HDF5 collective', 'HDF5 big chunk', 'HDF5 independent',
+                       'MPI-IO collective', 'POSIX'):
+            assert row['columns'][column]['value'] > 0, (row, column)
+        assert row['hdf5_over_POSIX'] > 0
+
+
+@pytest.mark.slow
+def test_scaling_for_real_on_local_sweeps_1_and_2_ranks(tmp_path):
+    result, md = run_study(tmp_path, 'scaling', '--runs', '1', path=path_with_tools('ior'))
+    rows = result['analysis']['rows']
+    assert [(r['num_nodes'], r['num_ranks']) for r in rows] == [(1, 1), (1, 2)], md
+    assert all(r['columns']['HDF5 collective']['value'] > 0 for r in rows), md
+    assert 'HDF5 coll. / POSIX' in md
