@@ -27,7 +27,7 @@ BASELINE = "hdf5-1.14.1"
 CANDIDATE = "hdf5-1.15.0"
 ALL_TOOLS = {"ior", "mdtest", "macsio", "h5bench_write", "h5bench_read",
              "h5bench_write_var_normal_dist", "h5bench_exerciser", "h5bench_hdf5_iotest",
-             "flash-io"}
+             "flash-io", "h5paths"}
 
 
 def find_json() -> list[dict]:
@@ -51,6 +51,8 @@ def lay_out_install(root: pathlib.Path, records, pfx, skip=()):
         "h5bench": ["bin/h5bench_write", "bin/h5bench_read", "bin/h5bench_exerciser",
                     "bin/h5bench_hdf5_iotest", "bin/h5bench_write_var_normal_dist"],
         "flash-io": ["bin/flash-io"],
+        "h5paths": ["bin/h5paths"],
+        mf.DARSHAN_PACKAGE: [mf.DARSHAN_LIBRARY],
     }
     for rec in records:
         prefix = pathlib.Path(pfx[rec["hash"]])
@@ -93,7 +95,8 @@ def gen(env_dir, records, pfx, **kw):
 def test_fixture_is_real_spack_output():
     records = find_json()
     names = sorted({r["name"] for r in records})
-    assert {"hdf5", "ior", "macsio", "h5bench", "flash-io"} <= set(names)
+    assert {"hdf5", "ior", "macsio", "h5bench", "flash-io", "h5paths",
+            mf.DARSHAN_PACKAGE} <= set(names)
     for r in records:
         assert len(r["hash"]) == 32 and "parameters" in r and "version" in r
     text = (FIX / "spack-find.json").read_text() + (FIX / "prefixes.txt").read_text()
@@ -431,8 +434,8 @@ DARSHAN_PIN = "git.ba0b5b1b72151cb4398909ba218dcd774bffe1c1=3.4.7"
 
 
 def with_darshan(records, pfx, root):
-    """The records plus a darshan-runtime per HDF5 build (built against it), if the
-    fixture has none, and libdarshan.so in each one's prefix."""
+    """The records with a darshan-runtime per HDF5 build (built against it: the
+    fixture's, else made up here), and libdarshan.so in each one's prefix."""
     records = json.loads(json.dumps(records))
     if not any(r["name"] == mf.DARSHAN_PACKAGE for r in records):
         for i, hdf5 in enumerate(r for r in list(records) if r["name"] == "hdf5"):
