@@ -230,3 +230,25 @@ def test_mdtest_stat_and_read_on_one_node_are_labelled_cached(tmp_path):
         assert r.provenance['stat_read_cache'].startswith('kept')
         assert any(w.startswith('file_stat and file_read rates on one node')
                    for w in r.provenance['warnings'])
+
+
+def test_on_several_nodes_one_execution_reads_another_nodes_data():
+    """Several nodes: write and read in one execution (-C); its records say where the
+    reads come from and that the writes were fsynced (a real -w -r JSON summary)."""
+    from types import SimpleNamespace
+
+    from h5regress.checkbase import IOBenchmark
+    summary = REPO.parent / 'shared' / 'fixtures' / 'ior' / 'posix-indep-ssf-b16m' / \
+        'summary.json'
+    if not summary.exists():
+        pytest.skip(f'shared IOR fixtures not found at {summary.parent}')
+    job = SimpleNamespace(num_nodes=2, test_params={'fsync': True}, parser='', tool='ior',
+                          executable='ior', executable_opts=['-w', '-r', '-C', '-e'])
+    job.main_command = lambda: IOBenchmark.main_command(job)
+    job.parse_phases = lambda *args, **kw: IOBenchmark.parse_phases(job, *args, **kw)
+    run = ior_checks().ior_base.parse_output(job, {'ior.json': summary.read_text()})
+    phase, = run.phases
+    assert phase.command == 'ior -w -r -C -e'
+    assert {m.operation for m in run.measurements} == {'write', 'read'}
+    assert phase.run.provenance['read_page_cache'].startswith("another node's data")
+    assert phase.run.provenance[runresults.CACHE_DEFEATED].startswith('fsync')

@@ -219,9 +219,11 @@ class ior_base(HDF5Benchmark):
         fsync = 'fsync before the timer stops (IOR -e)' if self.test_params['fsync'] else ''
         if self.num_nodes > 1:
             run = self.parse_phases([SUMMARY], files, cache_matters=False)
+            provenance = run.phases[0].run.provenance
+            provenance['read_page_cache'] = "another node's data (IOR -C)"
             if fsync:
-                run.phases[0].run.provenance[runresults.CACHE_DEFEATED] = \
-                    f'{fsync}; reads of another node\'s data (IOR -C)'
+                provenance[runresults.CACHE_DEFEATED] = \
+                    f"{fsync}; reads of another node's data (IOR -C)"
             return run
         write = self.parse_phases([WRITE_SUMMARY], files, cache_matters=False)
         if fsync:
