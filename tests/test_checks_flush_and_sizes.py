@@ -2,10 +2,21 @@
 include getting the data to storage, and the sizes ``local`` gives FLASH-IO (dry runs:
 stub binaries, no benchmark runs)."""
 
+import importlib.util
 import os
 import re
+import sys
+from pathlib import Path
 
-from reframe_run import run_reframe
+import pytest
+
+from h5regress.durability import write_flush_of
+from h5regress.parsers import RunFailed, macsio
+from h5regress.parsers.base import MIB
+from reframe_run import REPO, run_reframe
+
+MACSIO_CASE = Path(__file__).resolve().parents[2] / 'shared' / 'fixtures' / 'macsio' / \
+    'hdf5-mif2-d3'
 
 
 def stub_path(tmp_path, *tools):
@@ -47,3 +58,30 @@ def test_macsio_flushes_its_files_after_the_run(tmp_path):
     listed = next(i for i, line in enumerate(lines) if line.startswith('find '))
     # after MACSio, before the files are listed (and long before the trap removes them)
     assert run < timed < listed
+
+
+def macsio_checks():
+    """reframe/checks/macsio.py as a module (its classes, not run by ReFrame)."""
+    spec = importlib.util.spec_from_file_location('macsio_checks_under_test',
+                                                  REPO / 'reframe' / 'checks' / 'macsio.py')
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module     # ReFrame reads the classes' source
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(not MACSIO_CASE.is_dir(), reason=f'no fixture {MACSIO_CASE}')
+def test_macsio_bw_flushed_adds_the_timed_flush():
+    run = macsio.parse({p.name: p.read_text() for p in MACSIO_CASE.iterdir()
+                        if macsio.wanted(p.name)})[0]
+    size, time = run.measurement('write', 'size').value, run.measurement('write', 'time').value
+    run = macsio_checks().macsio_base.with_flush(
+        run, 'h5regress-flush: seconds=0.250000 bytes=335544320 files=4\n')
+    assert run.measurement('flush', 'time').value == 0.25
+    assert run.measurement('write', 'bw_flushed').value == \
+        pytest.approx(size / MIB / (time + 0.25))
+    assert write_flush_of(run.provenance, 'write', 'bw_flushed') == 'fsync'
+    assert write_flush_of(run.provenance, 'write', 'bw') == 'none'
+    with pytest.raises(RunFailed, match='flush'):
+        macsio_checks().macsio_base.with_flush(
+            run, 'h5regress-flush-failed: /scr/x: Input/output error\n')
