@@ -10,7 +10,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SETTINGS = REPO / 'reframe' / 'config' / 'settings.py'
-#: the fixtures shared by the project (outputs of real runs), beside the checkout
+#: the project's own fixtures: real outputs of the tools, recorded on a machine running
+#: the suite (tests/fixtures/record-tools.sh and the other generators there)
+OWN_FIXTURES = REPO / 'tests' / 'fixtures'
+#: more real outputs, shared beside the checkout when present: an extra, never required
 FIXTURES = REPO.parent / 'shared' / 'fixtures'
 
 
