@@ -51,6 +51,7 @@ typedef struct {
     int iterations;
     const char *json_path;
     int keep;
+    int keep_cache;          /* --read-cache keep: no eviction before the reads */
     const char *prefix;
     /* set by the path's prepare(): recorded in params */
     long long record_bytes_file;

@@ -63,6 +63,8 @@ static void usage(FILE *f)
 "  --iterations N           [3]\n"
 "  --json FILE              write the JSON summary (rank 0)\n"
 "  --keep                   keep the data files\n"
+"  --read-cache evict|keep  drop the written files from the page cache before the\n"
+"                           reads (cold reads), or not (warm: CPU-bound paths) [evict]\n"
 "  --version, -h/--help\n"
 "\n"
 "Exit status: 0 ok, 1 failed (HDF5/MPI/system error or a verification mismatch),\n"
@@ -101,7 +103,7 @@ static int parse_libver(const char *s, H5F_libver_t *out)
 static int parse_options(int argc, char **argv, options_t *o)
 {
     enum { O_PATH = 256, O_API, O_TRANSFER, O_LAYOUT, O_CHUNK, O_MWB, O_CMETA, O_LIBVER,
-           O_ELEM, O_OBJ, O_EFC, O_ITER, O_JSON, O_KEEP, O_VERSION };
+           O_ELEM, O_OBJ, O_EFC, O_ITER, O_JSON, O_KEEP, O_RCACHE, O_VERSION };
     static const struct option longopts[] = {
         {"path", required_argument, 0, O_PATH},
         {"api", required_argument, 0, O_API},
@@ -117,6 +119,7 @@ static int parse_options(int argc, char **argv, options_t *o)
         {"iterations", required_argument, 0, O_ITER},
         {"json", required_argument, 0, O_JSON},
         {"keep", no_argument, 0, O_KEEP},
+        {"read-cache", required_argument, 0, O_RCACHE},
         {"version", no_argument, 0, O_VERSION},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
@@ -197,6 +200,11 @@ static int parse_options(int argc, char **argv, options_t *o)
             break;
         case O_JSON: o->json_path = optarg; break;
         case O_KEEP: o->keep = 1; break;
+        case O_RCACHE:
+            if (!strcmp(optarg, "evict")) o->keep_cache = 0;
+            else if (!strcmp(optarg, "keep")) o->keep_cache = 1;
+            else snprintf(bad, sizeof bad, "--read-cache must be evict or keep");
+            break;
         default:
             snprintf(bad, sizeof bad, "bad option or missing argument: %s (see --help)",
                      argv[optind - 1]);
@@ -261,9 +269,9 @@ static void write_params(FILE *f, const run_t *r)
     jstr(f, o->libver);
     fprintf(f, ", \"elements\": %lld, \"objects\": %lld, \"efc_size\": %lld, "
                "\"iterations\": %d, \"record_bytes_file\": %lld, \"record_bytes_memory\": %lld, "
-               "\"keep\": %s, \"prefix\": ",
+               "\"keep\": %s, \"read_cache\": \"%s\", \"prefix\": ",
             o->elements, o->objects, o->efc_size, o->iterations, o->record_bytes_file,
-            o->record_bytes_memory, jbool(o->keep));
+            o->record_bytes_memory, jbool(o->keep), o->keep_cache ? "keep" : "evict");
     jstr(f, o->prefix);
     fprintf(f, "},\n");
 }
@@ -361,8 +369,9 @@ static void print_header(const run_t *r, const summary_t *s)
            o->api == API_MPIIO ? "mpiio" : "hdf5", o->collective ? "collective" : "independent",
            o->chunked ? "chunked" : "contiguous", o->chunk_elements, o->libver,
            o->coll_metadata ? "yes" : "no", o->modify_write_buf ? "yes" : "no",
-           o->modify_write_buf && !o->modify_write_buf_applied ?
-               " (NOT applied: this HDF5 has no H5Pset_modify_write_buf)" : "");
+           !o->modify_write_buf || o->modify_write_buf_applied ? "" :
+           o->api == API_MPIIO ? " (NOT applied: MPI-IO)" :
+           " (NOT applied: this HDF5 has no H5Pset_modify_write_buf)");
     printf("elements: %lld  objects: %lld  record bytes: file %lld memory %lld  "
            "iterations: %d\n", o->elements, o->objects, o->record_bytes_file,
            o->record_bytes_memory, o->iterations);
@@ -422,7 +431,7 @@ static int settle_options(options_t *o, const path_t *p)
     if (o->objects < 0) o->objects = p->default_objects;
     if (o->efc_size < 0) o->efc_size = o->objects;
 #ifdef H5PATHS_HAVE_MODIFY_WRITE_BUF
-    o->modify_write_buf_applied = o->modify_write_buf;
+    o->modify_write_buf_applied = o->modify_write_buf && o->api == API_HDF5;
 #endif
     if (o->api == API_MPIIO && !p->has_mpiio_twin) {
         if (g_rank == 0)

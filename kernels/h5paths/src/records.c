@@ -101,7 +101,7 @@ double member_value_of(int rank, long long i, int salt, int id)
     /* the superset's extras: the caller's values, independent of the salt */
     case M_TAG: return (double)(-3 * (i + 1));
     case M_WEIGHT: return (double)i * 0.75 + 1.0;
-    default: return ((double)(k % 4194301) + salt * 0.25) * 0.5; /* M_VALUE_D/F */
+    default: return ((double)(k % 1048573) + salt * 0.25) * 0.5; /* M_VALUE_D/F: 23 bits */
     }
 }
 

@@ -211,9 +211,13 @@ int fsync_files(char *const *paths, int n)
 int evict_files(run_t *r, char *const *paths, int n)
 {
     int rc = 0;
-    if (g_node_leader)
+    if (r->o->keep_cache) {
+        cache_state(r, "not-evicted: --read-cache keep");
+        snprintf(r->cache_check, sizeof r->cache_check, "none");
+    } else if (g_node_leader) {
         for (int i = 0; i < n && rc == 0; i++)
             rc = evict_path(r, paths[i], i == 0);
+    }
     MPI_Barrier(MPI_COMM_WORLD);
     return rc;
 }
