@@ -98,6 +98,7 @@ def test_every_failure_is_run_failed_from_any_single_file(case):
 # ------------------------------------------------------------------------------------
 # shared fixtures: exact values
 
+@pytest.mark.shared_fixtures
 def test_hdf5_collective_metadata_nofill_json():
     run, = ior.parse(fixture('hdf5-coll-ssf-b128m-collmeta-nofill'))
     write = run.measurement('write', 'bw_mean')
@@ -123,6 +124,7 @@ def test_hdf5_collective_metadata_nofill_json():
         'hdf5-coll-ssf-b128m-collmeta-nofill/testfile')
 
 
+@pytest.mark.shared_fixtures
 def test_fsync_parameter():
     run, = ior.parse(fixture('posix-indep-ssf-b128m-fsync'))
     assert run.params['fsync'] == 1
@@ -132,6 +134,7 @@ def test_fsync_parameter():
         'bw_mean', 'bw_max', 'bw_min', 'bw_std', 'ops_mean', 'time_mean')}
 
 
+@pytest.mark.shared_fixtures
 def test_write_flush_without_fsync_is_none():
     run, = ior.parse(fixture('hdf5-coll-ssf-b128m-collmeta-nofill'))
     assert run.params['fsync'] == 0
@@ -141,6 +144,7 @@ def test_write_flush_without_fsync_is_none():
         'fsync' if text.params['fsync'] else 'none'}
 
 
+@pytest.mark.shared_fixtures
 def test_text_output_ior4():
     run, = ior.parse(fixture('posix-indep-ssf-b64m-textoutput'))
     assert values(run, 'write') == {
@@ -155,6 +159,7 @@ def test_text_output_ior4():
     assert run.provenance['finished'] == '2026-11-21T19:48:18'
 
 
+@pytest.mark.shared_fixtures
 def test_json_summary_on_stdout():
     run, = ior.parse(fixture('mpiio-coll-ssf-b64m-json-stdout'))
     assert values(run, 'read')['bw_mean'] == 9516.6116
@@ -162,6 +167,7 @@ def test_json_summary_on_stdout():
     assert run.provenance['source'] == 'stdout.txt'
 
 
+@pytest.mark.shared_fixtures
 def test_same_parameters_in_other_directories_share_the_config_hash():
     one, = ior.parse(fixture('hdf5-coll-ssf-b128m'))
     other, = ior.parse(fixture('hdf5-coll-ssf-b128m-filelocking-false'))
@@ -174,6 +180,7 @@ def test_same_parameters_in_other_directories_share_the_config_hash():
     assert record.timestamp == '2026-11-21T19:48:08'     # IOR's "Finished"
 
 
+@pytest.mark.shared_fixtures
 def test_truncated_summary_is_run_failed_wherever_cut():
     text = fixture('mpiio-coll-ssf-b128m')['summary.json']
     end = text.rstrip().rindex('}')
@@ -182,6 +189,7 @@ def test_truncated_summary_is_run_failed_wherever_cut():
             ior.parse({'summary.json': text[:cut]})
 
 
+@pytest.mark.shared_fixtures
 def test_infinite_bandwidth_is_run_failed():
     # IOR 4 prints an infinite value as the string "inf" (zero time measured);
     # derived from a real summary by changing that one value
@@ -191,6 +199,7 @@ def test_infinite_bandwidth_is_run_failed():
         ior.parse({'summary.json': json.dumps(doc)})
 
 
+@pytest.mark.shared_fixtures
 def test_fewer_results_than_repetitions_is_run_failed():
     doc = json.loads(fixture('mpiio-coll-ssf-b128m')['summary.json'])
     doc['tests'][0]['Results'] = doc['tests'][0]['Results'][:2]
@@ -201,6 +210,7 @@ def test_fewer_results_than_repetitions_is_run_failed():
 # ------------------------------------------------------------------------------------
 # moved against asked (issue 14): derived from real summaries by changing one value
 
+@pytest.mark.shared_fixtures
 def test_a_negative_sample_is_refused():
     doc = json.loads(fixture('mpiio-coll-ssf-b16m')['summary.json'])
     doc['tests'][0]['Results'][2]['bwMiB'] = -734.0439
@@ -212,6 +222,7 @@ def test_a_negative_sample_is_refused():
         ior.parse({'summary.json': json.dumps(doc)})
 
 
+@pytest.mark.shared_fixtures
 def test_json_aggregate_moved_other_than_asked_is_run_failed():
     # 16 MiB blocks x 1 segment x 2 tasks = 32 MiB a repetition
     doc = json.loads(fixture('mpiio-coll-ssf-b16m')['summary.json'])
@@ -221,6 +232,7 @@ def test_json_aggregate_moved_other_than_asked_is_run_failed():
         ior.parse({'summary.json': json.dumps(doc)})
 
 
+@pytest.mark.shared_fixtures
 def test_json_repetition_that_moved_half_is_run_failed():
     # bwMiB x totalTime is what a repetition moved: half the time at the same bandwidth
     doc = json.loads(fixture('mpiio-coll-ssf-b16m')['summary.json'])
@@ -229,6 +241,7 @@ def test_json_repetition_that_moved_half_is_run_failed():
         ior.parse({'summary.json': json.dumps(doc)})
 
 
+@pytest.mark.shared_fixtures
 def test_stonewalling_may_move_less_than_asked():
     doc = json.loads(fixture('mpiio-coll-ssf-b16m')['summary.json'])
     doc['tests'][0]['Parameters']['deadlineForStonewall'] = 1
@@ -238,6 +251,7 @@ def test_stonewalling_may_move_less_than_asked():
     assert run.params['deadlineForStonewall'] == 1
 
 
+@pytest.mark.shared_fixtures
 def test_text_moved_other_than_asked_is_run_failed():
     text = fixture('posix-indep-ssf-b64m-textoutput')['stdout.txt']
     # the summary's aggs(MiB): 64 MiB x 1 segment x 2 tasks = 128 MiB
@@ -272,6 +286,7 @@ mca_fbtl_posix_pwritev: error in (p)write(v):No space left on device
 """
 
 
+@pytest.mark.shared_fixtures
 def test_a_short_file_is_run_failed_whatever_the_summary_says():
     summary = fixture('mpiio-coll-ssf-b16m')['summary.json']
     with pytest.raises(RunFailed, match=r'stdout.txt:3: IOR asked for 16777216 B and found '
@@ -285,6 +300,7 @@ def test_a_short_file_is_run_failed_whatever_the_summary_says():
     assert ior.error_line({'stdout': stonewalled}) is None
 
 
+@pytest.mark.shared_fixtures
 def test_json_preferred_over_text_of_the_same_run():
     files = fixture('posix-indep-ssf-b64m-textoutput')
     runs = ior.parse({'stdout.txt': files['stdout.txt'], 'copy.log': files['stdout.txt']})
@@ -404,6 +420,7 @@ def test_csv_summary_file_and_its_stdout():
         [float(r['bw(MiB/s)']) for r in rows['write']])
 
 
+@pytest.mark.shared_fixtures
 def test_csv_std_matches_ior_summary_of_the_same_run():
     """The CSV statistics are IOR's: computed from a JSON summary's per-repetition
     results, they give its summary's values (to the 4 decimals IOR prints)."""

@@ -26,6 +26,7 @@ def values(run, op: str) -> dict[str, float]:
     return {m.metric: m.value for m in run.measurements if m.operation == op}
 
 
+@pytest.mark.shared_fixtures
 def test_files_only_fixture():
     run, = mdtest.parse(fixture('posix-files-only-w4k-n500'))
     assert values(run, 'file_create') == {
@@ -53,6 +54,7 @@ def test_files_only_fixture():
     assert 'rank_details.csv' not in fixture('posix-files-only-w4k-n500')
 
 
+@pytest.mark.shared_fixtures
 def test_time_table_is_seconds_per_phase():
     # labelled "ms/op" by mdtest 4 but it is the phase time: items / rate
     run, = mdtest.parse(fixture('posix-files-only-w4k-n500'))
@@ -89,6 +91,7 @@ def test_failures_are_run_failed():
         mdtest.parse({'stderr.txt': MDTEST41_FAIL_STDERR})
 
 
+@pytest.mark.shared_fixtures
 def test_incomplete_output_is_run_failed():
     text = fixture('posix-files-only-w4k-n500')['stdout.txt']
     with pytest.raises(RunFailed, match='SUMMARY rate'):
