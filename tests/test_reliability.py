@@ -310,8 +310,8 @@ def test_fio_check_with_spaces_in_the_scratch_path(tmp_path):
     assert len(records) == 4 and all(r.value > 0 for r in records)
     for r in records:
         assert 'scratch with spaces' in r.provenance['data_dir']
-        # the write phase's provenance: both jobs wrote their 32 MiB
-        assert r.provenance['io_bytes'] == {'write': 2 * 32 * 1024 * 1024}
+        # each phase's own provenance: both jobs wrote, then read, their 32 MiB
+        assert r.provenance['io_bytes'] == {r.operation: 2 * 32 * 1024 * 1024}
         assert not Path(r.provenance['data_dir']).exists()
 
 
