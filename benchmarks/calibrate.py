@@ -3,6 +3,17 @@
 
 It measures and prints; it asserts nothing. Sections:
 
+0. The table (issue 19): noise model x true ratio x design (20 pairs; the
+   nightly's loop 10/15/20; each without and with 30 nights of history) ->
+   FAIL, PASS, INCONCLUSIVE, "significantly slower, not shown beyond the
+   margin" (part of INCONCLUSIVE) and mean pairs, one gated metric per night
+   judged by ``gate.compare_pairs`` and ``gate.decide`` -- the functions
+   ``run_gate`` calls for each metric. Noise: log-normal CV 5 and 8 %, nights
+   1.2/1.5/2 times noisier than their history, heavy tail, shared-pair, and
+   bimodal nights (each run in one of two modes a factor 2 apart).
+   ``--table-nights`` (1000) nights per row; ``--full``: 4000.
+   ``--margin-confidence``, ``--consistency-level``, ``--no-modes`` override
+   ``ci/gate.yaml`` to measure the alternatives.
 1. Single gated metric, fixed number of pairs: false alarms (FAIL at true
    ratio 1), PASS rate at ratio 1, detection (FAIL) of 5/10/15/20 %
    slowdowns, the smallest slowdown detected with 80 % power; per noise model.
@@ -39,6 +50,9 @@ log-ratios, resampled: what the two runs of a pair share stays shared).
 
 Usage: python3 benchmarks/calibrate.py [--reps 4000] [--quick] [--real]
                                       [--pairs-from FILE] [--only-history]
+                                      [--only-table | --no-table] [--table-nights N]
+                                      [--full] [--margin-confidence C]
+                                      [--consistency-level L] [--no-modes]
 """
 
 from __future__ import annotations
@@ -81,9 +95,19 @@ def log_ratios(noise: Noise, ratio: float) -> Iterator[float]:
         yield math.log(b) - math.log(a) + lr
 
 
+def judge_log_ratios(d: list[float], pooled: stats.PooledVariance | None,
+                     looks: list[int] | None) -> tuple[str, bool]:
+    """Verdict of one metric from its pair log-ratios ``d``, and whether the history's
+    variance was used: :func:`h5regress.gate.compare_pairs` and
+    :func:`h5regress.gate.decide`, as ``run_gate`` calls them (pairs of baseline 1
+    and candidate exp(d): the ratios carry no levels, so no check for two modes)."""
+    comp, info = gate.compare_pairs([1.0] * len(d), [math.exp(x) for x in d], True, CFG,
+                                    pooled)
+    return gate.decide(comp, comp.p_worse, CFG, looks)[0], info['variance']['source'] == 'history'
+
+
 def judge_signed_rank(d: list[float], looks: list[int] | None) -> tuple[str]:
-    comp = stats.signed_rank(d, CFG['confidence'])
-    return (gate.decide(comp, comp.p_worse, CFG, looks)[0],)
+    return (judge_log_ratios(d, None, looks)[0],)
 
 
 def through_looks(pairs: Iterator[float], judge) -> tuple:
@@ -120,12 +144,91 @@ def rates(fn, noise, reps, *args) -> dict[str, float]:
     return {k: v / reps for k, v in out.items()}
 
 
+# ------------------------------------------------------------ the table
+TABLE_RATIOS = (1.0, 0.98, 0.97, 0.96, 0.95, 0.90, 0.80)
+
+
+def gate_night(noise: Noise, ratio: float, cfg: dict, pooled: stats.PooledVariance | None,
+               n: int, looks: list[int] | None) -> tuple[str, int, bool]:
+    """One night of one gated metric whose true candidate/baseline ratio is ``ratio``,
+    judged as ``run_gate`` judges each metric -- :func:`h5regress.gate.compare_pairs`
+    then :func:`h5regress.gate.decide` (one metric: Benjamini-Hochberg's q is its p)
+    -- at ``n`` pairs, or at each of ``looks`` while INCONCLUSIVE (the nightly's
+    loop). Returns (verdict, pairs used, whether it was "significantly slower, not
+    shown beyond the margin")."""
+    base: list[float] = []
+    cand: list[float] = []
+    for k in looks or [n]:
+        while len(base) < k:
+            a, b = noise.pair()
+            base.append(a)
+            cand.append(b * ratio)
+        comp, _ = gate.compare_pairs(base, cand, True, cfg, pooled)
+        verdict, reason = gate.decide(comp, comp.p_worse, cfg, looks)
+        if verdict != 'INCONCLUSIVE':
+            break
+    return verdict, len(base), gate.is_slower(verdict, reason)
+
+
+def table_cell(tonight: Noise, history: Noise | None, ratio: float, cfg: dict, nights: int,
+               looks: list[int] | None, n: int = 20) -> dict[str, float]:
+    """Rates over ``nights`` nights (a fresh history of 30 A/A nights each when given)."""
+    out = {'FAIL': 0, 'PASS': 0, 'INCONCLUSIVE': 0, 'slower': 0, 'pairs': 0}
+    for _ in range(nights):
+        pooled = past_nights(history, cfg=cfg) if history is not None else None
+        verdict, used, slower = gate_night(tonight, ratio, cfg, pooled, n, looks)
+        out[verdict] += 1
+        out['slower'] += slower
+        out['pairs'] += used
+    return {k: v / nights for k, v in out.items()}
+
+
+def section_table(cfg: dict, nights: int, seed: int, quick_models: bool = False) -> None:
+    """Noise model x true ratio x design: FAIL, PASS, INCONCLUSIVE, mean pairs."""
+    rng = random.Random(seed)
+    hv = cfg['history_variance']
+    print(f'\n== 0. The table: one gated metric, {nights} nights per row; designs: 20 pairs, '
+          f'the loop {LOOKS} (gate, +5 pairs while INCONCLUSIVE), each without history and '
+          f'with 30 past A/A nights of 20 pairs (pooled-t when tonight passes the F test at '
+          f'{hv["consistency_level"]}). FAIL: q <= alpha {cfg["alpha"]} (its spending share '
+          f'at an early look) and the {cfg["margin_confidence"]:.0%} upper bound below '
+          f'{1 - cfg["margin"]:.2f}; PASS: lower bound above it. "slower": INCONCLUSIVE '
+          f'because significantly slower but not shown beyond the margin (in INC).')
+    print(f'{"noise (tonight / history)":<34}{"ratio":>6}  {"design":<16}{"FAIL":>8}'
+          f'{"PASS":>8}{"INC":>8}{"slower":>8}{"pairs":>7}')
+    ln = lambda cv: Noise('lognormal', cv, rng=rng)  # noqa: E731
+    rows: list[tuple[str, Noise, Noise | None, tuple[float, ...], bool]] = []
+    for cv in (0.05, 0.08):
+        rows.append((f'lognormal CV {cv:.0%}', ln(cv), None, TABLE_RATIOS, True))
+        rows.append((f'lognormal CV {cv:.0%} / same', ln(cv), ln(cv), TABLE_RATIOS, True))
+    for k in (1.2, 1.5, 2.0):
+        rows.append((f'lognormal CV {0.08 * k:.1%} / CV 8 %', ln(0.08 * k), ln(0.08), (1.0,),
+                     True))
+    if not quick_models:
+        rows.append(('heavy tail CV 8%', Noise('heavy', 0.08, rng=rng), None, (1.0, 0.9), True))
+        rows.append(('shared-pair CV 10%', Noise('shared', 0.10, rng=rng), None, (1.0, 0.9),
+                     True))
+    rows.append(('bimodal 1:2, CV 5% in a mode', Noise('bimodal', 0.05, rng=rng), None,
+                 TABLE_RATIOS, False))
+    rows.append(('bimodal 1:2, CV 8% in a mode', Noise('bimodal', 0.08, rng=rng), None,
+                 (1.0, 0.97, 0.95, 0.90, 0.80), False))
+    for label, tonight, history, ratios, _ in rows:
+        for ratio in ratios:
+            for design, looks in (('20 pairs', None), (f'loop {LOOKS[0]}-{LOOKS[-1]}', LOOKS)):
+                r = table_cell(tonight, history, ratio, cfg, nights, looks)
+                print(f'{label:<34}{ratio:>6.2f}  {design:<16}{r["FAIL"]:>8.2%}'
+                      f'{r["PASS"]:>8.1%}{r["INCONCLUSIVE"]:>8.1%}{r["slower"]:>8.1%}'
+                      f'{r["pairs"]:>7.1f}', flush=True)
+
+
 # ------------------------------------------------------------ with history
 HV = CFG['history_variance']
 
 
-def past_nights(noise: Noise, nights: int = 30, n: int = 20) -> stats.PooledVariance:
+def past_nights(noise: Noise, nights: int = 30, n: int = 20,
+                cfg: dict | None = None) -> stats.PooledVariance:
     """Pool of ``nights`` simulated A/A nights of ``n`` pairs (as the gate pools them)."""
+    hv = (cfg or CFG)['history_variance']
     per_night = []
     for _ in range(nights):
         d = []
@@ -133,19 +236,14 @@ def past_nights(noise: Noise, nights: int = 30, n: int = 20) -> stats.PooledVari
             a, b = noise.pair()
             d.append(math.log(b) - math.log(a))
         per_night.append((n, stats.variance(d)))
-    return stats.pool_variance(per_night, HV['min_nights'], HV['min_pairs'], HV['window'],
-                               HV['screen_level'])
+    return stats.pool_variance(per_night, hv['min_nights'], hv['min_pairs'], hv['window'],
+                               hv['screen_level'])
 
 
 def judge_with_history(d: list[float], pooled: stats.PooledVariance,
                        looks: list[int] | None) -> tuple[str, bool]:
-    """The gate's choice (h5regress.gate._variance_choice) and verdict for one metric."""
-    var = gate._variance_choice(d, stats.variance(d), pooled, HV['consistency_level'])
-    if var['source'] == 'history':
-        comp = stats.pooled_t(d, pooled, CFG['confidence'])
-    else:
-        comp = stats.signed_rank(d, CFG['confidence'])
-    return gate.decide(comp, comp.p_worse, CFG, looks)[0], var['source'] == 'history'
+    """The gate's choice of variance and verdict for one metric."""
+    return judge_log_ratios(d, pooled, looks)
 
 
 def one_gate_hist(noises: tuple[Noise, Noise], n: int, ratio: float,
@@ -448,9 +546,33 @@ def main() -> int:
     ap.add_argument('--real-nights', type=int, default=5)
     ap.add_argument('--real-pairs', type=int, default=20)
     ap.add_argument('--real-size', default='256m')
+    ap.add_argument('--table-nights', type=int, default=1000,
+                    help='nights per row of the table (section 0); --full: 4000')
+    ap.add_argument('--only-table', action='store_true', help='run only the table (section 0)')
+    ap.add_argument('--no-table', action='store_true', help='leave the table out')
+    ap.add_argument('--full', action='store_true',
+                    help='full size: 4000 nights per row of the table (about 40 min on 1 core)')
+    ap.add_argument('--margin-confidence', type=float,
+                    help=f'override margin_confidence ({CFG["margin_confidence"]} in ci/gate.yaml)')
+    ap.add_argument('--consistency-level', type=float,
+                    help='override history_variance.consistency_level '
+                         f'({CFG["history_variance"]["consistency_level"]})')
+    ap.add_argument('--no-modes', action='store_true', help='turn the two-mode check off')
     args = ap.parse_args()
+    if args.margin_confidence is not None:
+        CFG['margin_confidence'] = args.margin_confidence
+    if args.consistency_level is not None:
+        CFG['history_variance']['consistency_level'] = args.consistency_level
+    if args.no_modes:
+        CFG['modes']['enabled'] = False
     reps = 600 if args.quick else args.reps
     rng = random.Random(args.seed)
+    if not args.no_table:
+        t0 = time.perf_counter()
+        section_table(CFG, 4000 if args.full else args.table_nights, args.seed, args.quick)
+        print(f'(table: {time.perf_counter() - t0:.0f} s)')
+        if args.only_table:
+            return 0
     models = [('lognormal CV 8%', Noise('lognormal', 0.08, rng=rng)),
               ('lognormal CV 10%', Noise('lognormal', 0.10, rng=rng)),
               ('shared-pair CV 10%', Noise('shared', 0.10, rng=rng)),

@@ -24,28 +24,45 @@ pairs, Wilcoxon signed-rank p-value (one-sided, slowdown) and Hodges-Lehmann
 estimate with its exact 95 % interval; Benjamini-Hochberg across the night's
 gated metrics.
 
+Two modes (``modes`` in the config): when the baseline's runs and the
+candidate's each fall in two modes (runs landing near one of two levels, as
+IOR's 4 MiB writes do on a VM: :func:`h5regress.stats.two_modes`), each run is
+measured from the centre of its mode before the pairs are compared (signed-rank
+test; ``modes`` in each metric's result says what was found and done).
+
 Variance from history (``history_variance`` in the config): when at least
 ``min_nights`` (8) of the newest ``window`` (20) past nights of the same
 metric key had at least ``min_pairs`` (10) pairs, the variance of their pair
 log-ratios is pooled (outlier nights screened out, df = sum(n_i - 1)) and,
 if tonight's own variance passes an upper F test against it at
-``consistency_level`` (5 %), tonight is judged by a one-sided t test of the
-mean log-ratio with that variance and the pooled df (interval mean +- t *
-sigma / sqrt(n)): ``method: pooled-t``. Otherwise, and without history, the
-signed-rank method; ``variance`` in each metric's result says which was
-used and why (pooled sigma, df, nights, tonight's sigma, F and its p). Verdicts, with m = margin (default 5 %) and alpha the FDR level
-(default 1 %):
+``consistency_level`` (0.2: a night even somewhat noisier than its history
+judges itself), tonight is judged by a one-sided t test of the mean
+log-ratio with that variance and the pooled df (interval mean +- t * sigma /
+sqrt(n)): ``method: pooled-t``. Otherwise, and without history, the
+signed-rank method; ``variance`` in each metric's result says which was used
+and why (pooled sigma, df, nights, tonight's sigma, F and its p).
 
-* FAIL: BH-adjusted p <= alpha and estimate < 1 - m;
-* PASS: interval lower bound > 1 - m;
-* INCONCLUSIVE otherwise (the nightly script runs more pairs, up to its last look).
+Verdicts (:func:`decide`), with m = margin (5 %), alpha the FDR level (1 %):
+
+* FAIL: BH-adjusted p <= alpha (its alpha-spending share at an early look)
+  and the one-sided ``margin_confidence`` (95 %) upper bound of the ratio
+  below 1 - m: significantly slower, and shown slower than the margin allows;
+* PASS: the lower end of the 95 % interval above 1 - m (at an early look the
+  lower bound at 1 - its share of 2.5 %: a stricter one);
+* INCONCLUSIVE otherwise (the nightly script runs more pairs, up to its last
+  look); ``slower: true`` marks "significantly slower, not shown beyond the
+  margin". Each metric's result carries ``fail_bound`` (the upper bound FAIL
+  compares), ``noise_sigma`` and ``pairs_for_pass``: how many pairs a PASS
+  would need on 9 of 10 unchanged nights at that noise.
 
 With ``--looks 10,15,20`` (the pair counts at which the nightly's rerun loop
 gates), a FAIL at look k needs q <= the k-th level of an alpha-spending
 boundary (:func:`h5regress.stats.sequential_levels`: alpha * (n_k/n_K)^3
-spent by look k, exact under the normal approximation), so a strong, early
-regression stops the reruns and the whole loop's false-alarm rate stays
-alpha; weaker evidence stays INCONCLUSIVE until more pairs come.
+spent by look k, exact under the normal approximation), and a PASS the lower
+bound at the k-th level of the same spending of 2.5 %: a strong, early
+regression (or a clear PASS) stops the reruns, and the whole loop keeps the
+error rates of a single look; weaker evidence stays INCONCLUSIVE until more
+pairs come.
 
 Exit codes (:data:`EXIT_CODES`): 0 PASS, 1 FAIL, 2 INCONCLUSIVE, 3 DEGRADED
 (a canary far below its history: no verdict, rerun), 4 ERROR (bad usage,
@@ -328,7 +345,7 @@ def compare(groups: Mapping[tuple, _Group], cfg: Mapping[str, Any],
         role = role_of(cfg, r.tool, r.operation, r.metric, r.params)
         pooled = (pooled_from_history(history, hist_mod.metric_key(*key), hv)
                   if role != 'reported' else None)
-        comp, info = _compare_samples(g, cfg['confidence'], pooled, float(hv['consistency_level']))
+        comp, info = _compare_samples(g, cfg, pooled)
         row = _describe(key, g, role, _known_ratio(g, role, aa))
         row.update(info)
         row['base_median'] = stats.median(info['base']) if info['base'] else None
@@ -385,8 +402,7 @@ def _comparison_fields(comp: stats.Comparison | None, higher_is_better: bool
     }
 
 
-def _compare_samples(g: _Group, confidence: float, pooled: stats.PooledVariance | None,
-                     consistency_level: float
+def _compare_samples(g: _Group, cfg: Mapping[str, Any], pooled: stats.PooledVariance | None
                      ) -> tuple[stats.Comparison | None, dict[str, Any]]:
     """The comparison of one metric's builds, and its samples and variance choice."""
     sign = 1.0 if g.rec.higher_is_better else -1.0
@@ -401,21 +417,102 @@ def _compare_samples(g: _Group, confidence: float, pooled: stats.PooledVariance 
         'incomplete_pairs': len(set(g.base) ^ set(g.cand)),
         'base': base_p + base_rest,
         'cand': cand_p + cand_rest,
-        'lr_n': None, 'lr_var': None, 'variance': None,
+        'lr_n': None, 'lr_var': None, 'variance': None, 'modes': None,
     }
     if pair_ids:
-        d = [sign * (math.log(c) - math.log(b)) for b, c in zip(base_p, cand_p)]
-        info['lr_n'] = len(d)
-        info['lr_var'] = stats.variance(d) if len(d) >= 2 else None
-        var = _variance_choice(d, info['lr_var'], pooled, consistency_level)
-        info['variance'] = var
-        if var['source'] == 'history':
-            return stats.pooled_t(d, pooled, confidence), info
-        return stats.signed_rank(d, confidence), info
+        comp, pinfo = compare_pairs(base_p, cand_p, g.rec.higher_is_better, cfg, pooled)
+        info.update(pinfo)
+        return comp, info
     if base_rest and cand_rest:
         return stats.rank_sum([sign * math.log(v) for v in base_rest],
-                              [sign * math.log(v) for v in cand_rest], confidence), info
+                              [sign * math.log(v) for v in cand_rest], cfg['confidence']), info
     return None, info
+
+
+def compare_pairs(base: Sequence[float], cand: Sequence[float], higher_is_better: bool,
+                  cfg: Mapping[str, Any], pooled: stats.PooledVariance | None
+                  ) -> tuple[stats.Comparison, dict[str, Any]]:
+    """Candidate against baseline from aligned pairs ``(base[i], cand[i])`` (values,
+    > 0): the comparison :func:`decide` judges, and what was done (``lr_n``,
+    ``lr_var`` of the pair log-ratios, ``variance``: history or tonight and why,
+    ``modes``: the bimodality check). The gate and ``benchmarks/calibrate.py``
+    both call this function.
+
+    Two modes (:func:`_modes`): when the baseline's runs and the candidate's each
+    fall in two modes, each run is measured from the centre of its own mode
+    before the pair's log-ratio is taken (a pair of one fast and one slow run
+    says nothing about HDF5 until the modes' distance is taken out), and the
+    signed-rank test judges those. Otherwise the pooled-t test with the
+    history's variance when tonight's spread agrees with it
+    (:func:`_variance_choice`), else the signed-rank test.
+    """
+    sign = 1.0 if higher_is_better else -1.0
+    lb = [sign * math.log(v) for v in base]
+    lc = [sign * math.log(v) for v in cand]
+    d = [c - b for b, c in zip(lb, lc)]
+    lr_var = stats.variance(d) if len(d) >= 2 else None
+    info: dict[str, Any] = {'lr_n': len(d), 'lr_var': lr_var, 'variance': None, 'modes': None}
+    confidence = cfg['confidence']
+    modes, centred = _modes(lb, lc, cfg)
+    info['modes'] = modes
+    if centred is not None:
+        var_m = stats.variance(centred) if len(centred) >= 2 else None
+        info['variance'] = {'source': 'tonight', 'tonight_sigma':
+                            math.sqrt(var_m) if var_m is not None else None,
+                            'note': 'two modes: signed-rank test on the pairs with each run '
+                                    'measured from the centre of its mode'}
+        comp = stats.signed_rank(centred, confidence)
+        return dataclasses.replace(comp, method=comp.method + ', mode-centred'), info
+    var = _variance_choice(d, lr_var, pooled,
+                           float(cfg['history_variance']['consistency_level']))
+    info['variance'] = var
+    if var['source'] == 'history':
+        return stats.pooled_t(d, pooled, confidence), info
+    return stats.signed_rank(d, confidence), info
+
+
+def _modes(lb: Sequence[float], lc: Sequence[float], cfg: Mapping[str, Any]
+           ) -> tuple[dict[str, Any] | None, list[float] | None]:
+    """The bimodality check of each build's runs (log values), and the pair
+    log-ratios of the runs measured from their modes' centres (None: not used).
+
+    The modes are those of *all* the night's runs (both builds): a run above
+    the cut of their best two-group split is in the high mode, and each mode's
+    centre is the median of its runs. Neither changes when the two runs of a
+    pair swap places, so under "no change" the signs of the centred log-ratios
+    stay exchangeable and the signed-rank test keeps its exact level; under a
+    slowdown of both modes by one factor the centred log-ratios keep it (a pair
+    within one mode is unchanged; a pair across the modes loses the modes'
+    distance). Used when both builds' runs are bimodal: a slowdown makes the
+    pooled runs of two unimodal builds look like two modes, not each build's.
+    """
+    mc = cfg['modes']
+    if not mc['enabled']:
+        return None, None
+    kw = {'min_d': float(mc['min_d']), 'min_share': float(mc['min_share'])}
+    per = {side: stats.two_modes(vals, **kw) for side, vals in (('base', lb), ('cand', lc))}
+    out: dict[str, Any] = {side: (t.as_dict() if t else None) for side, t in per.items()}
+    out['bimodal'] = [side for side, t in per.items() if t and t.bimodal]
+    out['same_mode_pairs'] = None
+    if not out['bimodal']:
+        out['note'] = 'one mode' if all(per.values()) else 'too few runs to check for two modes'
+        return out, None
+    which = ' and '.join({'base': 'baseline', 'cand': 'candidate'}[s] for s in out['bimodal'])
+    if len(out['bimodal']) < 2:
+        out['note'] = (f'the {which} runs fall in two modes, the other build\'s do not: '
+                       f'pairs compared as they are')
+        return out, None
+    both = list(lb) + list(lc)
+    cut = stats.two_modes(both, min_d=0.0, min_share=kw['min_share']).cut
+    low = stats.median([x for x in both if x <= cut])
+    high = stats.median([x for x in both if x > cut])
+    centre = lambda x: x - (high if x > cut else low)  # noqa: E731
+    out.update({'cut': cut, 'low_centre': low, 'high_centre': high,
+                'same_mode_pairs': sum((b > cut) == (c > cut) for b, c in zip(lb, lc))})
+    out['note'] = (f'both builds\' runs fall in two modes (x{math.exp(high - low):.2f} apart): '
+                   f'each run measured from its mode\'s centre; {out["same_mode_pairs"]} of '
+                   f'{len(lb)} pairs had both runs in one mode')
+    return out, [centre(c) - centre(b) for b, c in zip(lb, lc)]
 
 
 def pooled_from_history(history: hist_mod.History, key: str,
@@ -494,6 +591,11 @@ def _variance_choice(d: Sequence[float], var_t: float | None,
     return out
 
 
+def _value_ratio(log_perf: float, higher_is_better: bool) -> float:
+    """A log performance ratio as the ratio of the values (candidate/baseline)."""
+    return math.exp(log_perf if higher_is_better else -log_perf)
+
+
 def _fmt_ratio(x: float) -> float | None:
     return None if not math.isfinite(x) else round(x, 6)
 
@@ -501,27 +603,85 @@ def _fmt_ratio(x: float) -> float | None:
 # ------------------------------------------------------------------ decide
 def decide(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
            looks: Sequence[int] | None) -> tuple[str, str]:
-    """Verdict and reason for one judged metric (see the module docstring)."""
+    """Verdict and reason for one judged metric; m = margin, ``q`` its BH-adjusted
+    p-value of a slowdown.
+
+    * FAIL: ``q`` <= the look's level (alpha, or its alpha-spending share at an
+      early look) *and* the one-sided ``margin_confidence`` upper bound of the
+      ratio below 1 - m: significantly slower, and the data make a slowdown
+      within the margin unlikely (margin_confidence 0.5 would be the estimate
+      alone, the rule before issue 19). At an early look the bound's error
+      ``1 - margin_confidence`` is spent like alpha (a higher confidence), so
+      the loop's rate of a FAIL inside the margin stays that of one look;
+    * PASS: the one-sided lower bound of the ratio above 1 - m, at 1 - the look's
+      share of (1 - confidence) / 2 (the lower end of the two-sided
+      ``confidence`` interval at a single or the last look; stricter at an early
+      look, so a loop of looks keeps the error of a wrong PASS);
+    * INCONCLUSIVE otherwise; "significantly slower, not shown beyond the margin"
+      is one (``slower`` in the row), and more pairs decide.
+    """
     margin, alpha = cfg['margin'], cfg['alpha']
     log_floor = math.log(1.0 - margin)
     if comp.n < cfg['min_pairs']:
         return 'INCONCLUSIVE', f'{comp.n} pair(s), fewer than {cfg["min_pairs"]}'
-    if q <= alpha and comp.estimate < log_floor:
-        level = stats.look_level(comp.n, looks, alpha)
-        if q > level:
-            more = 'confirm with more pairs' if comp.n < looks[-1] else 'at the last look'
-            return ('INCONCLUSIVE', f'slowdown suspected (q={q:.2g} > {level:.2g}, the level '
-                    f'of a look at {comp.n} of up to {looks[-1]} pairs): {more}')
-        return 'FAIL', (f'significant slowdown (BH q={q:.2g} <= {level:.2g}) beyond '
-                        f'the {margin:.0%} margin')
-    if comp.lo > log_floor:
-        return 'PASS', f'interval lower bound {math.exp(comp.lo):.3f} > {1 - margin:.2f}'
+    level = stats.look_level(comp.n, looks, alpha)
+    mconf = fail_confidence(comp.n, looks, cfg)
+    upper = comp.upper(mconf)
+    if q <= level and upper < log_floor:
+        return 'FAIL', (f'significant slowdown (BH q={q:.2g} <= {level:.2g}) beyond the '
+                        f'{margin:.0%} margin: the {mconf:.1%} upper bound of the ratio, '
+                        f'{math.exp(upper):.3f}, is below {1 - margin:.2f}')
+    pass_level = stats.look_level(comp.n, looks, (1.0 - cfg['confidence']) / 2.0)
+    lower = comp.lower(1.0 - pass_level)
+    if lower > log_floor:
+        early = '' if not looks or comp.n >= looks[-1] else \
+            f' (the stricter bound of an early look at {comp.n} of up to {looks[-1]} pairs)'
+        return 'PASS', (f'{1 - pass_level:.2%} lower bound of the ratio {math.exp(lower):.3f} '
+                        f'> {1 - margin:.2f}{early}')
+    more = ('more pairs decide' if looks and comp.n < looks[-1] else
+            'undecided at the last look' if looks else 'more pairs decide')
+    if q <= level:
+        return 'INCONCLUSIVE', (f'{SLOWER} (BH q={q:.2g}), not shown beyond the '
+                                f'{margin:.0%} margin (the {mconf:.1%} upper bound '
+                                f'{math.exp(upper):.3f} >= {1 - margin:.2f}): {more}')
     if q <= alpha:
-        return 'INCONCLUSIVE', f'significant slowdown within the {margin:.0%} margin'
-    if comp.lo == -math.inf:
-        return 'INCONCLUSIVE', f'too few pairs ({comp.n}) for a {cfg["confidence"]:.0%} interval'
-    return 'INCONCLUSIVE', (f'interval reaches {math.exp(comp.lo):.3f} < {1 - margin:.2f}: '
-                            f'more pairs needed')
+        return 'INCONCLUSIVE', (f'slowdown suspected (q={q:.2g} > {level:.2g}, the level of a '
+                                f'look at {comp.n} of up to {looks[-1]} pairs): {more}')
+    if lower == -math.inf:
+        return 'INCONCLUSIVE', f'too few pairs ({comp.n}) for a {1 - pass_level:.1%} bound'
+    return 'INCONCLUSIVE', (f'no significant slowdown, but the {1 - pass_level:.2%} lower '
+                            f'bound {math.exp(lower):.3f} < {1 - margin:.2f}: {more}')
+
+
+def fail_confidence(n: int, looks: Sequence[int] | None, cfg: Mapping[str, Any]) -> float:
+    """Confidence of the upper bound a FAIL at ``n`` pairs compares with 1 - margin:
+    ``margin_confidence``, its error spent over the looks like alpha."""
+    return 1.0 - stats.look_level(n, looks, 1.0 - float(cfg['margin_confidence']))
+
+
+#: how :func:`decide` begins the reason of "significantly slower, not shown beyond the margin"
+SLOWER = 'significantly slower'
+
+
+def is_slower(verdict: str, reason: str) -> bool:
+    """Whether an INCONCLUSIVE verdict is a significant slowdown not shown beyond the margin."""
+    return verdict == 'INCONCLUSIVE' and reason.startswith(SLOWER)
+
+
+def pairs_for_pass(sigma: float | None, cfg: Mapping[str, Any], looks: Sequence[int] | None,
+                   rank: bool, power: float = 0.9) -> int | None:
+    """Pairs a PASS would need on ``power`` of nights when nothing changed, at the
+    noise ``sigma`` (SD of the pair log-ratios): the lower bound (level of the
+    last look) clears ln(1 - m) when ``sqrt(n) >= (z_level + z_power) sigma /
+    -ln(1 - m)`` (normal approximation; the signed-rank test needs 1/0.955 times
+    as many pairs, its efficiency relative to the mean under normal noise)."""
+    if sigma is None or not math.isfinite(sigma) or sigma <= 0:
+        return None
+    level = stats.look_level(looks[-1] if looks else 1, looks,
+                             (1.0 - cfg['confidence']) / 2.0)
+    z = stats.norm_ppf(1.0 - level) + stats.norm_ppf(power)
+    n = (z * sigma / -math.log(1.0 - cfg['margin'])) ** 2 / (3.0 / math.pi if rank else 1.0)
+    return max(int(cfg['min_pairs']), math.ceil(n))
 
 
 def decide_all(metrics: Sequence[MetricComparison], cfg: Mapping[str, Any],
@@ -533,9 +693,21 @@ def decide_all(metrics: Sequence[MetricComparison], cfg: Mapping[str, Any],
         for m, q in zip(judged, qs):
             m.row['q'] = q
             m.row['verdict'], m.row['reason'] = decide(m.comp, q, cfg, looks)
+            m.row['slower'] = is_slower(m.row['verdict'], m.row['reason'])
+            m.row['fail_bound'] = _fmt_ratio(_value_ratio(
+                m.comp.upper(fail_confidence(m.comp.n, looks, cfg)), m.row['higher_is_better']))
+            var = m.row.get('variance') or {}
+            sigma = var.get('pooled_sigma') if var.get('source') == 'history' \
+                else var.get('tonight_sigma')
+            m.row['noise_sigma'] = sigma
+            m.row['pairs_for_pass'] = pairs_for_pass(sigma, cfg, looks,
+                                                     m.comp.method != 'pooled-t')
     for m in metrics:
         row = m.row
         row.setdefault('q', None)
+        for k in ('fail_bound', 'noise_sigma', 'pairs_for_pass'):
+            row.setdefault(k, None)
+        row.setdefault('slower', False)
         if 'verdict' not in row:
             if m.role == 'reported':
                 row['verdict'], row['reason'] = None, 'reported, not gated'
@@ -578,8 +750,8 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
         'baseline': baseline, 'candidate': candidate,
         'baseline_commit': base_commit, 'candidate_commit': cand_commit, 'a_a': aa,
         'injected_slowdown': injected_slowdown or None,
-        'config': {k: cfg[k] for k in ('margin', 'alpha', 'confidence', 'min_pairs',
-                                       'hdf5_overhead')} | {'looks': looks},
+        'config': {k: cfg[k] for k in ('margin', 'margin_confidence', 'alpha', 'confidence',
+                                       'min_pairs', 'hdf5_overhead')} | {'looks': looks},
         'metrics': [m.row for m in comparisons], 'counts': tonight.counts,
         'problems': tonight.problems[:50], 'problem_count': len(tonight.problems),
     }
@@ -838,8 +1010,11 @@ def format_text(result: Mapping[str, Any]) -> str:
         ratio = '-' if m['ratio'] is None else f'{m["ratio"]:.3f}'
         lo = '-' if m['ratio_lo'] is None else f'{m["ratio_lo"]:.3f}'
         hi = '-' if m['ratio_hi'] is None else f'{m["ratio_hi"]:.3f}'
+        need = (f'; a PASS would need ~{m["pairs_for_pass"]} pairs at this noise'
+                if m['verdict'] == 'INCONCLUSIVE' and not m.get('slower')
+                and m.get('pairs_for_pass') else '')
         out.append(f'  {m["verdict"]:<12} {m["label"]}: ratio {ratio} [{lo}, {hi}] '
-                   f'n={m["n_pairs"]} {m.get("method") or ""} ({m["reason"]})')
+                   f'n={m["n_pairs"]} {m.get("method") or ""} ({m["reason"]}{need})')
     for c in result['canary']:
         if c['verdict'] == 'WARN':
             out.append(f'  WARN         {c["metric"]}: {c["reason"]}')

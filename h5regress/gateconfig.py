@@ -143,6 +143,10 @@ def _check(cfg: dict[str, Any], path: Path) -> None:
     for key in FRACTION_KEYS:
         if not isinstance(cfg.get(key), (int, float)) or not 0 < cfg[key] < 1:
             raise ConfigError(f'{path}: key {key!r} must be a number in (0, 1)')
+    mc = cfg.get('margin_confidence')
+    if isinstance(mc, bool) or not isinstance(mc, (int, float)) or not 0.5 <= mc < 1:
+        raise ConfigError(f"{path}: key 'margin_confidence' must be a number in [0.5, 1), "
+                          f'got {mc!r}')
     if cfg.get('looks') is not None:
         try:
             cfg['looks'] = looks_arg(cfg['looks'])

@@ -120,7 +120,7 @@ def from_log_ratios(d):
 def test_early_looks_need_strong_evidence():
     cfg = gate.load_config()
     # 8 of 10 pairs slower, T+ = 1 + 2 = 3: exact one-sided p = 5/1024
-    d = [-0.10, -0.11, -0.12, -0.09, -0.13, -0.14, -0.08, -0.15, 0.01, 0.02]
+    d = [-0.12, -0.13, -0.14, -0.11, -0.15, -0.16, -0.10, -0.17, 0.01, 0.02]
     moderate = gate.run_gate(from_log_ratios(d), BASE, CAND, cfg, looks=[10, 15, 20])
     (m,) = gated(moderate)
     assert m['p_worse'] == pytest.approx(5 / 1024)
