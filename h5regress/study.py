@@ -8,7 +8,7 @@ variants (A B, B A, ...), so slow drifts of the machine hit every variant alike.
 
 ``scaling``
     IOR over the partition's node counts and tasks per node: HDF5 collective, HDF5 with
-    the whole block in one write ("big chunk": one segment, transfer = block), HDF5
+    each rank's data in one write ("big chunk": ``ior_check.one_transfer``), HDF5
     independent, MPI-IO collective and POSIX, plus HDF5's multi-file variant (the
     subfiling VFD, through h5bench) where the build has it. The sweep is the
     partition's ``extras['scaling_num_nodes']`` and ``extras['scaling_tasks_per_node']``
@@ -97,13 +97,31 @@ def reframe_command(variant: Variant, build: str, report: Path, args) -> list[st
     return cmd
 
 
+def slug(label: str) -> str:
+    return ''.join(c if c.isalnum() else '-' for c in label)
+
+
+def pair_id(study: str, rep: int, label: str) -> str:
+    """What the records of one execution carry (``pair_id``): the study, the
+    repetition and the variant, which the analysis reads back (:func:`variant_of`)."""
+    return f'{study}-r{rep:02d}-{slug(label)}'
+
+
+def variant_of(record: Record, labels: Iterable[str]) -> tuple[str, str] | None:
+    """(repetition, variant label) of a record made by a study, else None."""
+    for label in labels:
+        tail = '-' + slug(label)
+        if (record.pair_id or '').endswith(tail):
+            return record.pair_id[:-len(tail)], label
+    return None
+
+
 def run_variant(variant: Variant, rep: int, build: str, study: Study, args) -> int:
     """One ReFrame execution of ``variant`` (repetition ``rep``); the number of test
     cases it ran."""
-    slug = ''.join(c if c.isalnum() else '-' for c in variant.label)
-    report = args.out / 'reports' / f'r{rep:02d}-{slug}.json'
+    report = args.out / 'reports' / f'r{rep:02d}-{slug(variant.label)}.json'
     env = {**os.environ, 'H5REGRESS_PERFLOG_DIR': str(args.out / 'perflogs'),
-           'H5REGRESS_PAIR_ID': f'{study.name}-r{rep:02d}'}
+           'H5REGRESS_PAIR_ID': pair_id(study.name, rep, variant.label)}
     env.setdefault('RFM_CONFIG_FILES', str(REPO / 'reframe' / 'config' / 'settings.py'))
     if study.sweep:
         env[SWEEP_ENV] = study.sweep
@@ -205,10 +223,12 @@ def analyse_hdf5_vs_mpiio(records: list[Record], args) -> dict:
     for operation in ('write', 'read'):
         by_pair: dict[str, dict[str, float]] = {}
         for r in records:
-            if r.tool == 'ior' and r.operation == operation and r.metric == 'bw_mean':
-                by_pair.setdefault(r.pair_id or r.run_id, {})[param(r, 'api')] = r.value
-        pairs = [(v['hdf5'], v['mpiio']) for _, v in sorted(by_pair.items())
-                 if 'hdf5' in v and 'mpiio' in v]
+            made = variant_of(r, ('HDF5', 'MPI-IO'))
+            if made and r.tool == 'ior' and r.operation == operation and r.metric == 'bw_mean':
+                rep, label = made
+                by_pair.setdefault(rep, {})[label] = r.value
+        pairs = [(v['HDF5'], v['MPI-IO']) for _, v in sorted(by_pair.items())
+                 if 'HDF5' in v and 'MPI-IO' in v]
         cost = hdf5_cost(pairs)
         rows.append({'operation': operation, 'hdf5_mib_s': [h for h, _ in pairs],
                      'mpiio_mib_s': [m for _, m in pairs],
@@ -219,9 +239,8 @@ def analyse_hdf5_vs_mpiio(records: list[Record], args) -> dict:
 
 # -- scaling ----------------------------------------------------------------------
 
-def scaling_variants(args) -> list[Variant]:
-    big = ('ior_check.segments=1', f'ior_check.transfer_size={args.big_chunk}',
-           f'ior_check.block_size={args.big_chunk}')
+def scaling_variants(args=None) -> list[Variant]:
+    big = ('ior_check.one_transfer=true', 'ior_build_check.one_transfer=true')
     return [Variant('HDF5 collective', ior_row('HDF5-collective-ssf')),
             Variant('HDF5 big chunk', ior_row('HDF5-collective-ssf'), big),
             Variant('HDF5 independent', ior_row('HDF5-independent-ssf')),
@@ -232,39 +251,28 @@ def scaling_variants(args) -> list[Variant]:
                     r'(%|$))')]
 
 
-def scaling_column(r: Record, big_chunk_bytes: int) -> str | None:
-    if r.tool == 'h5bench' and r.operation == 'write' and r.metric == 'observed_rate':
-        return 'HDF5 subfiling (h5bench)'
-    if r.tool != 'ior' or r.operation != 'write' or r.metric != 'bw_mean':
-        return None
-    api = param(r, 'api')
-    if api == 'hdf5' and r.params.get('collective'):
-        one_write = (r.params.get('segments') == 1 and r.params.get('transfer_size') ==
-                     r.params.get('block_size') == big_chunk_bytes)
-        return 'HDF5 big chunk' if one_write else 'HDF5 collective'
-    return {'hdf5': 'HDF5 independent', 'mpiio': 'MPI-IO collective',
-            'posix': 'POSIX'}.get(api)
+#: the figure each scaling column takes from its records
+SCALING_METRIC = {'ior': ('write', 'bw_mean'), 'h5bench': ('write', 'observed_rate')}
 
 
 def analyse_scaling(records: list[Record], args) -> dict:
-    from h5regress.presets import parse_size
-    big = parse_size(args.big_chunk, '--big-chunk')
+    columns = [v.label for v in scaling_variants()]
     cells: dict[tuple[int, int], dict[str, list[float]]] = {}
     for r in records:
-        column = scaling_column(r, big)
-        if column:
+        made = variant_of(r, columns)
+        if made and SCALING_METRIC.get(r.tool) == (r.operation, r.metric):
+            column = made[1]
             key = (int(r.params.get('num_nodes', 1)), int(r.params.get('num_ranks', 1)))
             cells.setdefault(key, {}).setdefault(column, []).append(r.value)
     rows = []
-    for (nodes, ranks), columns in sorted(cells.items()):
+    for (nodes, ranks), values in sorted(cells.items()):
         row = {'num_nodes': nodes, 'tasks_per_node': ranks // max(nodes, 1), 'num_ranks': ranks,
-               'columns': {c: geo_interval(v) for c, v in columns.items()}}
+               'columns': {c: geo_interval(v) for c, v in values.items()}}
         hdf5 = row['columns'].get('HDF5 collective', {}).get('value')
         for ref in ('POSIX', 'MPI-IO collective'):
             base = row['columns'].get(ref, {}).get('value')
             row[f'hdf5_over_{ref}'] = hdf5 / base if hdf5 and base else None
         rows.append(row)
-    columns = [v.label for v in scaling_variants(args)]
     missing = [c for c in columns if not any(c in r['columns'] for r in rows)]
     return {'rows': rows, 'columns': columns, 'unit': 'MiB/s',
             'not_measured': {c: 'no record: the check was skipped (its reason is in '
@@ -453,8 +461,6 @@ def parse(argv: Sequence[str]):
                     help='output directory (default: ./study-out/)')
     ap.add_argument('--pattern', choices=sorted(PATTERNS), default='collective',
                     help='hdf5-vs-mpiio: the IOR rows compared (default: collective)')
-    ap.add_argument('--big-chunk', default='16m',
-                    help='scaling: block = transfer size of the one-write row (default 16m)')
     ap.add_argument('--analyse-only', action='store_true',
                     help='no runs: read the perflogs already under --out')
     ap.add_argument('-S', dest='setvar', action='append', default=[], metavar='VAR=VALUE',

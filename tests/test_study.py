@@ -50,10 +50,10 @@ def test_hdf5_cost_within_beyond_and_undecided():
 def test_hdf5_vs_mpiio_pairs_by_repetition_and_phase():
     records = []
     for i, (h, m) in enumerate(noisy_pairs(0.9, 8)):
-        pair = f'hdf5-vs-mpiio-r{i:02d}'
-        records += [record('ior', 'write', 'bw_mean', h, pair, api='HDF5'),
-                    record('ior', 'write', 'bw_mean', m, pair, api='MPIIO'),
-                    record('ior', 'read', 'bw_mean', 2 * m, pair, api='MPIIO')]
+        hdf5, mpiio = (study.pair_id('hdf5-vs-mpiio', i, v) for v in ('HDF5', 'MPI-IO'))
+        records += [record('ior', 'write', 'bw_mean', h, hdf5, api='HDF5'),
+                    record('ior', 'write', 'bw_mean', m, mpiio, api='MPIIO'),
+                    record('ior', 'read', 'bw_mean', 2 * m, mpiio, api='MPIIO')]
     class Args:
         pattern = 'collective'
     a = study.analyse_hdf5_vs_mpiio(records, Args)
@@ -65,27 +65,20 @@ def test_hdf5_vs_mpiio_pairs_by_repetition_and_phase():
 
 
 def test_scaling_table_columns_and_fractions():
-    class Args:
-        big_chunk = '16m'
-    big = 16 * 2 ** 20
+    def rec(column, value, ranks, tool='ior', operation='write', metric='bw_mean'):
+        return record(tool, operation, metric, value, study.pair_id('scaling', 1, column),
+                      num_nodes=1, num_ranks=ranks)
     records = []
     for ranks, scale in ((1, 1.0), (2, 1.8)):
-        common = dict(num_nodes=1, num_ranks=ranks, block_size=4 * 2 ** 20,
-                      transfer_size=2 ** 20, segments=1)
-        records += [
-            record('ior', 'write', 'bw_mean', 400 * scale, 'r1', api='HDF5', collective=True,
-                   **common),
-            record('ior', 'write', 'bw_mean', 500 * scale, 'r1', api='HDF5', collective=True,
-                   **{**common, 'block_size': big, 'transfer_size': big}),
-            record('ior', 'write', 'bw_mean', 300 * scale, 'r1', api='HDF5', collective=False,
-                   **common),
-            record('ior', 'write', 'bw_mean', 440 * scale, 'r1', api='MPIIO', collective=True,
-                   **common),
-            record('ior', 'write', 'bw_mean', 800 * scale, 'r1', api='POSIX', collective=False,
-                   **common),
-            record('ior', 'read', 'bw_mean', 9999, 'r1', api='POSIX', **common),
-        ]
-    a = study.analyse_scaling(records, Args)
+        records += [rec('HDF5 collective', 400 * scale, ranks),
+                    rec('HDF5 big chunk', 500 * scale, ranks),
+                    rec('HDF5 independent', 300 * scale, ranks),
+                    rec('MPI-IO collective', 440 * scale, ranks),
+                    rec('POSIX', 800 * scale, ranks),
+                    rec('POSIX', 9999, ranks, operation='read'),
+                    rec('HDF5 subfiling (h5bench)', 7777, ranks, tool='h5bench',
+                        metric='raw_rate')]
+    a = study.analyse_scaling(records, None)
     assert [(r['num_ranks'], r['tasks_per_node']) for r in a['rows']] == [(1, 1), (2, 2)]
     cols = a['rows'][1]['columns']
     assert cols['HDF5 collective']['value'] == pytest.approx(720)
@@ -93,9 +86,28 @@ def test_scaling_table_columns_and_fractions():
     assert cols['POSIX']['value'] == pytest.approx(1440)      # reads are not in the table
     assert a['rows'][0]['hdf5_over_POSIX'] == pytest.approx(0.5)
     assert a['rows'][0]['hdf5_over_MPI-IO collective'] == pytest.approx(400 / 440)
+    # h5bench's raw_rate (no flush) is not the figure of its column
     assert 'HDF5 subfiling (h5bench)' in a['not_measured']
     md = '\n'.join(study.md_scaling(a))
     assert 'HDF5 big chunk (MiB/s)' in md and 'not measured' in md
+
+
+def test_one_transfer_folds_the_segments_into_one_write(tmp_path):
+    """ior_check.one_transfer (the big chunk): one segment, block = transfer = the
+    row's block x segments."""
+    from reframe_run import run_reframe
+    out = run_reframe(['-c', 'reframe/checks/ior.py', '-n', r'HDF5-collective-ssf',
+                       '--system', 'local:default', '--dry-run', '-S', 'segments=4',
+                       '-S', 'one_transfer=true'], tmp_path)
+    assert out.returncode == 0, out.stdout[-3000:]
+    scripts = [p.read_text() for p in (tmp_path / 'stage').rglob('rfm_job.sh')]
+    writes = [line for text in scripts for line in text.splitlines() if ' -w ' in line]
+    assert writes, scripts
+    for line in writes:
+        words = line.split()
+        block, transfer = words[words.index('-b') + 1], words[words.index('-t') + 1]
+        assert block == transfer and words[words.index('-s') + 1] == '1', line
+        assert int(block) == 4 * 16 * 2 ** 20, line          # local: 16 MiB blocks
 
 
 def test_pitfall_flags_from_the_recorded_parameters():

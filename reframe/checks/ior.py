@@ -83,6 +83,14 @@ class ior_base(HDF5Benchmark):
     #: :default: ``0``: the preset's (``collective``: the partition's stripe count)
     segments = variable(int, value=0)
 
+    #: Write each rank's whole data in one transfer: one segment whose block and transfer
+    #: are the row's block x segments (the "big chunk" of the DKRZ multifile study;
+    #: ``h5regress study scaling``). Recorded only when set.
+    #:
+    #: :type: bool
+    #: :default: ``False``
+    one_transfer = variable(bool, value=False)
+
     #: Repetitions (IOR ``-i``): of the write phase inside one execution (each writes
     #: the file anew); on one node, of the read phase one execution each, after a cache
     #: drop. Context, not independent samples.
@@ -145,7 +153,7 @@ class ior_base(HDF5Benchmark):
         segments = (extras.get('stripe_count', 1) if preset['segments'] == 'stripe_count'
                     else int(preset['segments']))
         name = type(self).__name__
-        return {
+        params = {
             'api': api, 'preset': preset_name, 'layout': layout,
             'collective': bool(preset['collective']),
             'block_size': (presets.parse_size(self.block_size, f'{name}.block_size')
@@ -159,6 +167,10 @@ class ior_base(HDF5Benchmark):
             'hdf5_alignment': self.hdf5_alignment, 'hdf5_chunk_size': self.hdf5_chunk_size,
             'hdf5_nofill': self.hdf5_nofill,
         }
+        if self.one_transfer:
+            whole = params['block_size'] * params['segments']
+            params.update(block_size=whole, transfer_size=whole, segments=1, one_transfer=True)
+        return params
 
     def row_options(self, p):
         hdf5 = p['api'] == 'HDF5'
