@@ -9,6 +9,8 @@ def test_manifest_layout_is_derived_from_the_declarations():
         'macsio': {'macsio': (('macsio', 'bin/macsio'), None)},
         'h5bench': {'h5bench_write': (('bin/h5bench_write',), None),
                     'h5bench_read': (('bin/h5bench_read',), None),
+                    'h5bench_write_var_normal_dist':
+                        (('bin/h5bench_write_var_normal_dist',), None),
                     'h5bench_exerciser': (('bin/h5bench_exerciser',), 'exerciser'),
                     'h5bench_hdf5_iotest': (('bin/h5bench_hdf5_iotest',), 'metadata')},
         'flash-io': {'flash-io': (('bin/flash-io',), None)},
