@@ -503,11 +503,22 @@ def test_stale_build_stages_of_develop_packages_go_before_install(tmp_path):
     kept = root / "spack-stage-hdf5-1.14.1-someotherhash"
     for d in [*stale, kept]:
         (d / "spack-build").mkdir(parents=True)
+    # Spack's links in the develop trees: one to a stage that goes, one to a
+    # stage that stays, one not Spack's
+    trees = tmp_path / "trees"
+    lock = lock.replace(inst.REPO_PLACEHOLDER, str(trees))
+    tree = trees / "kernels" / json.loads(lock)["concrete_specs"][hashes[0]]["name"]
+    tree.mkdir(parents=True)
+    (tree / f"build-linux-x86_64-{hashes[0][:7]}").symlink_to(stale[0])
+    (tree / "build-linux-x86_64-other").symlink_to(kept)
+    (tree / "notes").symlink_to(tmp_path / "nowhere")
     stub = tmp_path / "spack"
     stub.write_text(f'#!/bin/sh\necho {root}\n')   # `spack ... location --stages`
     stub.chmod(0o755)
     inst.clear_develop_stages(str(stub), [], lock)
     assert not any(d.exists() for d in stale) and kept.exists()
+    # a dangling link stops whatever copies the tree (ReFrame's FLASH-IO fixture)
+    assert sorted(p.name for p in tree.iterdir()) == ["build-linux-x86_64-other", "notes"]
 
 
 def test_develop_builds_of_another_tree_are_rebuilt(tmp_path):
