@@ -313,3 +313,26 @@ def test_distribution_wrappers_are_scipy_stats():
     t, df, p = stats.welch_t([1.0, 2.0, 3.5, 4.0], [3.0, 4.5, 5.0, 6.0, 9.0])
     ref = scipy_stats.ttest_ind([3.0, 4.5, 5.0, 6.0, 9.0], [1.0, 2.0, 3.5, 4.0], equal_var=False)
     assert (t, p) == pytest.approx((ref.statistic, ref.pvalue), rel=1e-12)
+
+
+def test_two_modes_finds_a_split_sample_and_leaves_one_mode_alone():
+    rng = random.Random(4)
+    low = [rng.gauss(math.log(700), 0.05) for _ in range(10)]
+    high = [rng.gauss(math.log(1400), 0.05) for _ in range(10)]
+    t = stats.two_modes(low + high)
+    assert t.bimodal and t.low_n == 10 and t.high_n == 10
+    assert max(low) < t.cut < min(high) and t.d > 6
+    one = stats.two_modes([rng.gauss(0, 0.08) for _ in range(20)])
+    assert not one.bimodal and one.d < 6
+    assert stats.two_modes([1.0, 2.0, 3.0, 4.0, 5.0]) is None          # too few to tell
+    # a single outlier is not a mode: each group needs >= 20 % of the values
+    assert not stats.two_modes([0.0] * 9 + [0.001 * i for i in range(10)] + [1.0]).bimodal
+
+
+def test_one_sided_bounds_of_the_rank_sum_are_its_interval_at_97_5():
+    rng = random.Random(5)
+    base = [rng.gauss(0, 0.1) for _ in range(15)]
+    cand = [rng.gauss(-0.1, 0.1) for _ in range(15)]
+    comp = stats.rank_sum(base, cand)
+    assert comp.upper(0.975) == comp.hi and comp.lower(0.975) == comp.lo
+    assert comp.lower(0.9) > comp.lo and comp.upper(0.9) < comp.hi
