@@ -254,3 +254,32 @@ def test_on_several_nodes_one_execution_reads_another_nodes_data():
     assert {m.operation for m in run.measurements} == {'write', 'read'}
     assert phase.run.provenance['read_page_cache'].startswith("another node's data")
     assert phase.run.provenance[runresults.CACHE_DEFEATED].startswith('fsync')
+
+
+@pytest.mark.slow
+def test_without_a_drop_the_ior_reads_are_labelled_cached(tmp_path):
+    """A partition that does not drop the page cache (``extras.drop_caches`` off, as a
+    site without root sets it): every read repetition is labelled cached, the read
+    phase says so, and the suite's memory warning stays on it; the fsynced writes do
+    not change."""
+    from test_reliability import chained_config
+    env = {'PATH': path_with_tools('ior'),
+           'RFM_CONFIG_FILES': chained_config(tmp_path, drop_caches=False)}
+    out = run_reframe(['-c', 'reframe/checks/ior.py', '-r', '-n',
+                       '^ior_check.*POSIX-independent-ssf', '-S', 'block_size=16m',
+                       '-S', 'transfer_size=1m'], tmp_path, env=env)
+    assert out.returncode == 0, out.stdout + out.stderr
+    records, problems = perflog.read([str(tmp_path / 'perflogs')])
+    assert not problems
+    read = next(r for r in records if r.operation == 'read' and r.metric == 'bw_mean')
+    write = next(r for r in records if r.operation == 'write' and r.metric == 'bw_mean')
+    assert len(read.samples) == 3
+    assert read.provenance['read_page_cache'] == 'kept'
+    assert read.provenance['read_page_cache_repetitions'] == [
+        'kept (extras.drop_caches is off)'] * 3
+    assert runresults.CACHE_DEFEATED not in read.provenance
+    warnings = read.provenance['warnings']
+    assert any(w.startswith('read figures are cached') for w in warnings)
+    assert any('mostly page cache' in w for w in warnings)
+    assert write.provenance[runresults.CACHE_DEFEATED].startswith('fsync')
+    assert not any('mostly page cache' in w for w in write.provenance['warnings'])
