@@ -244,6 +244,7 @@ def test_mdtest_stat_and_read_on_one_node_are_labelled_cached(tmp_path):
                    for w in r.provenance['warnings'])
 
 
+@pytest.mark.shared_fixtures
 def test_on_several_nodes_one_execution_reads_another_nodes_data():
     """Several nodes: write and read in one execution (-C); its records say where the
     reads come from and that the writes were fsynced (a real -w -r JSON summary)."""
