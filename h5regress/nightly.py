@@ -391,13 +391,14 @@ def run_pairs(first: int, last: int, baseline: str, candidate: str, args, env) -
             + (f'; ReFrame reported failed tests for {", ".join(failed)}' if failed else ''))
 
 
-def look_summary(gate_json: Path, pairs: int, every_metric: bool) -> list[str]:
+def look_summary(gate_json: Path, pairs: int, every_metric: bool,
+                 what: str = 'look') -> list[str]:
     """What a look says: each gated metric's ratio and interval against the margin
     (``every_metric``), else the night's verdict and its least favourable metric."""
     try:
         result = json.loads(gate_json.read_text())
     except (OSError, ValueError):
-        return [f'look at {pairs} pairs: the gate wrote no {gate_json.name}']
+        return [f'{what} at {pairs} pairs: the gate wrote no {gate_json.name}']
     floor = 1 - result['config']['margin']
     gated = [m for m in result['metrics'] if m.get('role') == 'gated']
 
@@ -407,7 +408,7 @@ def look_summary(gate_json: Path, pairs: int, every_metric: bool) -> list[str]:
         lo, hi = (f'{m[k]:.3f}' if m.get(k) is not None else '-' for k in ('ratio_lo', 'ratio_hi'))
         return f'{m["label"]}: ratio {m["ratio"]:.3f} [{lo}, {hi}]'
 
-    head = (f'look at {pairs} pairs: {result["overall"]}, '
+    head = (f'{what} at {pairs} pairs: {result["overall"]}, '
             f'{sum(m["verdict"] == "PASS" for m in gated)} of {len(gated)} gated metrics '
             f'PASS (interval above {floor:.2f})')
     if every_metric:
@@ -447,11 +448,13 @@ def gate_once(baseline: str, candidate: str, args, final: bool) -> int:
         cmd += ['--quiet']
     if not _state.quiet:
         log('$ h5regress gate ' + ' '.join(cmd))
-    if final:
+    if final and not args.quiet:
         return gate.main_gate(cmd)
-    with contextlib.redirect_stdout(io.StringIO()):     # the look's summary says it
+    # a look, or the verdict under --quiet: the summary below says it in a line or a few
+    with contextlib.redirect_stdout(io.StringIO()):
         code = gate.main_gate(cmd)
-    for line in look_summary(args.out / 'gate.json', args.pairs_run, not args.quiet):
+    for line in look_summary(args.out / 'gate.json', args.pairs_run, not args.quiet,
+                             'verdict' if final else 'look'):
         log(line)
     return code
 
