@@ -18,6 +18,7 @@ without darshan-runtime), :func:`night_diff` says why there is no diff.
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import re
@@ -142,6 +143,18 @@ def wrapped_manifest(src: Path, dst_dir: Path, libraries: Mapping[str, str]) -> 
     return out
 
 
+def make_log_dirs(logdir: Path) -> None:
+    """The log directory and, for a library built with a log path (Spack's
+    darshan-runtime), the <year>/<month>/<day> directories it writes into (what
+    darshan-mk-log-dirs makes; today's and tomorrow's, unpadded, local time, as
+    darshan-core names them)."""
+    logdir.mkdir(parents=True, exist_ok=True)
+    today = datetime.date.today()
+    for day in (today, today + datetime.timedelta(days=1)):
+        (logdir / str(day.year) / str(day.month) / str(day.day)).mkdir(parents=True,
+                                                                      exist_ok=True)
+
+
 def libraries_for(builds: Sequence[str], manifest_path: Path) -> tuple[dict[str, str], str]:
     """({build: libdarshan.so}, '') or ({}, why there is none)."""
     libs = {}
@@ -189,14 +202,14 @@ def night_diff(result: Mapping[str, Any], manifest_path: Path, out: Path,
         sums = {}
         for side, build in (('baseline', base), ('candidate', cand)):
             logdir = out / build / 'logs'
-            for old in logdir.glob('*.darshan'):
-                old.unlink()
+            shutil.rmtree(logdir, ignore_errors=True)
+            make_log_dirs(logdir)
             try:
                 run_check(build, name_regex(row['test']), f'darshan-m{i}', env)
             except RuntimeError as err:
                 entry['error'] = f'{side} run under Darshan: {err}'
                 break
-            logs = sorted(logdir.glob('*.darshan'))
+            logs = sorted(logdir.rglob('*.darshan'))
             keep = out / f'm{i}' / side
             keep.mkdir(parents=True, exist_ok=True)
             for log in logs:
