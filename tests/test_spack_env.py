@@ -314,7 +314,8 @@ def test_candidate_copy(tmp_path):
     assert builds[0] == definitions(spack_yaml())["hdf5_builds"][0], "baseline untouched"
     assert doc["include"] == [f"{ENV}/sites/${{H5REGRESS_SITE}}"]
     assert doc["repos"] == [str(ENV / "repo")]
-    assert doc["develop"]["flash-io"]["path"] == str((REPO / "kernels/flash-io").resolve())
+    for name in KERNELS:
+        assert doc["develop"][name]["path"] == str((REPO / "kernels" / name).resolve())
     # the label is kept when not given
     assert inst.derive_env(ENV, tmp_path / "b", sha, None) == "1.15.0"
     # the same label as the baseline: two builds would share an id
