@@ -210,3 +210,12 @@ def test_files_on_disk_against_the_summary():
         f'{name}: {listed[name] - 1} B on disk, {listed[name]} B reported']
     del short[name]
     assert h5paths.check_files(run, short) == [f'{name}: reported but not on disk']
+
+
+def test_the_mpiio_twin_never_applies_modify_write_buf_and_is_not_skipped_for_it():
+    def asked(d):
+        d['params'].update(modify_write_buf=True, modify_write_buf_applied=False)
+    files = edited('compound-same-mpiio-ok', asked)
+    assert h5paths.unavailable(files) is None
+    run, = h5paths.parse(files)
+    assert not run.warnings

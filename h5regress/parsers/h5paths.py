@@ -63,7 +63,7 @@ PHASES: dict[str, tuple[str, ...]] = {
 #: the record parameters, as the kernel's JSON ``params`` names them
 PARAMS = ('path', 'api', 'transfer', 'layout', 'chunk_elements', 'modify_write_buf',
           'modify_write_buf_applied', 'coll_metadata', 'libver', 'elements', 'objects',
-          'efc_size', 'iterations', 'record_bytes_file', 'record_bytes_memory')
+          'efc_size', 'iterations', 'record_bytes_file', 'record_bytes_memory', 'read_cache')
 
 _HDF5_ERROR = re.compile(r'HDF5-DIAG: Error detected|^\s*#\d{3}: .* line \d+ in ')
 _KERNEL_ERROR = re.compile(r'^h5paths: (ERROR|FAILED)\b')
@@ -115,8 +115,8 @@ def unavailable(files: Mapping[str, str]) -> str | None:
             except json.JSONDecodeError:
                 continue
             opts = d.get('params') if isinstance(d, dict) and d.get('tool') == TOOL else None
-            if isinstance(opts, dict) and opts.get('modify_write_buf') and \
-                    opts.get('modify_write_buf_applied') is False:
+            if isinstance(opts, dict) and opts.get('api') == 'hdf5' and \
+                    opts.get('modify_write_buf') and opts.get('modify_write_buf_applied') is False:
                 return (f'h5paths: --modify-write-buf not applied: HDF5 '
                         f'{d.get("hdf5_version")} has no H5Pset_modify_write_buf')
     return None
@@ -225,7 +225,8 @@ def _from_json(path: str, d: dict[str, Any]) -> ParsedRun:
             warnings.append(f'collective transfers asked, HDF5 did independent I/O in '
                             f'{", ".join(fallen)} (H5Pget_mpio_no_collective_cause: '
                             f'{", ".join(str(causes.get(p)) for p in fallen)})')
-    if params.get('modify_write_buf') and not params.get('modify_write_buf_applied'):
+    if params.get('api') == 'hdf5' and params.get('modify_write_buf') and \
+            not params.get('modify_write_buf_applied'):
         warnings.append('--modify-write-buf asked, not applied: this HDF5 has no '
                         'H5Pset_modify_write_buf')
     return ParsedRun(TOOL, params, prov, measurements, warnings=warnings)
