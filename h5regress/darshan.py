@@ -162,9 +162,9 @@ def libraries_for(builds: Sequence[str], manifest_path: Path) -> tuple[dict[str,
         try:
             lib = manifest.darshan_library(build, manifest_path)
         except manifest.ManifestError as err:
-            return {}, f'no Darshan: {err}'
+            return {}, str(err)
         if not lib:
-            return {}, (f'no Darshan: the manifest {manifest_path} has no darshan-runtime '
+            return {}, (f'the manifest {manifest_path} has no darshan-runtime '
                         f'for build {build} (the Spack environment builds it; stand-in and '
                         f'embedded builds have none)')
         libs[build] = lib
