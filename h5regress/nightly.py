@@ -540,10 +540,11 @@ def parse_args(argv):
 
 
 def new_attempt(night: str) -> str:
-    """An id no other attempt has: the night, the UTC time, this process, a nonce."""
+    """An id no other attempt has: the night, the UTC time, this process, a nonce (48
+    bits: 20 attempts in one second of one process collided 1 time in ~300 with 16)."""
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime('%Y%m%dT%H%M%SZ')
     return (f'{re.sub(r"[^A-Za-z0-9._-]+", "_", night)}.{stamp}.{os.getpid()}.'
-            f'{secrets.token_hex(2)}')
+            f'{secrets.token_hex(6)}')
 
 
 def attempt_perflogs(args) -> Path:
