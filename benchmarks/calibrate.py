@@ -309,9 +309,10 @@ def residuals_from(path: str) -> list[float]:
 
 # ------------------------------------------------------------------ sections
 def section_single(models, pairs, reps, slowdowns, rng) -> None:
-    print('\n== 1. One gated metric, fixed pairs (FAIL: q <= %.2g and ratio < %.2f; '
-          'PASS: 95%% CI lower bound > %.2f)' % (CFG['alpha'], 1 - CFG['margin'],
-                                                1 - CFG['margin']))
+    print('\n== 1. One gated metric, fixed pairs (FAIL: q <= %.2g and the %.0f%% upper bound '
+          '< %.2f; PASS: 95%% CI lower bound > %.2f)' % (
+              CFG['alpha'], 100 * CFG['margin_confidence'], 1 - CFG['margin'],
+              1 - CFG['margin']))
     head = (f'{"noise":<22}{"pairs":>6}{"false alarm":>13}{"PASS@1.0":>10}'
             + ''.join(f'{"det " + format(s, ".0%"):>9}' for s in slowdowns)
             + f'{"80% power at":>14}')
