@@ -3,7 +3,7 @@ nightly ratio takes to be flagged, and how many change points a metric's year of
 nights raises. Prints both; asserts nothing (speed and power goals are printed, never
 timed in tests).
 
-    pip install apache-otava            # not a dependency of h5regress (see the note)
+    (ci/setup installs Apache Otava: pip install --no-deps apache-otava)
     .venv/bin/python benchmarks/creep.py [--sd 0.03] [--creep 0.01] [--trials 200]
 
 Model: one gated metric's nightly log-ratio (candidate/baseline, Hodges-Lehmann over
@@ -36,10 +36,13 @@ def series(nights: int, sd: float, creep: float, start: int | None, rng) -> list
     return out
 
 
-def change_points(values, window: int, pvalue: float) -> list[int]:
-    from otava.analysis import compute_change_points
-    found, _ = compute_change_points(values, window_len=window, max_pvalue=pvalue)
-    return [cp.index for cp in found]
+def change_points(values, window: int, pvalue: float, min_side: int = 2) -> list[int]:
+    """The change points the gate reports: :func:`h5regress.creep.change_points` (what
+    ``h5regress gate`` calls), each with ``min_side`` nights after it (``ci/gate.yaml``'s
+    ``change_points.min_side``)."""
+    from h5regress import creep
+    return [cp.index for cp in creep.change_points(values, window, pvalue)
+            if len(values) - cp.index >= min_side]
 
 
 def nights_to_flag(args, rng) -> int | None:
@@ -65,7 +68,7 @@ def main() -> None:
     try:
         import otava.analysis  # noqa: F401
     except ImportError:
-        raise SystemExit('benchmarks/creep.py needs Apache Otava: pip install apache-otava')
+        raise SystemExit('benchmarks/creep.py needs Apache Otava: ci/setup installs it')
     rng = random.Random(args.seed)
     t0 = time.monotonic()
     delays = [nights_to_flag(args, rng) for _ in range(args.trials)]

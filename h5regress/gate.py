@@ -89,7 +89,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from h5regress import atomic
+from h5regress import atomic, creep
 from h5regress import history as hist_mod
 from h5regress import perflog
 from h5regress import refs as refs_mod
@@ -923,12 +923,17 @@ def _change_points(metrics: list[dict], history: hist_mod.History, cfg: Mapping[
             commits.append(result['candidate_commit'])
         if len(series) < 2 * cc['min_side']:
             continue
-        cps = stats.change_points(series, cc['window'], cc['alpha'], min_shift, cc['min_side'])
-        base_ok = all(b is not None for b in base)
-        base_cps = (stats.change_points(base, cc['window'], cc['alpha'], min_shift,
-                                        cc['min_side']) if base_ok and cps else [])
+        try:
+            cps = creep.change_points(series, cc['window'], cc['alpha'], min_shift)
+            base_ok = all(b is not None for b in base)
+            base_cps = (creep.change_points(base, cc['window'], cc['alpha'], min_shift)
+                        if base_ok and cps else [])
+        except creep.CreepUnavailable as err:
+            print(f'h5regress gate: no change points of the history: {err}', file=sys.stderr)
+            return out
         for cp in cps:
-            if cp.index < len(series) - cc['lookback']:
+            if cp.index < max(cc['min_side'], len(series) - cc['lookback']) \
+                    or len(series) - cp.index < cc['min_side']:
                 continue
             platform = any(abs(b.index - cp.index) <= 2 and (b.shift > 0) == (cp.shift > 0)
                            for b in base_cps)

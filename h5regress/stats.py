@@ -28,9 +28,8 @@ candidate is better" and ``exp(d)`` is the *performance ratio*.
   approximation with tie correction).
 * **Benjamini-Hochberg** (:func:`benjamini_hochberg`): step-up adjusted
   p-values across the night's gated metrics.
-* **Welch t-test** (:func:`welch_t`), and its statistic in the windowed
-  change-point detector (:func:`change_points`) that watches the nightly
-  history of main.
+* **Welch t-test** (:func:`welch_t`). The change points of the nightly history
+  are Apache Otava's (:mod:`h5regress.creep`).
 
 Where the numbers come from
 ---------------------------
@@ -390,66 +389,6 @@ def welch_t(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float
         return math.copysign(math.inf, diff), float(na + nb - 2), 0.0
     res = _sps().ttest_ind(b, a, equal_var=False)
     return float(res.statistic), float(res.df), float(res.pvalue)
-
-
-# --------------------------------------------------------------- change points
-@dataclasses.dataclass
-class ChangePoint:
-    index: int          # first point of the new regime
-    shift: float        # mean(after) - mean(before), in the series' units
-    p: float
-    t: float
-
-
-def change_points(series: Sequence[float], window: int = 10, alpha: float = 0.001,
-                  min_shift: float = 0.0, min_side: int = 4) -> list[ChangePoint]:
-    """Windowed Welch t-test change points of a series (e.g. log nightly medians).
-
-    For each split k, compares the ``window`` points before k with up to
-    ``window`` points from k on (at least ``min_side`` each side, so a step
-    shows once ``min_side`` nights confirm it). A split counts when p <
-    ``alpha`` and |shift| >= ``min_shift``; of significant splits closer than
-    ``window`` only the most significant is kept.
-    """
-    n = len(series)
-    found: list[ChangePoint] = []
-    # prefix sums: every window's mean and variance in O(1)
-    s1, s2 = [0.0], [0.0]
-    for x in series:
-        s1.append(s1[-1] + x)
-        s2.append(s2[-1] + x * x)
-
-    def moments(i: int, j: int) -> tuple[float, float, int]:
-        cnt = j - i
-        m = (s1[j] - s1[i]) / cnt
-        var = max(0.0, (s2[j] - s2[i] - cnt * m * m) / (cnt - 1))
-        return m, var, cnt
-
-    for k in range(min_side, n - min_side + 1):
-        ma, va, na = moments(max(0, k - window), k)
-        mb, vb, nb = moments(k, min(n, k + window))
-        shift = mb - ma
-        if abs(shift) < min_shift or shift == 0.0:
-            continue
-        se2 = va / na + vb / nb
-        if se2 <= 1e-300:
-            found.append(ChangePoint(k, shift, 0.0, math.copysign(math.inf, shift)))
-            continue
-        t = shift / math.sqrt(se2)
-        if abs(t) < 3.0 and alpha <= 0.0027:   # p < 0.0027 needs |t| > 3 at any df
-            continue
-        df = se2 ** 2 / ((va / na) ** 2 / (na - 1) + (vb / nb) ** 2 / (nb - 1) or 1e-300)
-        p = t_two_sided_p(t, df)
-        if p < alpha:
-            found.append(ChangePoint(k, shift, p, t))
-    kept: list[ChangePoint] = []
-    for cp in found:
-        if kept and cp.index - kept[-1].index < window:
-            if (cp.p, -abs(cp.t)) < (kept[-1].p, -abs(kept[-1].t)):
-                kept[-1] = cp
-            continue
-        kept.append(cp)
-    return kept
 
 
 # ------------------------------------------------------- variance from history

@@ -220,6 +220,27 @@ def test_change_point_reported_with_commit_range(tmp_path):
     assert cps[0]['ratio'] == pytest.approx(0.85, abs=0.04)
 
 
+def test_creep_no_night_fails_is_reported_as_a_change_point(tmp_path):
+    """1 %/night from night 31 on: each night is within the margin of the last (no
+    FAIL for it), but the history view names the drift (Otava, h5regress.creep)."""
+    flagged = None
+    for k in range(1, 46):
+        night = f'2025-{1 + (k - 1) // 28:02d}-{1 + (k - 1) % 28:02d}'
+        ratio = 1.0 if k <= 30 else 0.99 ** (k - 30)
+        recs = paired(20, 1.0, cv=0.03, seed=k, night=night, commit=f'c{k}')
+        for r in recs:           # the candidate's level creeps; the baseline stays
+            if r.hdf5_build == CAND:
+                r.value *= ratio
+        res = run(recs, history=history.load(tmp_path))
+        history.write_night(tmp_path, *gate.history_lines(res))
+        worse = [c for c in res['change_points'] if c['direction'] == 'worse']
+        if worse and flagged is None:
+            flagged = k
+            assert int(worse[0]['to_commit'][1:]) > 30, worse
+    # within 7 nights of creep (the windowed Welch test of before took 8 here)
+    assert flagged is not None and flagged <= 30 + 7, flagged
+
+
 def test_false_alarms_counted_on_a_a_nights(tmp_path):
     recs = paired(20, 0.7, commit='same')
     res = run(recs)

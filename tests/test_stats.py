@@ -134,21 +134,6 @@ def test_percentile_linear_interpolation():
     assert stats.percentile([7], 95) == 7
 
 
-def test_change_point_found_at_the_step():
-    rng = random.Random(2)
-    series = [rng.gauss(0, 0.02) for _ in range(40)] + [rng.gauss(-0.1, 0.02) for _ in range(20)]
-    cps = stats.change_points(series, window=10, alpha=0.001, min_shift=0.05)
-    assert len(cps) == 1
-    assert abs(cps[0].index - 40) <= 1
-    assert cps[0].shift < -0.05
-
-
-def test_no_change_point_in_noise():
-    rng = random.Random(4)
-    series = [rng.gauss(0, 0.02) for _ in range(200)]
-    assert stats.change_points(series, window=10, alpha=0.001, min_shift=0.05) == []
-
-
 # ------------------------------------------------------- variance from history
 @pytest.mark.parametrize('p,df,expected', [(0.99, 19, 2.539), (0.975, 10, 2.228),
                                            (0.95, 5, 2.015), (0.99, 120, 2.358)])
