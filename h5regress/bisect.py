@@ -472,8 +472,10 @@ def bisect(repo: Path, good: str, bad: str, builder: Builder, runs: Runs, work: 
     log(f'{len(commits)} first-parent commit(s) after {good[:12]} up to {bad[:12]}')
     good_build = get_build(state, builder, good)
     if good_build is None:
+        failed = state.data['builds'].pop(good)    # a rerun tries the baseline again
+        state.save()
         raise BisectError(f'the good commit {good} cannot be built '
-                          f'({state.data["builds"][good]["error"]}): no baseline')
+                          f'({failed["error"]}): no baseline')
     while True:
         verdicts = {index[sha]: s['verdict'] for sha, s in state.data['steps'].items()}
         i = next_index(len(commits), verdicts)
