@@ -219,3 +219,14 @@ def test_the_mpiio_twin_never_applies_modify_write_buf_and_is_not_skipped_for_it
     assert h5paths.unavailable(files) is None
     run, = h5paths.parse(files)
     assert not run.warnings
+
+
+def test_warm_reads_are_labelled_as_such():
+    def warm(d):
+        d['params']['read_cache'] = 'keep'
+        d['read_cache'] = 'not-evicted: --read-cache keep'
+    run, = h5paths.parse(edited('convert-endian-ok', warm))
+    assert run.params['read_cache'] == 'keep'
+    assert [w for w in run.warnings if 'cache' in w] == [
+        'warm reads by design (--read-cache keep): the read figures come from the page cache '
+        'and time the CPU side of the path']

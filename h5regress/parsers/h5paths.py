@@ -216,7 +216,11 @@ def _from_json(path: str, d: dict[str, Any]) -> ParsedRun:
     if causes:
         prov['mpio_no_collective_cause'] = causes
     warnings = list(d.get('warnings') or [])
-    if d.get('read_cache') != 'evicted' and any(p.startswith(('read', 'open')) for p in phases):
+    if opts.get('read_cache') == 'keep':
+        warnings.append('warm reads by design (--read-cache keep): the read figures come '
+                        'from the page cache and time the CPU side of the path')
+    elif d.get('read_cache') != 'evicted' and \
+            any(p.startswith(('read', 'open')) for p in phases):
         warnings.append(f'read figures may come from the page cache: the kernel says '
                         f'read_cache {d.get("read_cache")!r}')
     if params.get('transfer') == 'collective':

@@ -32,15 +32,17 @@ SUMMARY = 'h5paths.json'
 
 
 def row_name(row):
-    """``compound-subset-hdf5-collective-contiguous`` (+ ``-mwb``, ``-cmd``, ``-<libver>``
-    where the row sets them): the reference files' ``case``."""
-    path, api, transfer, layout, modify_write_buf, coll_metadata, libver = row
+    """``compound-subset-hdf5-collective-contiguous-earliest`` (+ ``-mwb``, ``-cmd`` where the
+    row sets them, ``-warm`` for warm reads): the reference files' ``case``."""
+    path, api, transfer, layout, modify_write_buf, coll_metadata, libver, read_cache = row
     return '-'.join([path, api, transfer, layout] + (['mwb'] if modify_write_buf else []) +
-                    (['cmd'] if coll_metadata else []) + [libver])
+                    (['cmd'] if coll_metadata else []) + [libver] +
+                    (['warm'] if read_cache == 'keep' else []))
 
 
 def rows():
-    """The table: (path, api, transfer, layout, modify_write_buf, coll_metadata, libver)."""
+    """The table: (path, api, transfer, layout, modify_write_buf, coll_metadata, libver,
+    read_cache)."""
     base = 'earliest'
     compound = ('compound-same', 'compound-subset', 'compound-superset', 'compound-reorder')
     convert = ('convert-none', 'convert-float-double', 'convert-endian')
@@ -67,6 +69,12 @@ def rows():
               ('multi-dataset', 'hdf5', 'collective', 'contiguous', False, False, base)]
     # MPI-IO twins of the collective contiguous data rows (the canaries)
     table += [(p, 'mpiio', 'collective', 'contiguous', False, False, base)
+              for p in compound + convert]
+    table = [row + ('evict',) for row in table]
+    # warm reads (--read-cache keep): the conversion is most of the read's time; cold reads
+    # bury a conversion regression in the disk (kernels/h5paths/README.md: 1.15.0 b382a8ef
+    # read compound subsets 1.78x slower warm, not visibly cold)
+    table += [(p, 'hdf5', 'collective', 'contiguous', False, False, base, 'keep')
               for p in compound + convert]
     return table
 
@@ -97,7 +105,7 @@ OBJECT_PATHS = ('many-datasets', 'attributes', 'open-close', 'efc')
 def row_params(row, *, size_factor=1.0, chunk_elements, iterations):
     """The recorded parameters of a row, defaults included (shared with
     ``benchmarks/h5paths_noise.py``, which runs the rows without ReFrame)."""
-    path, api, transfer, layout, modify_write_buf, coll_metadata, libver = row
+    path, api, transfer, layout, modify_write_buf, coll_metadata, libver, read_cache = row
     size = dict(SIZES[path])
     work = 'objects' if path in OBJECT_PATHS else 'elements'
     size[work] = max(1, round(size[work] * size_factor))
@@ -105,7 +113,7 @@ def row_params(row, *, size_factor=1.0, chunk_elements, iterations):
             'chunk_elements': chunk_elements if layout == 'chunked' else 0,
             'modify_write_buf': modify_write_buf, 'coll_metadata': coll_metadata,
             'libver': libver, 'elements': size['elements'], 'objects': size['objects'],
-            'size_factor': size_factor, 'iterations': iterations}
+            'size_factor': size_factor, 'iterations': iterations, 'read_cache': read_cache}
 
 
 def row_options(p):
@@ -116,7 +124,9 @@ def row_options(p):
             (['--modify-write-buf'] if p['modify_write_buf'] else []) +
             (['--coll-metadata'] if p['coll_metadata'] else []) +
             ['--libver', p['libver'], '--elements', str(p['elements']),
-             '--objects', str(p['objects']), '--iterations', str(p['iterations'])])
+             '--objects', str(p['objects']), '--iterations', str(p['iterations'])] +
+            # only when not the kernel's default: a kernel from before the option still runs
+            (['--read-cache', p['read_cache']] if p['read_cache'] != 'evict' else []))
 
 
 class build_h5paths(rfm.CompileOnlyRegressionTest):
@@ -146,10 +156,11 @@ class build_h5paths(rfm.CompileOnlyRegressionTest):
 
 
 class h5paths_base(HDF5Benchmark):
-    #: (path, api, transfer, layout, modify_write_buf, coll_metadata, libver): the code
-    #: path, HDF5 or its MPI-IO twin, collective or independent transfers, contiguous
-    #: or chunked datasets, ``H5Pset_modify_write_buf``, collective metadata I/O,
-    #: the low bound of ``H5Pset_libver_bounds``.
+    #: (path, api, transfer, layout, modify_write_buf, coll_metadata, libver, read_cache):
+    #: the code path, HDF5 or its MPI-IO twin, collective or independent transfers,
+    #: contiguous or chunked datasets, ``H5Pset_modify_write_buf``, collective metadata
+    #: I/O, the low bound of ``H5Pset_libver_bounds``, cold (``evict``) or warm (``keep``)
+    #: reads.
     benchmark = parameter(rows(), fmt=row_name, loggable=True)
 
     #: Work of every row relative to :data:`SIZES`: the records per rank of the data
