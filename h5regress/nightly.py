@@ -81,8 +81,15 @@ KERNEL = REPO / 'kernels' / 'flash-io'
 SHIM = REPO / 'benchmarks' / 'delay_shim.c'
 STANDIN_A, STANDIN_B = 'standin-a', 'standin-b'
 
-#: checks of a night: HDF5 against MPI-IO through the same pattern (the canary)
-DEFAULT_CHECKS = r'^(ior_check|flashio_check)'
+#: the h5paths rows of a night: the HDF5 code paths where real regressions were
+#: (compound and atomic type conversion, read warm so the conversion is not buried
+#: under the disk; metadata: many datasets, attributes, open/close); the other rows
+#: are there for a site's --checks (a night of all 44 rows x 20 pairs takes hours)
+NIGHT_H5PATHS = (r'h5paths_check(?=.*%benchmark=([^%]*-warm|(many-datasets|attributes|'
+                 r'open-close)-hdf5-collective-contiguous-earliest)(%|$))')
+#: checks of a night: HDF5 against MPI-IO through the same pattern (the canary), and
+#: the HDF5 code paths
+DEFAULT_CHECKS = rf'^(ior_check|flashio_check|{NIGHT_H5PATHS})'
 #: stand-in builds always have the FLASH-IO kernel (IOR only when it is on PATH)
 STANDIN_CHECKS = r'^flashio_check'
 
