@@ -167,7 +167,9 @@ def test_bisect_through_the_nightly_finds_a_real_slowdown(tmp_path):
     cmd = [sys.executable, '-m', 'h5regress.bisect', '--good', shas[0], '--bad', shas[-1],
            '--repo', str(tmp_path / 'repo'), '--builder', 'stand-in',
            '--checks', '^flashio_check.*-collective', '--pairs', '8', '--max-pairs', '8',
-           '--nightly-arg=-Sflashio_check.iterations=2', '--work', str(tmp_path / 'work'),
+           '--nightly-arg=-Sflashio_check.iterations=2',
+           # FLASH's own 80 blocks per rank: a tenfold slowdown needs no large checkpoint
+           '--nightly-arg=-Sflashio_check.blocks_per_rank=80', '--work', str(tmp_path / 'work'),
            '--json', str(tmp_path / 'result.json')]
     out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -190,7 +192,8 @@ def test_a_failing_stand_in_night_bisects_and_reports(tmp_path):
     out = tmp_path / 'out'
     cmd = [sys.executable, '-m', 'h5regress.nightly', '--stand-in', '--inject-slowdown', '9',
            '--pairs', '8', '--max-pairs', '8', '--checks', '^flashio_check.*-collective',
-           '-S', 'flashio_check.iterations=2', '--out', str(out), '--quiet',
+           '-S', 'flashio_check.iterations=2', '-S', 'flashio_check.blocks_per_rank=80',
+           '--out', str(out), '--quiet',
            '--bisect', '--bisect-repo', str(tmp_path / 'repo'), '--bisect-good', shas[0],
            '--bisect-bad', shas[1]]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800)
