@@ -220,7 +220,8 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
         build = self.hdf5_build_id()
         try:
             self.resolved_tool = tools.find(
-                self.binary or self.tool, tools.PATH_BUILD if build == 'none' else build)
+                self.binary or self.tool, tools.PATH_BUILD if build == 'none' else build,
+                any_build=build == 'none')
         except tools.ToolNotFound as err:
             if os.environ.get(REQUIRE_TOOLS_ENV):
                 raise ReframeError(f'{err} ({REQUIRE_TOOLS_ENV} is set: a missing '

@@ -54,8 +54,12 @@ def builds() -> list[str]:
     return sorted(found) if found else [PATH_BUILD]
 
 
-def find(name: str, build: str = PATH_BUILD) -> Tool:
+def find(name: str, build: str = PATH_BUILD, any_build: bool = False) -> Tool:
     """The tool ``name`` of HDF5 build ``build``.
+
+    ``any_build``: the tool does not depend on the HDF5 build (mdtest comes with IOR),
+    so from ``PATH`` failing that any build's copy will do. Never for an HDF5 tool: a
+    record labelled ``path`` must not come from a build of the manifest.
 
     Raises :class:`ToolNotFound` naming the tool, the build and how to get it.
     """
@@ -74,9 +78,9 @@ def find(name: str, build: str = PATH_BUILD) -> Tool:
     path = shutil.which(name, path=os.environ.get('PATH'))
     if path is not None:
         return Tool(name, path, PATH_BUILD, 'PATH')
-    # a tool that does not depend on the HDF5 build (mdtest comes with IOR) may still
-    # be in the Spack environment: any build's copy will do
-    for build_id, b in sorted((_manifest_builds() or {}).items()):
+    # a tool that does not depend on the HDF5 build may still be in the Spack
+    # environment: any build's copy will do
+    for build_id, b in sorted(((_manifest_builds() or {}) if any_build else {}).items()):
         if name in b.tools:
             return Tool(name, b.tools[name], build_id, 'spack-manifest', b.hdf5_commit,
                         b.hdf5_version, b.spec_hash)

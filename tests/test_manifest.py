@@ -421,6 +421,19 @@ def test_checks_take_the_builds_from_the_manifest(env, monkeypatch):
         tools.find("ior", "hdf5-9.9.9")
 
 
+def test_an_hdf5_tool_of_the_path_build_never_comes_from_a_manifest_build(env, monkeypatch):
+    """A check of build ``path`` (no manifest when the checks loaded, one when the tool
+    was looked up) must not run a build's binary under the label ``path``; a tool
+    that does not depend on HDF5 (mdtest) may take any build's copy."""
+    from h5regress import tools
+
+    monkeypatch.setenv(mf.ENV_VAR, str(_written(env)))
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(tools.ToolNotFound):
+        tools.find("ior", tools.PATH_BUILD)
+    assert tools.find("ior", tools.PATH_BUILD, any_build=True).build in (BASELINE, CANDIDATE)
+
+
 def test_without_a_manifest_the_checks_use_path(monkeypatch, tmp_path):
     from h5regress import tools
 
