@@ -70,8 +70,8 @@ unreadable input, nothing to gate). argparse's own exit code 2 is replaced
 by 4 so that a usage error never reads as INCONCLUSIVE.
 
 Also: reference envelopes applied to the candidate (reported, not gating),
-change points in the history of main (windowed Welch t-test on nightly log
-medians, with the commit range), the false-alarm rate per metric and per
+change points in the history of main (Apache Otava on nightly log medians,
+:mod:`h5regress.creep`, with the commit range), the false-alarm rate per metric and per
 night where the true ratio is known, and malformed records skipped and counted.
 """
 

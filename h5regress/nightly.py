@@ -494,7 +494,8 @@ def parse_args(argv):
     ap.add_argument('--no-install', action='store_true',
                     help='use the existing manifest (spack-env/manifest.json)')
     ap.add_argument('--checks', help='ReFrame name regex of the checks to pair (default '
-                    f'{DEFAULT_CHECKS}; {STANDIN_CHECKS} with --stand-in)')
+                    # argparse %-formats help: the regexes hold '%benchmark='
+                    f'{DEFAULT_CHECKS}; {STANDIN_CHECKS} with --stand-in)'.replace('%', '%%'))
     ap.add_argument('--pairs', type=int, default=10, help='pairs before the first look (10)')
     ap.add_argument('--more-pairs', type=int, default=5,
                     help='pairs added while INCONCLUSIVE (5)')

@@ -145,7 +145,8 @@ def _tables(result: Mapping[str, Any]) -> list[tuple[str, Sequence[str], list[li
            for c in result['change_points']]
     out.append(('Change points in the history of main',
                 ('metric', 'nights', 'commit range', 'step', 'direction', 'cause', 'p'), cps,
-                'Windowed Welch t-test on nightly log medians of the candidate.'))
+                'Apache Otava (E-divisive means, t-test per split) on the nightly log '
+                'medians of the candidate: steps and slow creep alike.'))
     ctrl = [_verdict_cells(m, degraded) for m in _rows(result, 'canary') + _rows(result, 'control')]
     out.append(('Controls (true ratio 1: HDF5 not involved)', VERDICT_COLUMNS, ctrl,
                 'Judged like gated metrics only to measure false alarms; never gate the night.'))

@@ -184,3 +184,11 @@ def test_quiet_night_prints_at_most_three_lines_per_pair(tmp_path, monkeypatch, 
     assert not any(line.startswith('overall: ') for line in lines)
     assert re.search(r'lowest .*: ratio \d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]', looks[0])
     assert not any(' $ ' in line for line in lines), 'command lines under --quiet'
+
+
+def test_help_prints_the_default_checks():
+    """argparse %-formats help texts; the default checks' regexes hold '%benchmark='."""
+    out = subprocess.run([sys.executable, '-m', 'h5regress.nightly', '--help'], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert 'h5paths_check' in out.stdout
