@@ -304,9 +304,12 @@ def test_macsio_runs_on_local(tmp_path):
     tests = by_test(perf_lines(tmp_path, 'macsio_check'))
     assert set(tests) == {'miftmpl-MIF', 'hdf5-MIF', 'hdf5-SIF-collective'}
     for bench, perf in tests.items():
-        assert set(perf) == {'write_bw', 'write_bw_dump_min', 'write_bw_dump_max'}
+        assert set(perf) == {'write_bw', 'write_bw_dump_min', 'write_bw_dump_max',
+                             'flush_time', 'write_bw_flushed'}
         bw = float(perf['write_bw']['perf_value'])
         assert 0 < bw < 1e6
+        # MACSio's bytes over its time plus the timed flush of its files after it
+        assert 0 < float(perf['write_bw_flushed']['perf_value']) <= bw
         assert float(perf['write_bw_dump_min']['perf_value']) <= \
             float(perf['write_bw_dump_max']['perf_value'])
         ctx = perf['write_bw']['context']
