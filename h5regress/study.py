@@ -79,6 +79,11 @@ class Study:
 
 # -- running ----------------------------------------------------------------------
 
+#: a study's IOR execution is one sample: no repetitions inside it (on one node each
+#: repetition's read is an execution of its own after a cache drop)
+ONCE = ('ior_check.repetitions=1', 'ior_build_check.repetitions=1')
+
+
 def ior_row(row: str) -> str:
     return rf'^ior_(build_)?check(?=.*%benchmark={row}(%|$))'
 
@@ -184,9 +189,7 @@ PATTERNS = {'collective': ('HDF5-collective-ssf', 'MPIIO-collective-ssf'),
 
 def hdf5_vs_mpiio_variants(args) -> list[Variant]:
     hdf5, mpiio = PATTERNS[args.pattern]
-    # each execution is one sample: no repetitions inside it
-    once = ('ior_check.repetitions=1', 'ior_build_check.repetitions=1')
-    return [Variant('MPI-IO', ior_row(mpiio), once), Variant('HDF5', ior_row(hdf5), once)]
+    return [Variant('MPI-IO', ior_row(mpiio), ONCE), Variant('HDF5', ior_row(hdf5), ONCE)]
 
 
 def hdf5_cost(pairs: Sequence[tuple[float, float]], allowance: float = HDF5_ALLOWANCE) -> dict:
@@ -240,12 +243,12 @@ def analyse_hdf5_vs_mpiio(records: list[Record], args) -> dict:
 # -- scaling ----------------------------------------------------------------------
 
 def scaling_variants(args=None) -> list[Variant]:
-    big = ('ior_check.one_transfer=true', 'ior_build_check.one_transfer=true')
-    return [Variant('HDF5 collective', ior_row('HDF5-collective-ssf')),
+    big = ONCE + ('ior_check.one_transfer=true', 'ior_build_check.one_transfer=true')
+    return [Variant('HDF5 collective', ior_row('HDF5-collective-ssf'), ONCE),
             Variant('HDF5 big chunk', ior_row('HDF5-collective-ssf'), big),
-            Variant('HDF5 independent', ior_row('HDF5-independent-ssf')),
-            Variant('MPI-IO collective', ior_row('MPIIO-collective-ssf')),
-            Variant('POSIX', ior_row('POSIX-independent-ssf')),
+            Variant('HDF5 independent', ior_row('HDF5-independent-ssf'), ONCE),
+            Variant('MPI-IO collective', ior_row('MPIIO-collective-ssf'), ONCE),
+            Variant('POSIX', ior_row('POSIX-independent-ssf'), ONCE),
             Variant('HDF5 subfiling (h5bench)',
                     r'^h5bench_write_(build_)?check(?=.*%benchmark=1D-CONTIG-CONTIG-subfiling'
                     r'(%|$))')]
