@@ -64,6 +64,19 @@ regression (or a clear PASS) stops the reruns, and the whole loop keeps the
 error rates of a single look; weaker evidence stays INCONCLUSIVE until more
 pairs come.
 
+Write flush (:mod:`h5regress.durability`): each write figure's records say where its
+timed phase ends, ``write_flush``: ``fsync``, ``O_SYNC``, ``O_DIRECT`` or ``none`` (the
+page cache). A judged metric (gated, canary, control) whose records disagree on it --
+baseline ``fsync``, candidate ``none``; a side that mixes values; a side whose records
+do not say it against one that does -- compares two different things: its verdict is
+ERROR, naming both sides' values, and a gated one makes the night ERROR (exit 4: the
+configuration of the two builds' runs differs; fix it and rerun, whatever the other
+metrics said). A gated write figure of ``none`` is judged as usual (both sides hand
+their data to the page cache alike) but is not called a storage figure: the row says
+``flushed: false`` and its reason "not flushed to storage", the night lists it in
+``not_flushed`` and the text output in a ``NOT FLUSHED`` line. Each row carries
+``write_flush`` (None for reads and records made before the key existed).
+
 Exit codes (:data:`EXIT_CODES`): 0 PASS, 1 FAIL, 2 INCONCLUSIVE, 3 DEGRADED
 (a canary far below its history: no verdict, rerun), 4 ERROR (bad usage,
 unreadable input, nothing to gate). argparse's own exit code 2 is replaced
@@ -89,7 +102,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from h5regress import atomic, creep
+from h5regress import atomic, creep, durability
 from h5regress import history as hist_mod
 from h5regress import perflog
 from h5regress import refs as refs_mod
@@ -228,9 +241,13 @@ class _Group:
     perf_fail: int = 0          # samples outside their reference envelope (kept)
     tr_base: set = dataclasses.field(default_factory=set)   # true ratios the records state
     tr_cand: set = dataclasses.field(default_factory=set)
+    flush_base: set = dataclasses.field(default_factory=set)   # write_flush the records state
+    flush_cand: set = dataclasses.field(default_factory=set)
 
     def add(self, side: str, rec: Record) -> None:
         (self.tr_base if side == 'base' else self.tr_cand).add(_true_ratio(rec))
+        (self.flush_base if side == 'base' else self.flush_cand).add(
+            durability.write_flush_of(rec.provenance, rec.operation, rec.metric))
         if rec.pair_id is None:
             (self.base_free if side == 'base' else self.cand_free).append(rec.value)
         else:
@@ -380,7 +397,34 @@ def _describe(key: tuple, g: _Group, role: str, true_ratio: float | None) -> dic
         'role': role, 'n_base': sum(map(len, g.base.values())) + len(g.base_free),
         'n_cand': sum(map(len, g.cand.values())) + len(g.cand_free),
         'perf_fail': g.perf_fail, 'true_ratio': true_ratio,
+        **_flush_fields(g),
     }
+
+
+#: how a figure that ends in the page cache is flagged (``write_flush: none``)
+NOT_FLUSHED = 'not flushed to storage'
+
+
+def _flush_fields(g: _Group) -> dict[str, Any]:
+    """``write_flush`` of a metric (:mod:`h5regress.durability`): its one value, or,
+    when its records disagree, ``{baseline: [...], candidate: [...]}`` and
+    ``flush_conflict``, the reason the metric cannot be judged; ``flushed``: False
+    when the figure ends in the page cache (``none``), None when unknown."""
+    values = g.flush_base | g.flush_cand
+    if values == {None}:                # no write figure, or records without the key
+        return {'write_flush': None, 'flushed': None, 'flush_conflict': None}
+    if len(values) == 1:
+        value = next(iter(values))
+        return {'write_flush': value, 'flushed': value != durability.NONE,
+                'flush_conflict': None}
+    name = lambda vs: '/'.join(sorted('unrecorded' if v is None else v for v in vs))  # noqa: E731
+    return {'write_flush': {'baseline': sorted(map(str, g.flush_base)),
+                            'candidate': sorted(map(str, g.flush_cand))},
+            'flushed': None,
+            'flush_conflict': (f'write_flush differs: baseline {name(g.flush_base)}, '
+                               f'candidate {name(g.flush_cand)}: the runs do not end at the '
+                               f'same point (to storage or to the page cache), so their '
+                               f'ratio is no HDF5 change')}
 
 
 def _comparison_fields(comp: stats.Comparison | None, higher_is_better: bool
@@ -687,8 +731,12 @@ def pairs_for_pass(sigma: float | None, cfg: Mapping[str, Any], looks: Sequence[
 def decide_all(metrics: Sequence[MetricComparison], cfg: Mapping[str, Any],
                looks: Sequence[int] | None) -> None:
     """Verdicts into the rows: BH within the gated family and, apart, the controls."""
+    for m in metrics:
+        if m.role != 'reported' and m.row['flush_conflict']:
+            m.row['verdict'], m.row['reason'] = 'ERROR', m.row['flush_conflict']
     for family in (('gated',), ('canary', 'control')):
-        judged = [m for m in metrics if m.role in family and m.comp is not None]
+        judged = [m for m in metrics if m.role in family and m.comp is not None
+                  and not m.row['flush_conflict']]
         qs = stats.benjamini_hochberg([m.comp.p_worse for m in judged])
         for m, q in zip(judged, qs):
             m.row['q'] = q
@@ -702,6 +750,9 @@ def decide_all(metrics: Sequence[MetricComparison], cfg: Mapping[str, Any],
             m.row['noise_sigma'] = sigma
             m.row['pairs_for_pass'] = pairs_for_pass(sigma, cfg, looks,
                                                      m.comp.method != 'pooled-t')
+            if m.row['flushed'] is False:
+                m.row['reason'] += (f' [{NOT_FLUSHED}: write_flush none, the figure ends '
+                                    f'in the page cache]')
     for m in metrics:
         row = m.row
         row.setdefault('q', None)
@@ -774,7 +825,12 @@ def annotate(result: dict[str, Any], cfg: Mapping[str, Any], history: hist_mod.H
     result['change_points'] = _change_points(metrics, history, cfg, result)
     result['false_alarms'] = false_alarm_rates(history, metrics)
     gated = [m for m in metrics if m['role'] == 'gated']
-    if any(d['degraded'] for d in result['degraded']):
+    result['not_flushed'] = [m['label'] for m in gated if m['flushed'] is False]
+    conflicts = [m for m in gated if m['verdict'] == 'ERROR']
+    if conflicts:
+        overall = 'ERROR'
+        result['error'] = '; '.join(f'{m["label"]}: {m["reason"]}' for m in conflicts)
+    elif any(d['degraded'] for d in result['degraded']):
         overall = 'DEGRADED'
     elif not gated:
         overall = 'ERROR'
@@ -1020,6 +1076,9 @@ def format_text(result: Mapping[str, Any]) -> str:
                 and m.get('pairs_for_pass') else '')
         out.append(f'  {m["verdict"]:<12} {m["label"]}: ratio {ratio} [{lo}, {hi}] '
                    f'n={m["n_pairs"]} {m.get("method") or ""} ({m["reason"]}{need})')
+    for label in result.get('not_flushed', ()):
+        out.append(f'  NOT FLUSHED  {label}: write_flush none, {NOT_FLUSHED} (the verdict '
+                   f'is on page-cache speed)')
     for c in result['canary']:
         if c['verdict'] == 'WARN':
             out.append(f'  WARN         {c["metric"]}: {c["reason"]}')
@@ -1145,7 +1204,9 @@ def main_gate(argv: Sequence[str] | None = None) -> int:
         print(f'h5regress gate: error: {err}', file=sys.stderr)
         return EXIT_ERROR
     if args.quiet:
-        print(f'overall: {result["overall"]} (exit {result["exit_code"]})')
+        # an ERROR says why even then: a rerun will not fix it
+        why = f': {result["error"]}' if result.get('error') else ''
+        print(f'overall: {result["overall"]} (exit {result["exit_code"]}){why}')
     else:
         print(format_text(result))
     try:

@@ -531,3 +531,49 @@ def test_a_against_a_with_history_is_not_fail(tmp_path):
     for seed in range(20):
         (m,) = gated(run(paired(20, 1.0, seed=200 + seed, night='2025-04-01'), history=hist))
         assert m['verdict'] != 'FAIL'
+
+
+def with_flush(records, base_flush, cand_flush):
+    """The records with ``write_flush`` of their figure set per side (None: no key)."""
+    for r in records:
+        flush = base_flush if r.hdf5_build == BASE else cand_flush
+        if flush is not None:
+            r.provenance['write_flush'] = {f'{r.operation} {r.metric}': flush}
+    return records
+
+
+def test_a_gated_metric_whose_sides_disagree_on_write_flush_is_error(tmp_path, capsys):
+    # the candidate's figures end in the page cache, the baseline's after an fsync: the
+    # candidate looks 2x faster, which is no HDF5 change at all
+    records = with_flush(paired(20, 2.0, seed=3), 'fsync', 'none')
+    result = run(records)
+    [m] = gated(result)
+    assert m['verdict'] == 'ERROR'
+    assert 'baseline fsync' in m['reason'] and 'candidate none' in m['reason']
+    assert m['write_flush'] == {'baseline': ['fsync'], 'candidate': ['none']}
+    assert result['overall'] == 'ERROR' and result['exit_code'] == gate.EXIT_ERROR
+    assert 'baseline fsync, candidate none' in result['error']
+    assert cli(tmp_path, records) == gate.EXIT_ERROR
+    assert 'write_flush differs' in capsys.readouterr().out
+
+
+def test_a_side_without_write_flush_against_one_with_it_is_error():
+    result = run(with_flush(paired(20, 1.0), None, 'fsync'))
+    [m] = gated(result)
+    assert m['verdict'] == 'ERROR' and 'baseline unrecorded, candidate fsync' in m['reason']
+
+
+def test_a_gated_write_figure_in_the_page_cache_is_said_to_be_not_flushed():
+    result = run(with_flush(paired(20, 1.0, cv=0.02), 'none', 'none'))
+    [m] = gated(result)
+    assert m['verdict'] == 'PASS' and m['write_flush'] == 'none' and m['flushed'] is False
+    assert gate.NOT_FLUSHED in m['reason']
+    assert result['not_flushed'] == [m['label']] and result['overall'] == 'PASS'
+    assert 'NOT FLUSHED' in gate.format_text(result)
+
+
+def test_flushed_figures_are_judged_as_before():
+    result = run(with_flush(paired(20, 1.0, cv=0.02), 'fsync', 'fsync'))
+    [m] = gated(result)
+    assert m['verdict'] == 'PASS' and m['write_flush'] == 'fsync' and m['flushed'] is True
+    assert gate.NOT_FLUSHED not in m['reason'] and result['not_flushed'] == []
