@@ -18,10 +18,19 @@ CASES = [(tool, d) for tool in TOOLS for d in sorted((OWN_FIXTURES / tool).glob(
 CAUSES = {
     ('ior', 'fail-own-hdf5-nonexistent-dir'): 'cannot create file',
     ('ior', 'fail-own-hdf5-full-disk'): 'cannot write to data set',
+    ('ior', 'fail-own-mpiio-full-disk'): 'the file system is full (ENOSPC)',
+    ('ior', 'fail-own-bad-option'): 'invalid argument: --no-such-option',
     ('mdtest', 'fail-own-full-disk'): 'No space left on device',
     ('macsio', 'fail-own-mif2-full-disk'): 'crash',
+    ('macsio', 'fail-own-sif-nonexistent-dir'): 'errno 2 (No such file or directory)',
+    ('macsio', 'fail-own-miffpp-missing-count'): 'unknown argument',
+    ('macsio', 'fail-own-unknown-interface'): 'crash',
     ('h5bench', 'fail-own-direct-write-nonexistent-dir'): 'unable to asynchronously create',
+    ('h5bench', 'fail-own-runner-interleaved-read'): 'unsupported value/patterns',
+    ('h5bench', 'fail-own-runner-exerciser-not-on-PATH'): 'h5bench_exerciser is not available',
+    ('h5bench', 'fail-own-runner-write-bad-path'): 'Error detected in HDF5',
     ('flash-io', 'fail-own-hdf5-full-disk'): 'HDF5',
+    ('flash-io', 'fail-own-hdf5-nonexistent-dir'): 'HDF5 errors',
 }
 
 

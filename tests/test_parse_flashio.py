@@ -1,5 +1,9 @@
-"""The FLASH-IO parser against every real output in ../shared/fixtures/flash-io/,
-and against this project's kernel output (JSON summary and text)."""
+"""The FLASH-IO parser against this project's kernel: its real outputs in
+tests/fixtures/flash-io (own-*, fail-own-*: recorded by tests/fixtures/record-tools.sh,
+numbers checked by hand against the text table) and JSON summaries and text derived
+from them. Extra, when present: every output of the *original* FLASH-IO benchmark in
+../shared/fixtures/flash-io/ (the project has neither the original's code nor a way to
+build it: its kernel replaces it, kernels/flash-io)."""
 
 from __future__ import annotations
 
@@ -13,17 +17,25 @@ from h5regress.parsers import ParseError, RunFailed, parser_for
 from h5regress.parsers import flashio
 from h5regress.parsers.base import MIB
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / 'shared' / 'fixtures' / 'flash-io'
+from reframe_run import FIXTURES as SHARED_FIXTURES, OWN_FIXTURES  # noqa: E402
+
+OWN = OWN_FIXTURES / 'flash-io'
+OWN_CASES = sorted(p.name for p in OWN.iterdir() if p.is_dir())
+FIXTURES = SHARED_FIXTURES / 'flash-io'
 CASES = sorted(p.name for p in FIXTURES.iterdir()) if FIXTURES.is_dir() else []
 
-needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(),
-                                    reason=f'fixtures not found at {FIXTURES}')
+#: the original FLASH-IO's outputs are only in ../shared/fixtures: an extra
+needs_fixtures = pytest.mark.shared_fixtures
 
 
-def _case_files(case: str, drop: tuple[str, ...] = ()) -> dict[str, str]:
-    d = FIXTURES / case
+def _case_files(case: str, drop: tuple[str, ...] = (), root: Path = FIXTURES) -> dict[str, str]:
+    d = root / case
     return {p.name: p.read_text() for p in sorted(d.iterdir())
             if flashio.wanted(p.name) and p.name not in drop}
+
+
+def _own(case: str, drop: tuple[str, ...] = ()) -> dict[str, str]:
+    return _case_files(case, drop, root=OWN)
 
 
 def _ls_sizes(text: str) -> dict[str, int]:
@@ -54,7 +66,7 @@ def test_fixtures_present():
 
 
 @needs_fixtures
-@pytest.mark.parametrize('case', CASES)
+@pytest.mark.parametrize('case', CASES or ['no-shared-fixtures'])
 def test_fixture(case):
     files = _case_files(case)
     if case.startswith('fail-'):
@@ -102,7 +114,8 @@ def test_fixture(case):
 
 
 @needs_fixtures
-@pytest.mark.parametrize('case', [c for c in CASES if c.startswith('fail-')])
+@pytest.mark.parametrize('case', [c for c in CASES if c.startswith('fail-')]
+                         or ['no-shared-fixtures'])
 def test_fail_fixture_without_stderr(case):
     """The unported original exits 0; even without its stderr the 4 KiB files give it away."""
     with pytest.raises(RunFailed, match='smaller than'):
@@ -126,6 +139,102 @@ def test_original_truncated_is_a_failure():
     files['stdout.txt'] = files['stdout.txt'].split(' TOTAL time to output')[0]
     with pytest.raises(RunFailed, match='incomplete'):
         flashio.parse(files)
+
+
+# ------------------------------------------------------ the kernel's own real outputs
+
+def _table(stdout: str) -> dict[str, list[tuple[int, float]]]:
+    """The kernel's per-file rows (iter, file, size_B, data_B, time_s, ...), by file."""
+    rows: dict[str, list[tuple[int, float]]] = {}
+    for line in stdout.splitlines():
+        f = line.split()
+        if len(f) == 7 and f[0].isdigit():
+            rows.setdefault(f[1], []).append((int(f[2]), float(f[4])))
+    return rows
+
+
+def test_own_cases_cover_both_apis_and_failures():
+    assert {'own-hdf5-collective-iter2', 'own-mpiio-independent-iter2',
+            'own-hdf5-independent-keep-iter1', 'fail-own-hdf5-full-disk',
+            'fail-own-hdf5-nonexistent-dir'} <= set(OWN_CASES)
+
+
+@pytest.mark.parametrize('case', [c for c in OWN_CASES if not c.startswith('fail-')])
+def test_own_kernel_run_is_its_table(case):
+    """JSON summary or text alone, the samples are the table's size / time per file."""
+    files = _own(case)
+    table = _table(files['stdout.txt'])
+    command = (OWN / case / 'README.md').read_text()
+    iterations = int(re.search(r'--iterations=(\d+)', command).group(1))
+    for source in ({'flashio.json': files['flashio.json']}, {'stdout.txt': files['stdout.txt']}):
+        run, = flashio.parse(source)
+        assert run.params['implementation'] == 'h5regress'
+        assert run.params['num_ranks'] == 2 and run.params['total_blocks'] == 161
+        assert run.params['iterations'] == iterations
+        assert run.params['api'] == ('mpiio' if '--api=mpiio' in command else 'hdf5')
+        assert run.provenance['hdf5_version'] == '1.14.1'
+        for kind in ('checkpoint', 'plotfile', 'corner'):
+            rows = table[kind]
+            assert len(rows) == iterations
+            # the text prints times to the microsecond, the JSON to the nanosecond
+            assert run.measurement(kind, 'time').samples == pytest.approx(
+                [t for _, t in rows], abs=1e-6)
+            times = run.measurement(kind, 'time').samples
+            assert run.measurement(kind, 'bw').samples == pytest.approx(
+                [size / MIB / t for (size, _), t in zip(rows, times)], rel=1e-9)
+            assert run.measurement(kind, 'size').value == rows[-1][0]
+
+
+def test_own_kernel_numbers_by_hand():
+    run, = flashio.parse(_own('own-hdf5-collective-iter2'))
+    # "0  checkpoint  15870580  15853636  1.931819  7.83" and iteration 1: 1.275554 s
+    assert run.measurement('checkpoint', 'time').samples == pytest.approx(
+        [1.931819, 1.275554], abs=1e-6)
+    assert run.measurement('checkpoint', 'bw').samples[0] == pytest.approx(7.83, abs=0.005)
+    assert run.measurement('checkpoint', 'time').value == pytest.approx(1.603687, abs=1e-6)
+    assert run.measurement('corner', 'bw').value == pytest.approx(17.38, abs=0.01)
+    assert run.measurement('plotfile', 'size').value == 1346628
+    assert run.params['transfer'] == 'collective'
+    assert any('below the memory' in w for w in run.warnings)
+    mpiio, = flashio.parse(_own('own-mpiio-independent-iter2'))
+    # MPI-IO writes the data alone: its checkpoint is the HDF5 one's data_B
+    assert mpiio.measurement('checkpoint', 'size').value == 15853636
+    assert mpiio.params['transfer'] == 'independent'
+
+
+def test_check_files_on_a_real_listing():
+    """The kernel kept its files (--keep): files.txt has them at the reported sizes."""
+    files = _own('own-hdf5-independent-keep-iter1')
+    run, = flashio.parse({'flashio.json': files['flashio.json']})
+    written = _ls_sizes(files['files.txt'])
+    assert written['flash_hdf5_chk_0000'] == 15870580
+    assert flashio.check_files(run, written) == []
+    written['flash_hdf5_plt_crn_0000'] = 4792
+    del written['flash_hdf5_plt_cnt_0000']
+    assert flashio.check_files(run, written) == [
+        'flash_hdf5_plt_cnt_0000: reported but not on disk',
+        'flash_hdf5_plt_crn_0000: 4792 B on disk, 1905620 B reported',
+        # data_B 1896772, HDF5 at most 2 % + 64 KiB on top: 1896772 x 1.02 + 65536
+        'flash_hdf5_plt_crn_0000: 4792 B, expected 1896772 B of data up to 2000243 B']
+
+
+def test_own_kernel_failures_from_each_of_its_outputs():
+    """Whichever output the caller has, a failed kernel run is a failure: its JSON says
+    so, its text says FAILED or never says "finished OK", its stderr has HDF5's stack."""
+    bad_dir = _own('fail-own-hdf5-nonexistent-dir')
+    with pytest.raises(RunFailed, match=r"run status 'failed', 4 error\(s\)"):
+        flashio.parse({'flashio.json': bad_dir['flashio.json']})
+    with pytest.raises(RunFailed, match='FAILED: 4 error'):
+        flashio.parse({'stdout.txt': bad_dir['stdout.txt']})
+    with pytest.raises(RunFailed, match='HDF5 errors in stderr.txt'):
+        flashio.parse({'stderr.txt': bad_dir['stderr.txt']})
+    # the full disk: HDF5's stack, then the ranks hang and are killed (no JSON)
+    full = _own('fail-own-hdf5-full-disk')
+    assert 'flashio.json' not in full
+    with pytest.raises(RunFailed, match='incomplete output'):
+        flashio.parse({'stdout.txt': full['stdout.txt']})
+    with pytest.raises(RunFailed, match='HDF5 errors'):
+        flashio.parse(full)
 
 
 def test_not_flashio_output():
@@ -170,7 +279,7 @@ def _summary(**over):
     return d
 
 
-def test_kernel_json():
+def test_kernel_json_derived():
     run = flashio.parse({'flashio.json': json.dumps(_summary())})[0]
     assert run.params['implementation'] == 'h5regress'
     assert run.params['num_ranks'] == 2 and run.params['transfer'] == 'independent'

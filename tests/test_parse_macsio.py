@@ -1,5 +1,7 @@
-"""MACSio parser against the real outputs in ../shared/fixtures/macsio (numbers checked by hand),
-and :func:`check_files` against real runs whose log lines and file listing are inline."""
+"""MACSio parser against the project's own real outputs in tests/fixtures/macsio (own-*,
+fail-own-*: recorded by tests/fixtures/record-tools.sh, numbers checked by hand), and
+:func:`check_files` against real runs whose log lines and file listing are inline.
+Extra, when present: the same every-case tests over ../shared/fixtures/macsio."""
 
 from __future__ import annotations
 
@@ -10,36 +12,41 @@ import pytest
 
 from h5regress.parsers import macsio, parser_for
 from h5regress.parsers.base import ParseError, RunFailed
+from reframe_run import FIXTURES as SHARED_FIXTURES, OWN_FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / 'shared' / 'fixtures' / 'macsio'
-needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(),
-                                    reason=f'MACSio fixtures not found at {FIXTURES}')
+OWN = OWN_FIXTURES / 'macsio'
+SHARED = SHARED_FIXTURES / 'macsio'
+extra = pytest.mark.shared_fixtures      # reads ../shared/fixtures: deselected without it
 
-CASES = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir()) if FIXTURES.is_dir() else []
-FAIL_CASES = [c for c in CASES if c.startswith('fail-')]
-OK_CASES = [c for c in CASES if not c.startswith('fail-')]
+OWN_CASES = sorted(p.name for p in OWN.iterdir() if p.name.startswith(('own-', 'fail-own-')))
+SHARED_CASES = sorted(p.name for p in SHARED.iterdir() if p.is_dir()) if SHARED.is_dir() else []
 GI = 1024.0            # MiB per GiB
 MI = 1024.0 * 1024.0   # bytes per MiB
 
 
+def case_dir(case: str) -> Path:
+    """An own case (tests/fixtures/macsio) or, for the extras, a shared one."""
+    return OWN / case if case.startswith(('own-', 'fail-own-')) else SHARED / case
+
+
 def files_of(case: str) -> dict[str, str]:
-    root = FIXTURES / case
+    root = case_dir(case)
     return {str(p.relative_to(root)): p.read_text(errors='replace')
             for p in root.rglob('*') if p.is_file() and macsio.wanted(str(p.relative_to(root)))}
 
 
 def command_of(case: str) -> str:
     """The exact command line from the case's README."""
-    readme = (FIXTURES / case / 'README.md').read_text()
+    readme = (case_dir(case) / 'README.md').read_text()
     return re.search(r'```\n(.*?)\n```', readme, re.S).group(1).strip()
 
 
 def written_of(case: str) -> dict[str, int]:
-    """Data files and sizes from the case's ``ls -la`` listing."""
+    """Data files and sizes from the case's ``ls -l`` listing."""
     out = {}
-    for line in (FIXTURES / case / 'files.txt').read_text().splitlines():
+    for line in (case_dir(case) / 'files.txt').read_text().splitlines():
         parts = line.split()
-        if len(parts) >= 9 and parts[0].startswith('-'):
+        if len(parts) >= 7 and parts[0].startswith('-'):
             out[parts[-1]] = int(parts[4])
     return out
 
@@ -54,6 +61,10 @@ def value(run, metric: str, operation: str = 'write') -> float:
     return run.measurement(operation, metric).value
 
 
+def cases(names, failures):
+    return [c for c in names if c.startswith('fail-') == failures]
+
+
 def test_registry_finds_module():
     assert parser_for('macsio') is macsio
 
@@ -65,8 +76,8 @@ def test_wanted():
     assert not macsio.wanted('macsio_hdf5_000.h5') and not macsio.wanted('README.md')
 
 
-@needs_fixtures
-@pytest.mark.parametrize('case', FAIL_CASES)
+@pytest.mark.parametrize('case', cases(OWN_CASES, True) + [
+    pytest.param(c, marks=extra) for c in cases(SHARED_CASES, True)])
 def test_every_failure_fixture_is_run_failed(case):
     with pytest.raises(RunFailed):
         macsio.parse(files_of(case), command=command_of(case))
@@ -74,8 +85,8 @@ def test_every_failure_fixture_is_run_failed(case):
         macsio.parse(files_of(case))
 
 
-@needs_fixtures
-@pytest.mark.parametrize('case', OK_CASES)
+@pytest.mark.parametrize('case', cases(OWN_CASES, False) + [
+    pytest.param(c, marks=extra) for c in cases(SHARED_CASES, False)])
 def test_every_success_fixture_parses_and_matches_its_files(case):
     run = one(case)
     assert run.tool == 'macsio'
@@ -89,46 +100,52 @@ def test_every_success_fixture_parses_and_matches_its_files(case):
     assert all(r.unit in ('MiB/s', 'B', 's') for r in records)
 
 
-@needs_fixtures
+def test_own_cases_cover_the_modes_and_failures():
+    assert {'own-hdf5-mif2-p1M-d3', 'own-hdf5-sif1-p1M-d3', 'own-hdf5-sif1-indep-p1M-d3',
+            'own-hdf5-miffpp-p1M-d3', 'own-miftmpl-mif2-p2M-d2'} <= set(OWN_CASES)
+    assert len(cases(OWN_CASES, True)) >= 4
+
+
 def test_mif_numbers_by_hand():
-    run = one('hdf5-mif2-p2M-d4')
-    # Total Bytes: 303.4423 Mi; Last finisher - First starter = 218.3613 msecs; BW = 1.3571 Gi/sec
-    assert value(run, 'bw') == pytest.approx(1.3571 * GI)
-    assert value(run, 'size') == round(303.4423 * MI) == 318182313
-    assert value(run, 'time') == pytest.approx(0.2183613)
-    assert value(run, 'bw_summed') == pytest.approx(1.5568 * GI)
-    # dump 03: both ranks 37.9303 Mi, slowest 97.8001 msecs; dump 01: slowest 14.8744 msecs
-    assert value(run, 'bw_dump_min') == pytest.approx(2 * 37.9303 / 0.0978001)
-    assert value(run, 'bw_dump_max') == pytest.approx(2 * 37.9303 / 0.0148744)
-    assert run.measurement('write', 'bw').samples[0] == pytest.approx(2 * 37.9303 / 0.0536508)
+    run = one('own-hdf5-mif2-p1M-d3')
+    # Total Bytes: 113.6872 Mi; Last finisher - First starter = 597.3211 msecs;
+    # BW = 190.3284 Mi/sec; Summed BW: 248.2248 Mi/sec
+    assert value(run, 'bw') == pytest.approx(190.3284)
+    assert value(run, 'size') == round(113.6872 * MI) == 119209669
+    assert value(run, 'time') == pytest.approx(0.5973211)
+    assert value(run, 'bw_summed') == pytest.approx(248.2248)
+    # every dump: both ranks 18.9479 Mi; dump 00 slowest rank 1, 309.4297 msecs;
+    # dump 02 slowest rank 0, 135.5748 msecs (the fastest dump)
+    assert value(run, 'bw_dump_min') == pytest.approx(2 * 18.9479 / 0.3094297)
+    assert value(run, 'bw_dump_max') == pytest.approx(2 * 18.9479 / 0.1355748)
+    assert run.measurement('write', 'bw').samples == pytest.approx(
+        [2 * 18.9479 / t for t in (0.3094297, 0.1823098, 0.1355748)])
     p = run.params
     assert (p['interface'], p['parallel_file_mode'], p['file_count']) == ('hdf5', 'MIF', 2)
-    assert p['part_size'] == 2 * 1024 * 1024 and p['num_dumps'] == 4
+    assert p['part_size'] == 1024 * 1024 and p['num_dumps'] == 3
     assert p['avg_num_parts'] == 1.0 and p['vars_per_part'] == 20
 
 
-@needs_fixtures
 def test_seconds_unit_is_normalised():
-    run = one('hdf5-sif1-coll-p2M-d4-hdf5-1.14.6')
-    # ... Last finisher - First starter =   2.4139 secs; BW = 125.7085 Mi/sec
-    assert value(run, 'time') == pytest.approx(2.4139)
-    assert value(run, 'bw') == pytest.approx(125.7085)
-    miftmpl = one('miftmpl-mif2-p2M-d4')
-    assert value(miftmpl, 'time') == pytest.approx(13.3534)
-    # dump 00: rank 1 slowest at 3.3293 secs
-    assert miftmpl.measurement('write', 'bw').samples[0] == pytest.approx(2 * 37.9303 / 3.3293)
+    run = one('own-hdf5-sif1-p1M-d3')
+    # ... Last finisher - First starter =   6.5188 secs; BW =  17.4399 Mi/sec
+    assert value(run, 'time') == pytest.approx(6.5188)
+    assert value(run, 'bw') == pytest.approx(17.4399)
+    miftmpl = one('own-miftmpl-mif2-p2M-d2')
+    assert value(miftmpl, 'time') == pytest.approx(26.0737)
+    # dump 00: rank 1 slowest at 13.1418 secs
+    assert miftmpl.measurement('write', 'bw').samples[0] == pytest.approx(2 * 37.9303 / 13.1418)
 
 
-@needs_fixtures
 def test_plugin_args_and_modes():
-    assert one('hdf5-sif1-indep-p2M-d4').params['collective'] is False
-    sif = one('hdf5-sif1-coll-p2M-d4').params
+    assert one('own-hdf5-sif1-indep-p1M-d3').params['collective'] is False
+    sif = one('own-hdf5-sif1-p1M-d3').params
     assert sif['collective'] is True and sif['parallel_file_mode'] == 'SIF'
     assert sif['file_count'] == 1 and sif['compression'] is None
-    fpp = one('hdf5-miffpp-p2M-d4').params
+    fpp = one('own-hdf5-miffpp-p1M-d3').params
     assert fpp['parallel_file_mode'] == 'MIFFPP' and fpp['file_count'] is None
-    assert one('hdf5-mif2-d3').params['part_size'] == 1024 * 1024
-    assert one('miftmpl-mif2-p2M-d4').params['interface'] == 'miftmpl'
+    assert one('own-hdf5-mif2-p1M-d3').params['part_size'] == 1024 * 1024
+    assert one('own-miftmpl-mif2-p2M-d2').params['interface'] == 'miftmpl'
 
 
 def test_params_from_compression_command():
@@ -140,33 +157,32 @@ def test_params_from_compression_command():
     assert prov == {'filebase': '/scratch/x/run', 'show_errors': True}
 
 
-@needs_fixtures
 def test_without_command_only_what_the_output_says():
-    run = one('hdf5-sif1-coll-p2M-d4', with_command=False)
+    run = one('own-hdf5-sif1-p1M-d3', with_command=False)
     assert run.params == {'interface': 'hdf5', 'parallel_file_mode': 'SIF',
-                          'num_ranks': 2, 'num_dumps': 4}
-    assert value(run, 'bw') == pytest.approx(352.5760)
+                          'num_ranks': 2, 'num_dumps': 3}
+    assert value(run, 'bw') == pytest.approx(17.4399)
 
 
-@needs_fixtures
 def test_command_from_job_script():
-    files = files_of('hdf5-mif2-p2M-d4')
-    files['rfm_job.sh'] = '#!/bin/bash\ncd /x\n' + command_of('hdf5-mif2-p2M-d4') + '\n'
+    files = files_of('own-hdf5-mif2-p1M-d3')
+    files['rfm_job.sh'] = '#!/bin/bash\ncd /x\n' + command_of('own-hdf5-mif2-p1M-d3') + '\n'
     run = macsio.parse(files)[0]
-    assert run.params['file_count'] == 2 and run.params['part_size'] == 2 * 1024 * 1024
+    assert run.params['file_count'] == 2 and run.params['part_size'] == 1024 * 1024
 
 
-@needs_fixtures
-def test_missing_directory_fails_although_bandwidth_is_plausible():
+def test_missing_directory_fails_although_macsio_exits_0_with_a_bandwidth():
+    case = 'fail-own-sif-nonexistent-dir'
+    assert '- Exit code: 0' in (case_dir(case) / 'README.md').read_text()
+    assert 'BW =  29.7434 Mi/sec' in files_of(case)['macsio-log.log']
     with pytest.raises(RunFailed, match='errno 2 .No such file or directory'):
-        macsio.parse(files_of('fail-sif-nonexistent-dir'))
+        macsio.parse(files_of(case))
 
 
-@needs_fixtures
 def test_crash_before_log_and_unknown_interface():
     with pytest.raises(RunFailed, match='unknown argument'):
-        macsio.parse(files_of('fail-miffpp-missing-count'))
-    files = files_of('fail-unknown-interface')
+        macsio.parse(files_of('fail-own-miffpp-missing-count'))
+    files = files_of('fail-own-unknown-interface')
     del files['stderr.txt']
     with pytest.raises(RunFailed, match='Total Bytes'):
         macsio.parse(files)
@@ -180,38 +196,37 @@ def test_not_macsio_output():
     assert not isinstance(err.value, RunFailed)
 
 
-@needs_fixtures
 def test_fewer_dumps_than_asked_fails():
-    cmd = command_of('hdf5-mif2-p2M-d4').replace('--num_dumps 4', '--num_dumps 5')
-    with pytest.raises(RunFailed, match='4 dumps logged'):
-        macsio.parse(files_of('hdf5-mif2-p2M-d4'), command=cmd)
+    cmd = command_of('own-hdf5-mif2-p1M-d3').replace('--num_dumps 3', '--num_dumps 4')
+    with pytest.raises(RunFailed, match='3 dumps logged'):
+        macsio.parse(files_of('own-hdf5-mif2-p1M-d3'), command=cmd)
 
 
-@needs_fixtures
 def test_check_files_finds_problems():
-    run = one('hdf5-mif2-p2M-d4')
-    written = written_of('hdf5-mif2-p2M-d4')
-    missing = {k: v for k, v in written.items() if k != 'macsio_hdf5_00001_003.h5'}
+    run = one('own-hdf5-mif2-p1M-d3')
+    written = written_of('own-hdf5-mif2-p1M-d3')
+    missing = {k: v for k, v in written.items() if k != 'macsio_hdf5_00001_002.h5'}
     assert any('expected 2 file(s) per dump' in p for p in macsio.check_files(run, missing))
-    shrunk = dict(written, **{'macsio_hdf5_00000_002.h5': 1000})
+    shrunk = dict(written, **{'macsio_hdf5_00000_001.h5': 1000})
     problems = macsio.check_files(run, shrunk)
-    assert any('more than macsio_hdf5_00000_002.h5 has (1000 B)' in p for p in problems)
-    empty = dict(written, **{'macsio_hdf5_00000_002.h5': 0})
+    assert any('more than macsio_hdf5_00000_001.h5 has (1000 B)' in p for p in problems)
+    empty = dict(written, **{'macsio_hdf5_00000_001.h5': 0})
     assert any('empty file' in p for p in macsio.check_files(run, empty))
     assert macsio.check_files(run, {'macsio-log.log': 24576})[0].startswith('no data files')
 
 
-@needs_fixtures
 def test_wrapped_log_warns():
     """A rank section that wrapped (oldest dump lines overwritten) keeps the totals."""
-    text = (FIXTURES / 'hdf5-mif2-p2M-d4' / 'macsio-log.log').read_text()
+    text = (OWN / 'own-hdf5-mif2-p1M-d3' / 'macsio-log.log').read_text()
     lines = text.splitlines()
     # rank 1's first dump line overwritten by a later one, as the circular log does
     i = next(k for k, ln in enumerate(lines) if 'Processor 000001' in ln)
-    lines[i + 1] = lines[i + 7].replace('Dump 03', 'Dump 04')
+    first = next(k for k in range(i, len(lines)) if 'Dump 00 BW' in lines[k])
+    last = next(k for k in range(i, len(lines)) if 'Dump 02 BW' in lines[k])
+    lines[first] = lines[last].replace('Dump 02', 'Dump 03')
     run = macsio.parse({'macsio-log.log': '\n'.join(lines)})[0]
     assert any('wrapped' in w for w in run.warnings)
-    assert value(run, 'bw') == pytest.approx(1.3571 * GI)
+    assert value(run, 'bw') == pytest.approx(190.3284)
 
 
 # ----------------------------------------------------------------------------- shared files
@@ -401,33 +416,34 @@ def test_log_units_binary_and_decimal():
                          'Info:"macsio_main.c":609:Summed  BW:   1.5568 Qi/sec:::\n')
 
 
-@needs_fixtures
 def test_check_files_messages():
-    """Every kind of problem, word for word (one real MIF 2 run, its listing altered)."""
-    run = one('hdf5-mif2-p2M-d4')
-    written = written_of('hdf5-mif2-p2M-d4')
-    claim = 'MACSio claims 318182313 B'
-    missing = {k: v for k, v in written.items() if k != 'macsio_hdf5_00001_003.h5'}
+    """Every kind of problem, word for word (one real MIF 2 run, its listing altered):
+    6 files of 19872208 B (files.txt), Total Bytes 113.6872 Mi = 119209669 B, and each
+    rank's Stat line after a dump says 18.9516 Mi = 19872193 B."""
+    run = one('own-hdf5-mif2-p1M-d3')
+    written = written_of('own-hdf5-mif2-p1M-d3')
+    assert set(written.values()) == {24576, 4202, 19872208}
+    claim = 'MACSio claims 119209669 B'
+    missing = {k: v for k, v in written.items() if k != 'macsio_hdf5_00001_002.h5'}
     assert macsio.check_files(run, missing) == [
-        'expected 2 file(s) per dump, found 1 for dump 3',
-        f'data files hold 278422704 B, {claim}']
-    assert macsio.check_files(one('hdf5-mif2-p2M-d4', with_command=False), missing) == [
-        'dumps have different file counts: 2 for dump 0, 2 for dump 1, 2 for dump 2, '
-        '1 for dump 3',
-        f'data files hold 278422704 B, {claim}']
-    extra = dict(written, **{'macsio_hdf5_00000_004.h5': 5, 'macsio_hdf5_00001_004.h5': 5})
-    assert macsio.check_files(run, extra) == ['files for unexpected dump(s) 4']
+        'expected 2 file(s) per dump, found 1 for dump 2',
+        f'data files hold {5 * 19872208} B, {claim}']
+    assert macsio.check_files(one('own-hdf5-mif2-p1M-d3', with_command=False), missing) == [
+        'dumps have different file counts: 2 for dump 0, 2 for dump 1, 1 for dump 2',
+        f'data files hold {5 * 19872208} B, {claim}']
+    extra = dict(written, **{'macsio_hdf5_00000_003.h5': 5, 'macsio_hdf5_00001_003.h5': 5})
+    assert macsio.check_files(run, extra) == ['files for unexpected dump(s) 3']
     no_first = {k: v for k, v in written.items() if not k.endswith('_000.h5')}
     assert macsio.check_files(run, no_first) == [
-        'no files for dump(s) 0 of 4', f'data files hold 238648032 B, {claim}']
-    empty = dict(written, **{'macsio_hdf5_00000_002.h5': 0})
+        'no files for dump(s) 0 of 3', f'data files hold {4 * 19872208} B, {claim}']
+    empty = dict(written, **{'macsio_hdf5_00000_001.h5': 0})
     assert macsio.check_files(run, empty) == [
-        'empty file(s): macsio_hdf5_00000_002.h5',
-        'rank 0 saw 39774690 B on disk after dump 2, more than macsio_hdf5_00000_002.h5 '
+        'empty file(s): macsio_hdf5_00000_001.h5',
+        'rank 0 saw 19872193 B on disk after dump 1, more than macsio_hdf5_00000_001.h5 '
         'has (0 B)',
-        'macsio_hdf5_00000_002.h5 has 0 B, but the rank(s) writing it saw at most 39774690 B '
-        'after dump 2',
-        f'data files hold 278422704 B, {claim}']
+        'macsio_hdf5_00000_001.h5 has 0 B, but the rank(s) writing it saw at most 19872193 B '
+        'after dump 1',
+        f'data files hold {5 * 19872208} B, {claim}']
     assert macsio.check_files(run, {'macsio-log.log': 24576}) == [
         'no data files named macsio_hdf5_* among the 1 files written']
 
@@ -456,10 +472,9 @@ def test_stat_sizes_of_files_from_2_gib_are_not_compared():
     assert macsio.check_files(run, {k: v + 2 ** 31 for k, v in HDF5_MIF1_FILES.items()}) == []
 
 
-@needs_fixtures
 def test_each_empty_file_is_named():
-    run = one('hdf5-mif2-p2M-d4')
-    empty = dict(written_of('hdf5-mif2-p2M-d4'),
+    run = one('own-hdf5-mif2-p1M-d3')
+    empty = dict(written_of('own-hdf5-mif2-p1M-d3'),
                  **{'macsio_hdf5_00001_000.h5': 0, 'macsio_hdf5_00000_002.h5': 0})
     problems = macsio.check_files(run, empty)
     assert problems[:2] == ['empty file(s): macsio_hdf5_00000_002.h5',

@@ -1,6 +1,7 @@
-"""mdtest parser against real outputs: ``../shared/fixtures/mdtest`` (mdtest 4.1.0+dev,
-skipped with the reason when absent) and outputs of mdtest 3.3.0 / 4.1.0+dev built by
-hand, embedded at the end of this file."""
+"""mdtest parser against real outputs: the project's own ``tests/fixtures/mdtest``
+(mdtest 4.0.0, the Spack build, recorded by tests/fixtures/record-tools.sh), outputs of
+mdtest 3.3.0 / 4.1.0+dev built by hand, embedded at the end of this file, and, as an
+extra when present, ``../shared/fixtures/mdtest`` (mdtest 4.1.0+dev)."""
 
 from __future__ import annotations
 
@@ -10,31 +11,30 @@ import pytest
 
 from h5regress.parsers import ParseError, RunFailed, parser_for
 from h5regress.parsers import mdtest
+from reframe_run import FIXTURES as SHARED_FIXTURES, OWN_FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / 'shared' / 'fixtures'
-MDTEST_DIR = FIXTURES / 'mdtest'
+OWN = OWN_FIXTURES / 'mdtest'
+SHARED = SHARED_FIXTURES / 'mdtest'
 
 
-def fixture(name: str) -> dict[str, str]:
-    case = MDTEST_DIR / name
-    if not case.is_dir():
-        pytest.skip(f'shared mdtest fixtures not found at {MDTEST_DIR}')
-    return {p.name: p.read_text() for p in sorted(case.iterdir()) if mdtest.wanted(p.name)}
+def fixture(name: str, root: Path = OWN) -> dict[str, str]:
+    return {p.name: p.read_text() for p in sorted((root / name).iterdir())
+            if mdtest.wanted(p.name)}
 
 
 def values(run, op: str) -> dict[str, float]:
     return {m.metric: m.value for m in run.measurements if m.operation == op}
 
 
-@pytest.mark.shared_fixtures
 def test_files_only_fixture():
-    run, = mdtest.parse(fixture('posix-files-only-w4k-n500'))
+    run, = mdtest.parse(fixture('own-posix-files-only-w4k-n200'))
+    # SUMMARY rate / SUMMARY time, "File creation" rows
     assert values(run, 'file_create') == {
-        'rate_max': 1204.943, 'rate_min': 1178.416, 'rate_mean': 1193.477,
-        'rate_std': 13.624, 'time_max': 0.849, 'time_min': 0.830, 'time_mean': 0.838,
-        'time_std': 0.010}
-    assert values(run, 'file_stat')['rate_mean'] == 596836.210
-    assert values(run, 'tree_remove')['rate_max'] == 772.147
+        'rate_max': 1300.069, 'rate_min': 660.673, 'rate_mean': 980.371,
+        'rate_std': 452.121, 'time_max': 0.605, 'time_min': 0.308, 'time_mean': 0.457,
+        'time_std': 0.211}
+    assert values(run, 'file_stat')['rate_mean'] == 5693.061
+    assert values(run, 'tree_remove')['rate_max'] == 22.905
     assert {m.operation for m in run.measurements} == {
         'file_create', 'file_stat', 'file_read', 'file_remove', 'tree_create',
         'tree_remove'}
@@ -43,23 +43,45 @@ def test_files_only_fixture():
     time = run.measurement('file_create', 'time_mean')
     assert (time.unit, time.higher_is_better) == ('s', False)
     assert run.params['num_ranks'] == 2 and run.params['nodes'] == 1
-    assert run.params['items'] == 500 and run.params['items_total'] == 1000
+    assert run.params['items'] == 200 and run.params['items_total'] == 400
     assert run.params['files_only'] == 1 and run.params['dirs_only'] == 0
     assert run.params['write_bytes'] == run.params['read_bytes'] == 4096
-    assert run.params['iterations'] == 3 and run.params['api'] == 'POSIX'
-    assert run.provenance['tool_version'] == '4.1.0+dev'
-    assert run.provenance['started'] == '2026-11-21T19:49:12'
-    assert run.provenance['finished'] == '2026-11-21T19:49:15'
-    assert run.provenance['test_dir'] == '/scr/iotest/mdtest/posix-files-only-w4k-n500/out'
-    assert 'rank_details.csv' not in fixture('posix-files-only-w4k-n500')
+    assert run.params['iterations'] == 2 and run.params['api'] == 'POSIX'
+    assert run.provenance['tool_version'] == '4.0.0'
+    assert run.provenance['started'] == '2026-11-24T03:05:33'
+    assert run.provenance['finished'] == '2026-11-24T03:05:37'
+    assert run.provenance['test_dir'] == 'out'
+    assert 'rank_details.csv' not in fixture('own-posix-files-only-w4k-n200')
+
+
+def test_time_table_is_seconds_per_phase():
+    # labelled "ms/op" by mdtest 4 but it is the phase time: items / rate, so the
+    # slowest phase is the one at the lowest rate (400 files / 660.673 per s = 0.605 s)
+    run, = mdtest.parse(fixture('own-posix-files-only-w4k-n200'))
+    create = values(run, 'file_create')
+    assert create['time_max'] == pytest.approx(400 / create['rate_min'], rel=0.01)
+    assert create['time_min'] == pytest.approx(400 / create['rate_max'], rel=0.01)
+
+
+def test_full_disk_is_run_failed():
+    with pytest.raises(RunFailed, match='No space left on device'):
+        mdtest.parse(fixture('fail-own-full-disk'))
 
 
 @pytest.mark.shared_fixtures
-def test_time_table_is_seconds_per_phase():
-    # labelled "ms/op" by mdtest 4 but it is the phase time: items / rate
-    run, = mdtest.parse(fixture('posix-files-only-w4k-n500'))
+@pytest.mark.parametrize('case', sorted(p.name for p in SHARED.iterdir())
+                         if SHARED.is_dir() else ['no-shared-fixtures'])
+def test_shared_fixtures_parse(case):
+    """Extra: every ../shared/fixtures/mdtest case parses (or fails, if fail-*)."""
+    files = fixture(case, SHARED)
+    if case.startswith('fail-'):
+        with pytest.raises(RunFailed):
+            mdtest.parse(files)
+        return
+    run, = mdtest.parse(files)
     create = values(run, 'file_create')
-    assert create['time_mean'] == pytest.approx(1000 / create['rate_mean'], rel=0.01)
+    assert create['rate_min'] <= create['rate_mean'] <= create['rate_max']
+    assert run.params['num_ranks'] == 2
 
 
 def test_mdtest33_rate_and_time():
@@ -91,9 +113,8 @@ def test_failures_are_run_failed():
         mdtest.parse({'stderr.txt': MDTEST41_FAIL_STDERR})
 
 
-@pytest.mark.shared_fixtures
 def test_incomplete_output_is_run_failed():
-    text = fixture('posix-files-only-w4k-n500')['stdout.txt']
+    text = fixture('own-posix-files-only-w4k-n200')['stdout.txt']
     with pytest.raises(RunFailed, match='SUMMARY rate'):
         mdtest.parse({'stdout.txt': text[:text.index('SUMMARY rate')]})
     with pytest.raises(RunFailed, match='finished'):
