@@ -327,3 +327,30 @@ def test_csv_units_are_1024_based_too():
     assert res['raw_rate'] == pytest.approx(0.5) and res['observed_rate'] == pytest.approx(2.0)
     with pytest.raises(ParseError, match='not a number'):
         h5bench.parse_csv_results('metric, value, unit\ntotal size, 1.0, parsecs\n', 'x.csv')
+
+
+# -- what the figures include (durability labels), on the own real runs ------------
+
+def test_observed_rate_includes_the_flush_and_raw_rate_does_not():
+    from h5regress import durability
+    (run,) = h5bench.parse(files_of('own-direct-write-1d-contig-coll'))
+    assert durability.write_flush_of(run.provenance, 'write', 'observed_rate') == 'fsync'
+    assert durability.write_flush_of(run.provenance, 'write', 'raw_rate') == 'none'
+
+
+def test_read_has_no_write_flush():
+    from h5regress import durability
+    (run,) = h5bench.parse(files_of('own-direct-read-1d-contig-coll'))
+    assert durability.WRITE_FLUSH not in run.provenance
+
+
+@pytest.mark.parametrize('case, kind', [('own-runner-exerciser', 'exerciser'),
+                                        ('own-runner-metadata', 'metadata')])
+def test_reads_back_in_one_execution_are_labelled_cached(case, kind):
+    """The exerciser and hdf5_iotest read what they have just written, in the same
+    execution: no drop can come between, so their reads say the cache was kept."""
+    runs = h5bench.parse(files_of(case))
+    run = next(r for r in runs if r.params.get('benchmark') == kind)
+    assert run.provenance['read_page_cache'] == 'kept'
+    assert any('read figures are cached' in w for w in run.warnings)
+    assert set(run.provenance['write_flush'].values()) == {'none'}

@@ -479,3 +479,10 @@ def test_each_empty_file_is_named():
     problems = macsio.check_files(run, empty)
     assert problems[:2] == ['empty file(s): macsio_hdf5_00000_002.h5',
                             'empty file(s): macsio_hdf5_00001_000.h5']
+
+
+def test_figures_are_page_cache():
+    """MACSio times no flush: its bandwidth says so (the check adds a timed flush)."""
+    from h5regress import durability
+    run = one('own-hdf5-mif2-p1M-d3')
+    assert durability.write_flush_of(run.provenance, 'write', 'bw') == 'none'
