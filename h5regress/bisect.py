@@ -1,7 +1,7 @@
 """``h5regress bisect``: the first HDF5 commit behind a FAIL, found with the gate.
 
     h5regress bisect --good SHA --bad SHA --repo PATH|URL [--builder spack|stand-in]
-                     [--checks REGEX] [--metric KEY]... [--work DIR]
+                     [--checks REGEX] [--tool TOOL]... [--metric KEY]... [--work DIR]
 
 The commits between ``--good`` (excluded) and ``--bad`` (known bad, not tested
 again) are the first-parent chain ``git rev-list --first-parent good..bad``, as
@@ -15,7 +15,8 @@ It stops when no unknown commit is left between the last good and the first bad
 one; with skipped commits in between, the answer is a range and says so.
 
 Builders: :class:`SpackBuilder` (``spack-env/install --candidate SHA``, the
-install tree reused) and :class:`StandInBuilder` (a small git repository whose
+install tree reused; with ``--tool``, ``--only`` the packages of those tools: a
+step builds HDF5 and the checks' tools, not the whole environment) and :class:`StandInBuilder` (a small git repository whose
 commits each set a known slowdown in a file ``slowdown``: the build is the
 stand-in nightly's tools with the LD_PRELOAD shim at that fraction; a commit
 whose file reads ``build fails`` cannot be built). Runs: :class:`NightlyRuns`
@@ -50,7 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from h5regress import atomic, gate, manifest
+from h5regress import atomic, catalog, gate, manifest
 from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
 from h5regress.record import Record, config_hash
 
@@ -175,15 +176,24 @@ class SpackBuilder(Builder):
     name = 'spack'
 
     def __init__(self, work: Path, mirrors: Sequence[str] = (),
-                 install: Path | None = None) -> None:
+                 install: Path | None = None, packages: Sequence[str] = ()) -> None:
         self.work, self.mirrors = work, list(mirrors)
         self.install = install or manifest.repo_root() / 'spack-env' / 'install'
+        #: Spack packages built with each commit (``--only``: the failing metrics'
+        #: tools); none: the whole environment (every tool, Darshan, the baseline)
+        self.packages = sorted(set(packages))
+
+    def command(self, commit: str, path: Path) -> list[str]:
+        cmd = [sys.executable, str(self.install), '--candidate', commit, '--manifest', str(path)]
+        if self.packages:
+            cmd += ['--only', *self.packages]
+        for mirror in self.mirrors:
+            cmd += ['--mirror', mirror]
+        return cmd
 
     def build(self, commit: str) -> Built:
         path = self.work / 'builds' / commit[:12] / 'manifest.json'
-        cmd = [sys.executable, str(self.install), '--candidate', commit, '--manifest', str(path)]
-        for mirror in self.mirrors:
-            cmd += ['--mirror', mirror]
+        cmd = self.command(commit, path)
         install_log = self.work / 'builds' / commit[:12] / 'install.log'
         install_log.parent.mkdir(parents=True, exist_ok=True)
         log('$ ' + ' '.join(cmd) + f' > {install_log}')
@@ -406,7 +416,9 @@ def run_step(runs: Runs, good: Built, cand: Built, commit: str, step_dir: Path,
 class State:
     """The bisect's state file: written atomically after every build and step."""
 
-    KEYS = ('good', 'bad', 'repo', 'builder', 'checks', 'metrics', 'looks')
+    KEYS = ('good', 'bad', 'repo', 'builder', 'tools', 'checks', 'metrics', 'looks')
+    #: a key a state file of an older version lacks, and what it meant there
+    OLD_DEFAULTS = {'tools': []}
 
     def __init__(self, path: Path, data: dict[str, Any]) -> None:
         self.path, self.data = path, data
@@ -422,9 +434,10 @@ class State:
             except ValueError as err:
                 raise BisectError(f'{path}: not JSON ({err}); remove it to start over') from None
             for k in cls.KEYS:
-                if data.get(k) != params[k]:
+                want = params.get(k, cls.OLD_DEFAULTS.get(k))
+                if data.get(k, cls.OLD_DEFAULTS.get(k)) != want:
                     raise BisectError(f'{path}: a bisect with {k} = {data.get(k)!r} is in '
-                                      f'this work directory, not {params[k]!r}: give another '
+                                      f'this work directory, not {want!r}: give another '
                                       f'--work, or remove it to start over')
             log(f'resuming {path}: {len(data["steps"])} step(s), '
                 f'{len(data["builds"])} build(s) done')
@@ -563,6 +576,10 @@ def build_parser() -> ArgParser:
                    help='Spack builder: a source mirror for spack-env/install (repeatable)')
     p.add_argument('--checks', help='ReFrame name regex of the failing metrics\' checks '
                    '(default: the nightly\'s)')
+    p.add_argument('--tool', action='append', default=[], metavar='TOOL',
+                   help='Spack builder: a tool the checks run (repeatable; e.g. h5paths, ior, '
+                        'mdtest): each step builds HDF5 and these tools\' packages only '
+                        '(spack-env/install --only); default: the whole environment')
     p.add_argument('--metric', action='append', default=[], metavar='KEY',
                    help='gate metric key (gate.json "key") that failed; repeatable '
                         '(default: every gated metric of the checks)')
@@ -604,13 +621,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0 if result['found'] else 1
 
 
+def tool_packages(tools: Sequence[str]) -> list[str]:
+    """The Spack packages that install these tools (h5regress.catalog: mdtest -> ior)."""
+    packages = set()
+    for tool in tools:
+        try:
+            bench = catalog.get(tool)
+        except KeyError as err:
+            raise BisectError(f'--tool {tool!r}: {err.args[0]}') from None
+        if not bench.package:
+            raise BisectError(f'--tool {tool!r}: not built by the Spack environment')
+        packages.add(bench.package)
+    return sorted(packages)
+
+
 def run(repo: Path, good: str, bad: str, args, work: Path) -> dict[str, Any]:
     """Builder and runs from the options; the search."""
     simulate = args.simulate_cv is not None
     if args.builder == 'stand-in':
         builder: Builder = StandInBuilder(repo, work, tools=not simulate)
     else:
-        builder = SpackBuilder(work, args.mirror)
+        builder = SpackBuilder(work, args.mirror, packages=tool_packages(args.tool))
     checks = args.checks
     if simulate:
         runs: Runs = SimulatedRuns(args.simulate_cv, random.Random(args.seed))
@@ -625,7 +656,7 @@ def run(repo: Path, good: str, bad: str, args, work: Path) -> dict[str, Any]:
     params = {'good': good, 'bad': bad, 'repo': str(args.repo),
               'builder': builder.name + (f' (simulated, CV {args.simulate_cv:g})'
                                          if simulate else ''),
-              'checks': checks, 'metrics': sorted(args.metric),
+              'tools': sorted(args.tool), 'checks': checks, 'metrics': sorted(args.metric),
               'looks': looks(args.pairs, args.more_pairs, args.max_pairs)}
     return bisect(repo, good, bad, builder, runs, work, params)
 

@@ -325,9 +325,11 @@ def resolve_commit(ref: str, repo: str) -> str:
     return heads[0]
 
 
-def install_environment(candidate: str | None, manifest_path: Path) -> None:
+def install_environment(candidate: str | None, manifest_path: Path,
+                        mirrors: list[str] = ()) -> None:
     """Install the Spack environment with the night's candidate pinned; write its manifest."""
-    cmd = [REPO / 'spack-env' / 'install', '--manifest', manifest_path]
+    cmd = [REPO / 'spack-env' / 'install', '--manifest', manifest_path,
+           *[f'--mirror={m}' for m in mirrors]]
     if candidate:
         cmd += ['--candidate', candidate]
     if run(cmd).returncode:
@@ -520,6 +522,9 @@ def parse_args(argv):
                     help="bisect's bad commit (default: tonight's candidate commit)")
     ap.add_argument('--bisect-repo', metavar='PATH|URL', help='HDF5 repository of the '
                     'bisect (default --hdf5-repo; with --stand-in: a stand-in repository)')
+    ap.add_argument('--mirror', action='append', default=[], metavar='URL',
+                    help='Spack source mirror of the night\'s and the bisect\'s builds '
+                         '(spack-env/install --mirror; repeatable)')
     ap.add_argument('-S', '--setvar', action='append', default=[],
                     help='passed to ReFrame as -S (repeatable)')
     ap.add_argument('--history', type=Path, default=os.environ.get('H5REGRESS_HISTORY'),
@@ -598,7 +603,7 @@ def prepare_builds(args) -> tuple[Path, str, str]:
         if args.candidate:
             args.candidate = resolve_commit(args.candidate, args.hdf5_repo)
         manifest_path = args.out / 'manifest.json'
-        install_environment(args.candidate, manifest_path)
+        install_environment(args.candidate, manifest_path, args.mirror)
     return (manifest_path, *choose_builds(manifest.load(manifest_path), args))
 
 
@@ -686,13 +691,18 @@ def bisect_night(result: dict, args) -> dict:
     if not good or not bad:
         return {'error': 'no good commit to start from: give --bisect-good (or a --history '
                 'with a PASS night)' if not good else 'no candidate commit tonight'}
-    fails = [m['key'] for m in result['metrics'] if m.get('role') == 'gated'
+    fails = [m for m in result['metrics'] if m.get('role') == 'gated'
              and m.get('verdict') == 'FAIL']
+    # only the FAIL metrics' tests run, and only their tools are built per step
+    tests = sorted({m['test'] for m in fails})
     cmd = [sys.executable, '-m', 'h5regress.bisect', '--good', good, '--bad', bad,
            '--repo', args.bisect_repo or args.hdf5_repo, '--builder',
-           'stand-in' if args.stand_in else 'spack', '--checks', args.checks,
+           'stand-in' if args.stand_in else 'spack',
+           '--checks', '(' + '|'.join(map(darshan.name_regex, tests)) + ')',
            '--work', args.out / 'bisect', '--json', args.out / 'bisect' / 'result.json',
-           *[f'--metric={key}' for key in fails]]
+           *[f'--metric={m["key"]}' for m in fails], *[f'--mirror={u}' for u in args.mirror]]
+    if not args.stand_in:
+        cmd += [f'--tool={t}' for t in sorted({m['tool'] for m in fails})]
     cmd += [f'--nightly-arg={a}' for a in (['--system', args.system] if args.system else [])
             + [f'-S{s}' for s in args.setvar]]
     proc = run(cmd)

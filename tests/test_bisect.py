@@ -208,3 +208,67 @@ def test_a_failing_stand_in_night_bisects_and_reports(tmp_path):
     assert 'no Darshan counter diff' in md
     junit = (out / 'report' / 'junit.xml').read_text()
     assert 'classname="h5regress.bisect"' in junit and 'classname="h5regress.darshan"' in junit
+
+
+def test_the_spack_builder_builds_only_the_tools_of_the_checks(tmp_path):
+    """--tool: a step builds HDF5 and the failing checks' tools only (spack-env/install
+    --only their packages; mdtest is IOR's), not every tool and Darshan: a real step
+    cost 30-60 min when the whole environment was rebuilt per commit."""
+    sha = '0123456789abcdef0123456789abcdef01234567'
+    builder = bisect.SpackBuilder(tmp_path, ['file:///m'],
+                                  packages=bisect.tool_packages(['mdtest', 'h5paths', 'ior']))
+    cmd = builder.command(sha, tmp_path / 'manifest.json')
+    assert cmd[cmd.index('--only') + 1:cmd.index('--mirror')] == ['h5paths', 'ior']
+    assert '--only' not in bisect.SpackBuilder(tmp_path).command(sha, tmp_path / 'm.json')
+    with pytest.raises(bisect.BisectError, match="--tool 'fio': not built by the Spack"):
+        bisect.tool_packages(['fio'])
+    with pytest.raises(bisect.BisectError, match="--tool 'nosuch': no benchmark"):
+        bisect.tool_packages(['nosuch'])
+
+
+def test_a_bisect_with_other_tools_is_refused_in_the_same_work_directory(tmp_path, capsys):
+    shas = standin_repo(tmp_path, planted=3, k=4)
+    assert bisect.main(cli(tmp_path, shas)) == 0
+    assert bisect.main(cli(tmp_path, shas, '--tool', 'h5paths')) == 4
+    assert "a bisect with tools = [] is in" in capsys.readouterr().err
+
+
+def test_the_nightly_bisects_only_the_failing_tests_with_their_tools_and_mirrors(
+        tmp_path, monkeypatch):
+    """ci/nightly --bisect after a FAIL: the bisect runs the FAIL rows' tests only (not
+    the night's --checks), builds their tools only (--tool), and gets --mirror."""
+    from h5regress import nightly
+    args = nightly.parse_args(['--out', str(tmp_path), '--bisect', '--bisect-good', 'a' * 40,
+                               '--bisect-repo', str(tmp_path / 'repo'),
+                               '--mirror', 'file:///srv/mirror', '--mirror', '/m2'])
+    test = ('h5paths_check %benchmark=compound-subset-hdf5-collective-contiguous-earliest-warm'
+            ' %hdf5_build=hdf5-1.15.0')
+    result = {'candidate_commit': 'b' * 40, 'metrics': [
+        {'key': 'k-read', 'role': 'gated', 'verdict': 'FAIL', 'tool': 'h5paths', 'test': test},
+        {'key': 'k-write', 'role': 'gated', 'verdict': 'FAIL', 'tool': 'h5paths', 'test': test},
+        {'key': 'k-ior', 'role': 'gated', 'verdict': 'PASS', 'tool': 'ior',
+         'test': 'ior_check %benchmark=HDF5-independent-ssf %hdf5_build=hdf5-1.15.0'},
+        {'key': 'k-canary', 'role': 'canary', 'verdict': 'FAIL', 'tool': 'ior',
+         'test': 'ior_check %benchmark=MPIIO-independent-ssf %hdf5_build=hdf5-1.15.0'}]}
+    seen = []
+
+    def fake_run(cmd, **kw):
+        seen.append([str(c) for c in cmd])
+        return subprocess.CompletedProcess(cmd, 2)
+
+    monkeypatch.setattr(nightly, 'run', fake_run)
+    assert 'error' in nightly.bisect_night(result, args)
+    (cmd,) = seen
+    opt = lambda name: [cmd[i + 1] for i, c in enumerate(cmd) if c == name] + \
+        [c.split('=', 1)[1] for c in cmd if c.startswith(name + '=')]
+    assert opt('--tool') == ['h5paths'] and opt('--builder') == ['spack']
+    assert opt('--mirror') == ['file:///srv/mirror', '/m2']
+    assert sorted(opt('--metric')) == ['k-read', 'k-write']
+    (checks,) = opt('--checks')
+    import re
+    pattern = re.compile(f'(?=.*%hdf5_build=hdf5-bisect-good(%|$)){checks}')
+    assert pattern.match(test.replace(' ', '').replace('hdf5-1.15.0', 'hdf5-bisect-good'))
+    for other in ('ior_check%benchmark=HDF5-independent-ssf%hdf5_build=hdf5-bisect-good',
+                  'h5paths_check%benchmark=compound-subset-hdf5-collective-contiguous-earliest'
+                  '%hdf5_build=hdf5-bisect-good'):
+        assert not pattern.match(other), other

@@ -323,6 +323,41 @@ def test_candidate_copy(tmp_path):
         inst.derive_env(ENV, tmp_path / "c", sha, "1.14.1")
 
 
+def test_candidate_copy_with_only_builds_the_candidate_and_those_packages(tmp_path):
+    """--only (a bisect step): the copy holds the candidate HDF5 and the named packages
+    against it, no baseline, no other tool, no Darshan, no develop entry of a package
+    not kept; the rest of the file (site, repo, concretizer) as in the full copy."""
+    inst = install_module()
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    assert inst.derive_env(ENV, tmp_path, sha, None, ["h5paths"]) == "1.15.0"
+    doc = yaml.safe_load((tmp_path / "spack.yaml").read_text())["spack"]
+    defs = definitions(doc)
+    assert defs["hdf5_builds"] == [f"hdf5@git.{sha}=1.15.0 +mpi +hl +subfiling"]
+    assert defs["tools"] == ["h5paths@=main"]
+    assert defs["instrumentation"] == []
+    assert list(doc["develop"]) == ["h5paths"]
+    assert doc["develop"]["h5paths"]["path"] == str((REPO / "kernels" / "h5paths").resolve())
+    full = spack_yaml()
+    assert doc["specs"] == full["specs"] and doc["concretizer"] == full["concretizer"]
+    assert doc["packages"] == full["packages"]
+    assert doc["include"] == [f"{ENV}/sites/${{H5REGRESS_SITE}}"]
+    # two tools and Darshan: each kept, the others gone
+    inst.derive_env(ENV, tmp_path / "b", sha, None, ["ior", "darshan-runtime"])
+    defs = definitions(yaml.safe_load((tmp_path / "b" / "spack.yaml").read_text())["spack"])
+    assert [PIN.match(t).group("name") for t in defs["tools"]] == ["ior"]
+    assert defs["instrumentation"] == [DARSHAN + " +hdf5"]
+    # a label equal to the dropped baseline's is no conflict in such a copy
+    assert inst.derive_env(ENV, tmp_path / "c", sha, "1.14.1", ["ior"]) == "1.14.1"
+    with pytest.raises(inst.InstallError, match=r"--only nosuch: not a package.*h5paths"):
+        inst.derive_env(ENV, tmp_path / "d", sha, None, ["nosuch"])
+
+
+def test_only_needs_a_candidate():
+    p = subprocess.run([sys.executable, str(ENV / "install"), "--only", "h5paths"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2 and "--only is only used with --candidate" in p.stderr
+
+
 def test_candidate_argument():
     inst = install_module()
     sha = "0123456789ABCDEF0123456789abcdef01234567"
