@@ -24,6 +24,7 @@ SLURM_PACKAGES = "munge slurmctld slurmd slurm-client slurmdbd mariadb-server"
 # every tool; ../shared/fixtures, beside the checkout, is an extra set.
 # ---------------------------------------------------------------------------
 SHARED_FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+_EXTRA = pytest.StashKey[int]()
 
 
 def _needs_shared_fixtures(item) -> bool:
@@ -46,13 +47,23 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     """Without ../shared/fixtures its tests are deselected, not skipped: they are an
     extra over the project's own fixtures, and a skip would read as a gap."""
+    extra = [item for item in items if _needs_shared_fixtures(item)]
+    config.stash[_EXTRA] = len(extra)
     if SHARED_FIXTURES.is_dir():
         return
-    extra = [item for item in items if _needs_shared_fixtures(item)]
     if extra:
         config.hook.pytest_deselected(items=extra)
         dropped = set(map(id, extra))
         items[:] = [item for item in items if id(item) not in dropped]
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """Say how many selected tests are the extras over ../shared/fixtures."""
+    count = config.stash.get(_EXTRA, 0)
+    if count:
+        state = 'run' if SHARED_FIXTURES.is_dir() else 'deselected: ../shared/fixtures is absent'
+        terminalreporter.write_line(f'extra fixtures: {count} tests over ../shared/fixtures '
+                                    f'({state})')
 
 
 def slurm_skip_reason():
