@@ -30,7 +30,8 @@ by commit; a second run with the same arguments and work directory goes on
 where the first stopped, without building or running a finished step again.
 
 Exit codes: 0 the first bad commit found, 1 only a range (skipped commits in the
-way), 4 ERROR (bad usage, no good build, unreadable state).
+way), 2 stopped by ``--steps`` before the end (run it again to go on), 4 ERROR
+(bad usage, no good build, unreadable state).
 """
 
 from __future__ import annotations
@@ -64,8 +65,16 @@ BASE_ID = 'hdf5-bisect-good'
 BUILD_FAILS = 'build fails'
 
 
+#: exit code of a run stopped by --steps before the search ended
+EXIT_STOPPED = 2
+
+
 class BisectError(Exception):
     """Bad input or state; the message names the file, commit or option (exit 4)."""
+
+
+class Stopped(Exception):
+    """--steps N steps done, the search not finished (exit 2; the state file resumes)."""
 
 
 class BuildFailed(Exception):
@@ -475,7 +484,9 @@ def get_build(state: State, builder: Builder, sha: str) -> Built | None:
 def bisect(repo: Path, good: str, bad: str, builder: Builder, runs: Runs, work: Path,
            params: dict[str, Any], on_step: Callable[[int], None] | None = None
            ) -> dict[str, Any]:
-    """The search; returns (and keeps in the state file) its result."""
+    """The search; returns (and keeps in the state file) its result.  ``on_step(n)``
+    is called before each further step of this call (n: steps done in all); an
+    exception it raises stops the search there (the state file keeps the steps)."""
     state = State.open(work, params)
     if not state.data['commits']:
         state.data['commits'] = [c.__dict__ for c in first_parent_commits(repo, good, bad)]
@@ -489,11 +500,14 @@ def bisect(repo: Path, good: str, bad: str, builder: Builder, runs: Runs, work: 
         state.save()
         raise BisectError(f'the good commit {good} cannot be built '
                           f'({failed["error"]}): no baseline')
+    stepped = 0             # steps of this call
     while True:
         verdicts = {index[sha]: s['verdict'] for sha, s in state.data['steps'].items()}
         i = next_index(len(commits), verdicts)
         if i is None:
             break
+        if on_step and stepped:     # before another step: the caller may stop here
+            on_step(len(state.data['steps']))
         sha = commits[i].sha
         log(f'step {len(verdicts) + 1}: {sha[:12]} {commits[i].subject!r}')
         cand = get_build(state, builder, sha)
@@ -507,8 +521,7 @@ def bisect(repo: Path, good: str, bad: str, builder: Builder, runs: Runs, work: 
         state.data['order'].append(sha)
         state.save()
         log(f'{sha[:12]}: {step["verdict"]} ({step["reason"]})')
-        if on_step:
-            on_step(len(state.data['steps']))
+        stepped += 1
     state.data['result'] = summarize(state.data, commits)
     state.save()
     return state.data['result']
@@ -593,6 +606,9 @@ def build_parser() -> ArgParser:
                         'around each commit\'s slowdown, judged by the gate')
     p.add_argument('--seed', type=int, default=0, help='of --simulate-cv')
     p.add_argument('--json', type=Path, help='write the result as JSON')
+    p.add_argument('--steps', type=int, metavar='N',
+                   help='stop after N steps of this run (exit 2), e.g. to hold a measurement '
+                        'lock one step at a time; the same command goes on from the state file')
     p.add_argument('--nightly-arg', action='append', default=[], metavar='ARG',
                    help='passed to the nightly\'s runs (e.g. --nightly-arg=--system=x:y)')
     return p
@@ -612,6 +628,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         repo = local_repo(args.repo, work)
         good, bad = resolve(repo, args.good, '--good'), resolve(repo, args.bad, '--bad')
         result = run(repo, good, bad, args, work)
+    except Stopped as stop:
+        print(f'h5regress bisect: {stop}; the same command goes on from '
+              f'{work / STATE_FILE}')
+        return EXIT_STOPPED
     except (BisectError, manifest.ManifestError, OSError, RuntimeError) as err:
         print(f'h5regress bisect: error: {err}', file=sys.stderr)
         return EXIT_ERROR
@@ -658,7 +678,15 @@ def run(repo: Path, good: str, bad: str, args, work: Path) -> dict[str, Any]:
                                          if simulate else ''),
               'tools': sorted(args.tool), 'checks': checks, 'metrics': sorted(args.metric),
               'looks': looks(args.pairs, args.more_pairs, args.max_pairs)}
-    return bisect(repo, good, bad, builder, runs, work, params)
+    done: list[int] = []
+
+    def stop_after(n_steps: int) -> None:      # called before each step after the first
+        done.append(n_steps)
+        if args.steps is not None and len(done) >= args.steps:
+            raise Stopped(f'stopped after {len(done)} step(s) of this run (--steps), '
+                          f'{n_steps} in all, more to go')
+
+    return bisect(repo, good, bad, builder, runs, work, params, on_step=stop_after)
 
 
 if __name__ == '__main__':

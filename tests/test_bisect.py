@@ -272,3 +272,18 @@ def test_the_nightly_bisects_only_the_failing_tests_with_their_tools_and_mirrors
                   'h5paths_check%benchmark=compound-subset-hdf5-collective-contiguous-earliest'
                   '%hdf5_build=hdf5-bisect-good'):
         assert not pattern.match(other), other
+
+
+def test_steps_stops_a_run_and_the_same_command_goes_on(tmp_path, capsys):
+    """--steps N (one step per hold of the measurement lock): exit 2 after N steps with
+    more to go; the same command goes on; the answer is the one of a whole run."""
+    shas = standin_repo(tmp_path, planted=11)
+    codes = []
+    while not codes or codes[-1] == bisect.EXIT_STOPPED:
+        codes.append(bisect.main(cli(tmp_path, shas, '--steps', '1')))
+        assert len(codes) < 20
+    assert codes[-1] == 0 and len(codes) >= 4 and set(codes[:-1]) == {bisect.EXIT_STOPPED}
+    state = json.loads((tmp_path / 'work' / bisect.STATE_FILE).read_text())
+    assert len(state['steps']) == len(codes)
+    assert json.loads((tmp_path / 'result.json').read_text())['first_bad']['commit'] == shas[11]
+    assert 'stopped after 1 step(s) of this run' in capsys.readouterr().out
