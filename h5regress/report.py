@@ -188,7 +188,7 @@ MEASURED_RATES = (
     'than-history nights).')
 
 
-def _rule(cfg: Mapping[str, Any]) -> str:
+def _rule(cfg: Mapping[str, Any], rates: bool = True) -> str:
     """The verdict rule in words, the same in every format."""
     mconf = cfg.get('margin_confidence', 0.5)
     bound = 'its estimate' if mconf == 0.5 else f'its {mconf:.0%} upper confidence bound'
@@ -198,7 +198,8 @@ def _rule(cfg: Mapping[str, Any]) -> str:
             f'{1 - cfg["margin"]:.2f}; at an early look of the rerun loop all three are '
             f'stricter, so the loop keeps the error rates of one look; otherwise '
             f'INCONCLUSIVE (more pairs), "significantly slower" when the slowdown is '
-            f'significant but not shown beyond the margin. {MEASURED_RATES}')
+            f'significant but not shown beyond the margin'
+            + (f'. {MEASURED_RATES}' if rates else ''))
 
 
 def _undecided(gated: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any]) -> str:
@@ -245,11 +246,14 @@ def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]
 def markdown(result: Mapping[str, Any], ctx: Mapping[str, Any] | None = None) -> str:
     cfg = result['config']
     ctx = ctx or collect_context(result)
-    lines = [f'# {_title(result)}', '', f'**{summary(result).split(": ", 1)[1]}**', '',
-             f'- candidate: `{result["candidate"]}` at `{_commit_label(result, "candidate", ctx)}`',
-             f'- baseline: `{result["baseline"]}` at `{_commit_label(result, "baseline", ctx)}`',
-             f'- rule: {_rule(cfg)}',
-             f'- records: {_skipped_text(result)}']
+    lines = [f'# {_title(result)}', '', f'**{summary(result).split(": ", 1)[1]}**', '']
+    if change_point_text(result):
+        lines += [change_point_text(result), '']
+    lines += [f'- candidate: `{result["candidate"]}` at '
+              f'`{_commit_label(result, "candidate", ctx)}`',
+              f'- baseline: `{result["baseline"]}` at `{_commit_label(result, "baseline", ctx)}`',
+              f'- rule: {_rule(cfg)}',
+              f'- records: {_skipped_text(result)}']
     if ctx.get('perflogs'):
         lines.append(f'- perflogs: `{ctx["perflogs"]}`')
     if result.get('error'):
@@ -423,7 +427,8 @@ def summary(result: Mapping[str, Any]) -> str:
         text = 'no verdict: an MPI-IO canary fell far below its own history (the machine, ' \
                'not HDF5); rerun'
     elif overall == 'FAIL':
-        bad = [m['label'] for m in gated if m['verdict'] == 'FAIL']
+        bad = [f'{m["label"]} (ratio {_ratio(_perf(m)[0])} {_interval(*_perf(m)[1:])})'
+               for m in gated if m['verdict'] == 'FAIL']
         text = (f'{len(bad)} of {len(gated)} gated metrics slower than the {cfg["margin"]:.0%} '
                 f'margin allows, significantly: ' + '; '.join(bad))
     elif overall == 'PASS':
@@ -439,6 +444,25 @@ def summary(result: Mapping[str, Any]) -> str:
                  f'HDF5 writes slowed by {result["injected_slowdown"]:.0%} on purpose (a '
                  f'test of the gate), so a FAIL here is right')
     return f'{overall}: {text}.'
+
+
+def change_point_text(result: Mapping[str, Any]) -> str:
+    """The history's change points in one sentence ('' when none): a slow creep fails no
+    single night, so the first screen says where the history of main moved."""
+    cps = result.get('change_points') or []
+    if not cps:
+        return ''
+    parts = []
+    for c in cps:
+        ratio = c.get('ratio')
+        step = ('' if not _finite(ratio) else
+                f' {abs(1 - ratio):.1%} {"slower" if c["direction"] == "worse" else "faster"}')
+        parts.append(f'{c["metric"]}{step} from night {c["from_night"]} → {c["to_night"]} '
+                     f'(candidate commits {str(c.get("from_commit") or "?")[:12]}..'
+                     f'{str(c.get("to_commit") or "?")[:12]}; cause: {c["cause"]})')
+    return (f'Change point{"s" if len(cps) > 1 else ""} in the history of main (Apache Otava '
+            f'on the nightly medians; a creep no single night fails shows here): '
+            + '; '.join(parts) + '.')
 
 
 # ------------------------------------------------------------------ plots
@@ -503,9 +527,7 @@ def forest_figure(result: Mapping[str, Any]) -> Any:
         plus = [(_perf(m)[2] if _perf(m)[2] is not None else xmax) - x for m, x in zip(ms, xs)]
         minus = [x - (_perf(m)[1] or xmin) for m, x in zip(ms, xs)]
         fig.add_trace(go.Scatter(
-            x=xs, y=[_wrap(m['label']) for m in ms], mode='markers+text', name=verdict or 'no verdict',
-            text=[f'{x:.3f} {verdict or ""}' for x in xs], textposition='top right',
-            textfont={'color': _COLORS.get(verdict), 'size': 12},
+            x=xs, y=[_wrap(m['label']) for m in ms], mode='markers', name=verdict or 'no verdict',
             marker={'size': 12, 'symbol': 'diamond', 'color': _COLORS.get(verdict)},
             error_x={'type': 'data', 'symmetric': False, 'array': plus, 'arrayminus': minus,
                      'thickness': 2.5, 'width': 7, 'color': _COLORS.get(verdict)},
@@ -517,9 +539,20 @@ def forest_figure(result: Mapping[str, Any]) -> Any:
                                    (1.0, ' 1.0 = no change', 'left', '#57606a')):
         fig.add_annotation(x=x, y=1.0, yref='paper', yanchor='bottom', xanchor=anchor,
                            text=text, showarrow=False, font={'color': color, 'size': 12})
+    # the numbers in a column right of the plot: beside the diamond they crossed the
+    # margin's line whenever the ratio was near it
+    for m in gated:
+        r, lo, hi = _perf(m)
+        fig.add_annotation(
+            x=1.0, xref='paper', xanchor='left', xshift=8, y=_wrap(m['label']), yref='y',
+            showarrow=False, align='left', font={'color': _COLORS.get(m['verdict']), 'size': 12},
+            text=f'{_ratio(r)} {_interval(lo, hi)}<br><b>{m["verdict"] or "no verdict"}</b>')
+    fig.add_annotation(x=1.0, xref='paper', xanchor='left', xshift=8, y=1.0, yref='paper',
+                       yanchor='bottom', showarrow=False, align='left',
+                       text='ratio [interval]', font={'color': '#57606a', 'size': 12})
     fig.update_layout(
         template=_TEMPLATE, height=130 + 62 * len(gated), showlegend=False,
-        margin={'l': 10, 'r': 20, 't': 28, 'b': 50}, font={'size': 13}, hovermode='closest',
+        margin={'l': 10, 'r': 150, 't': 28, 'b': 50}, font={'size': 13}, hovermode='closest',
         xaxis={'range': [xmin, xmax], 'title': {'text': 'performance ratio cand/base, 95% '
                'interval', 'standoff': 8}, 'showgrid': True, 'gridcolor': '#eaeef2'},
         yaxis={'automargin': True, 'categoryorder': 'array',
@@ -699,7 +732,25 @@ def history_figure(m: Mapping[str, Any], history: hist_mod.History,
                      showgrid=True, gridcolor='#eaeef2')
     fig.update_yaxes(title_text='ratio cand/base', row=2, col=1, showgrid=True,
                      gridcolor='#eaeef2')
+    for c in result.get('change_points') or []:
+        if c.get('key') == m['key'] and c.get('to_night') in nights:
+            _mark_change_point(fig, c, nights)
     return fig
+
+
+def _mark_change_point(fig: Any, c: Mapping[str, Any], nights: list[str]) -> None:
+    """A vertical line through both panels between the two nights of a change point
+    (x is categorical: the line sits half a night before its first night)."""
+    x = nights.index(c['to_night']) - 0.5
+    color = _COLORS['FAIL'] if c['direction'] == 'worse' else _COLORS['PASS']
+    fig.add_shape(type='line', xref='x', yref='paper', x0=x, x1=x, y0=0, y1=1,
+                  line={'color': color, 'width': 2, 'dash': 'dot'},
+                  name=f'change point {c["to_night"]}')
+    step = f' {abs(1 - c["ratio"]):.1%}' if _finite(c.get('ratio')) else ''
+    fig.add_annotation(x=x, xref='x', y=1.0, yref='paper', yanchor='top', xanchor='right',
+                       text=f'change point: {c["direction"]}{step} from {c["to_night"]} ',
+                       showarrow=False, font={'color': color, 'size': 11},
+                       bgcolor='rgba(255,255,255,0.8)')
 
 
 def plotly_js() -> str:
@@ -777,7 +828,11 @@ def first_screen(result: Mapping[str, Any], ctx: Mapping[str, Any]) -> str:
     cfg = result['config']
     out = ['<section id="first-screen">', '<div id="verdict" class="wide">',
            f'<h1>h5regress night {e(str(result["night"]))} {_badge(result["overall"])}</h1>',
-           f'<p class="summary">{e(summary(result))}</p></div>', '<div>',
+           f'<p class="summary">{e(summary(result))}</p>']
+    if change_point_text(result):
+        out.append(f'<p class="summary" id="change-points-summary">'
+                   f'<b>⚠</b> {e(change_point_text(result))}</p>')
+    out += ['</div>', '<div>',
            '<h3>Tonight per gated metric: ratio and 95% interval against the margin</h3>']
     if _rows(result, 'gated'):
         out.append(_fig_html(forest_figure(result), 'forest', False))
@@ -786,7 +841,9 @@ def first_screen(result: Mapping[str, Any], ctx: Mapping[str, Any]) -> str:
     out.append(f'<p class="note">Each diamond is tonight\'s performance ratio candidate/baseline '
                f'(Hodges-Lehmann estimate over the pairs; time metrics inverted, so below 1 is '
                f'always slower), the bar its {cfg["confidence"]:.0%} interval. Red zone: below '
-               f'1 − margin ({1 - cfg["margin"]:.2f}). {e(_rule(cfg))}.</p></div>')
+               f'1 − margin ({1 - cfg["margin"]:.2f}). {e(_rule(cfg, rates=False))}.</p>'
+               f'<details class="note"><summary>What the verdicts mean in numbers</summary>'
+               f'{e(MEASURED_RATES)}</details></div>')
     perf = ''
     if ctx.get('perflogs'):
         href = ctx['perflogs'].replace('\\', '/')

@@ -9,6 +9,7 @@ import subprocess
 import xml.etree.ElementTree as ET
 import zlib
 import re
+from html import escape as html_escape
 from html.parser import HTMLParser
 
 import pytest
@@ -338,3 +339,72 @@ def test_report_cli_bad_config_is_an_error(gated_night, tmp_path, capsys):
     assert report.main_report([str(tmp_path / 'g.json'), '--config',
                                str(tmp_path / 'site.yaml'), '--out', str(tmp_path)]) == 4
     assert "site.yaml: unknown key 'histroy'" in capsys.readouterr().err
+
+
+def _with_change_point(res):
+    """The gate's result with a change point of the FAIL metric (as gate._change_points
+    writes it) between the history's nights 2025-03-10 and 2025-03-11."""
+    m = next(m for m in res['metrics'] if m['role'] == 'gated' and m['verdict'] == 'FAIL')
+    cp = {'metric': m['label'], 'key': m['key'], 'from_night': '2025-03-10',
+          'to_night': '2025-03-11', 'from_commit': 'c10', 'to_commit': 'c11',
+          'ratio': 0.94, 'p': 1e-4, 'direction': 'worse', 'cause': 'candidate'}
+    return {**res, 'change_points': [cp]}, m
+
+
+def _night_names(hist, res):
+    return [str(n['night']) for n in hist.nights] + [str(res['night'])]
+
+
+def test_a_change_point_is_in_the_first_screen_and_on_its_history_plot(gated_night):
+    """A creep fails no single night: the first screen says where the history moved
+    (was: only in a table below the plots), and its metric's plot marks the night."""
+    res, _, root = gated_night
+    res, m = _with_change_point(res)
+    hist = history.load(root / 'hist')
+    page = report.to_html(res, hist)
+    verdict = _section(page, 'verdict')
+    assert 'id="change-points-summary"' in verdict
+    text = report.change_point_text(res)
+    assert '6.0% slower from night 2025-03-10 → 2025-03-11' in text
+    assert 'candidate commits c10..c11' in text and m['label'] in text
+    assert text in report.markdown(res)
+    assert report.change_point_text({**res, 'change_points': []}) == ''
+    fig = report.history_figure(m, hist, res)
+    marks = [s for s in fig.layout.shapes if s.name and s.name.startswith('change point')]
+    nights = _night_names(hist, res)
+    assert [s.x0 for s in marks] == [nights.index('2025-03-11') - 0.5]
+    assert any('change point: worse 6.0% from 2025-03-11' in a.text
+               for a in fig.layout.annotations)
+    other = next(x for x in res['metrics'] if x['role'] == 'gated' and x is not m)
+    assert not [s for s in report.history_figure(other, hist, res).layout.shapes
+                if s.name and s.name.startswith('change point')]
+
+
+def test_fail_sentence_gives_the_ratio_and_interval(gated_night):
+    res, _, _ = gated_night
+    m = next(m for m in res['metrics'] if m['role'] == 'gated' and m['verdict'] == 'FAIL')
+    assert (f'{m["label"]} (ratio {m["ratio"]:.3f} [{m["ratio_lo"]:.3f}, '
+            f'{m["ratio_hi"]:.3f}])') in report.summary(res)
+
+
+def test_forest_numbers_stand_beside_the_plot(gated_night):
+    """Ratio, interval and verdict of each row in a column right of the plot (was: text
+    beside the diamond, crossed by the margin's line when the ratio was near it)."""
+    res, _, _ = gated_night
+    fig = report.forest_figure(res)
+    assert all(t.mode == 'markers' for t in fig.data)
+    right = [a.text for a in fig.layout.annotations if a.xref == 'paper' and a.x == 1.0]
+    for m in (m for m in res['metrics'] if m['role'] == 'gated'):
+        assert any(t.startswith(f'{m["ratio"]:.3f} [{m["ratio_lo"]:.3f}, ') and
+                   f'<b>{m["verdict"]}</b>' in t for t in right), (m['label'], right)
+
+
+def test_first_screen_keeps_the_measured_rates_folded(gated_night):
+    """The rule in one paragraph; its measured rates behind a <details> (were a
+    ten-line block of grey text in the first screen)."""
+    _, files, _ = gated_night
+    first = _section(files['html'].read_text(), 'first-screen')
+    rates = html_escape(report.MEASURED_RATES)
+    assert first.count(rates) == 1
+    details = first[first.index('<details'):first.index('</details>')]
+    assert rates in details
