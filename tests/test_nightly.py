@@ -134,6 +134,65 @@ def test_stand_ins_carry_ior_from_path_and_slow_only_its_hdf5_runs(tmp_path, mon
     assert 'flash-io' in builds['hdf5-standin-a'].tools
 
 
+def test_the_stand_in_night_gates_the_quiet_ior_row_and_its_canary():
+    """Issue 13: the default stand-in night gates IOR's HDF5 independent shared-file
+    write at 1 MiB transfers (quiet enough for a verdict within 20 pairs on a VM; the
+    FLASH-IO checkpoint was not), with its MPI-IO twin as the canary."""
+    from h5regress import nightly as nightly_mod
+    from test_ior_validity import ior_checks
+
+    args = nightly_mod.parse_args(['--stand-in', '-S', 'ior_check.repetitions=2'])
+    nightly_mod.standin_checks(args, {'flash-io': 'k', 'ior': 'i'})
+    # what run_once asks ReFrame for, against every ior_check row's name (ReFrame
+    # matches the display name with its spaces removed)
+    pattern = f'(?=.*%hdf5_build=hdf5-standin-a(%|$)){args.checks}'
+    rows = ior_checks().ior_check.param_space['benchmark']
+    chosen = [row for row in rows if re.match(
+        pattern, f'ior_check%benchmark={"-".join(row)}%hdf5_build=hdf5-standin-a')]
+    assert chosen == [('MPIIO', 'independent', 'ssf'), ('HDF5', 'independent', 'ssf')]
+    assert not re.match(pattern, 'flashio_check%benchmark=hdf5-collective'
+                                 '%hdf5_build=hdf5-standin-a')
+    # 1 MiB transfers, and a user's own -S after (ReFrame keeps the last)
+    assert args.setvar == ['ior_check.transfer_size=1m', 'ior_check.repetitions=2']
+    cfg = gate.load_config()
+    params = {'api': 'HDF5', 'preset': 'independent', 'layout': 'ssf',
+              'transfer_size': 1 << 20}
+    assert gate.role_of(cfg, 'ior', 'write', 'bw_mean', params) == 'gated'
+    assert gate.role_of(cfg, 'ior', 'write', 'bw_mean', {**params, 'api': 'MPIIO'}) == 'canary'
+    # stand-in builds without IOR: the FLASH-IO kernel; a --checks of the user: kept
+    args = nightly_mod.parse_args(['--stand-in'])
+    nightly_mod.standin_checks(args, {'flash-io': 'k'})
+    assert args.checks == nightly_mod.STANDIN_CHECKS and args.setvar == []
+    args = nightly_mod.parse_args(['--stand-in', '--checks', '^flashio_check'])
+    nightly_mod.standin_checks(args, {'flash-io': 'k', 'ior': 'i'})
+    assert args.checks == '^flashio_check' and args.setvar == []
+
+
+def test_stand_ins_take_ior_from_the_spack_manifest_without_one_on_path(tmp_path,
+                                                                       monkeypatch):
+    from h5regress import manifest, nightly as nightly_mod
+    spack_ior = tmp_path / 'spack' / 'bin' / 'ior'
+    spack_ior.parent.mkdir(parents=True)
+    spack_ior.write_text('#!/bin/sh\n')
+    spack_ior.chmod(0o755)
+    path = tmp_path / 'manifest.json'
+    hdf5 = {'version': '1.14.1', 'label': '1.14.1', 'commit': 'a' * 40, 'variants': '+mpi',
+            'hash': 'h', 'prefix': str(tmp_path)}
+    manifest.write(path, {'schema': manifest.SCHEMA, 'generated': '2026-11-24T00:00:00+00:00',
+                          'spack_version': '0.23', 'environment': str(tmp_path),
+                          'lock_sha256': '0' * 64,
+                          'builds': {'hdf5-1.14.1': {'hdf5': hdf5,
+                                                     'tools': {'ior': str(spack_ior)}}}})
+    monkeypatch.setenv('H5REGRESS_MANIFEST', str(path))
+    monkeypatch.setenv('PATH', '/usr/bin:/bin')
+    assert nightly_mod.shutil.which('ior') is None
+    builds = manifest.load(nightly_mod.build_standins(tmp_path / 'out', 0.0),
+                           check_stale=False)
+    assert {b.tools['ior'] for b in builds.values()} == {str(spack_ior)}
+    variants = builds['hdf5-standin-a'].variants
+    assert "the Spack environment's, build hdf5-1.14.1: HDF5 1.14.1" in variants
+
+
 def test_the_loop_tells_the_gate_its_looks():
     from h5regress import nightly as nightly_mod
     args = nightly_mod.parse_args(['--stand-in'])
