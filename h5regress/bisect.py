@@ -37,7 +37,9 @@ way), 2 stopped by ``--steps`` before the end (run it again to go on), 4 ERROR
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
+import fcntl
 import json
 import math
 import os
@@ -481,12 +483,29 @@ def get_build(state: State, builder: Builder, sha: str) -> Built | None:
     return Built(known['entry'], known['top'], known['info'])
 
 
+@contextlib.contextmanager
+def held(lock: Path | None):
+    """An exclusive flock(1)-compatible lock on ``lock`` (none: nothing), waited for."""
+    if lock is None:
+        yield
+        return
+    with open(lock, 'a') as fp:
+        t0 = time.monotonic()
+        fcntl.flock(fp, fcntl.LOCK_EX)
+        log(f'measurement lock {lock} held (waited {time.monotonic() - t0:.0f} s)')
+        try:
+            yield
+        finally:
+            fcntl.flock(fp, fcntl.LOCK_UN)
+
+
 def bisect(repo: Path, good: str, bad: str, builder: Builder, runs: Runs, work: Path,
-           params: dict[str, Any], on_step: Callable[[int], None] | None = None
-           ) -> dict[str, Any]:
+           params: dict[str, Any], on_step: Callable[[int], None] | None = None,
+           lock: Path | None = None) -> dict[str, Any]:
     """The search; returns (and keeps in the state file) its result.  ``on_step(n)``
     is called before each further step of this call (n: steps done in all); an
-    exception it raises stops the search there (the state file keeps the steps)."""
+    exception it raises stops the search there (the state file keeps the steps).
+    ``lock``: a file locked (flock) around each step's runs, never around builds."""
     state = State.open(work, params)
     if not state.data['commits']:
         state.data['commits'] = [c.__dict__ for c in first_parent_commits(repo, good, bad)]
@@ -515,8 +534,9 @@ def bisect(repo: Path, good: str, bad: str, builder: Builder, runs: Runs, work: 
             step = {'verdict': 'skip', 'gate': None, 'pairs': 0, 'seconds': 0.0,
                     'reason': f'not built ({state.data["builds"][sha]["error"]}): skipped'}
         else:
-            step = run_step(runs, good_build, cand, sha, work / 'steps' / sha[:12],
-                            params['looks'], params['metrics'])
+            with held(lock):
+                step = run_step(runs, good_build, cand, sha, work / 'steps' / sha[:12],
+                                params['looks'], params['metrics'])
         state.data['steps'][sha] = step
         state.data['order'].append(sha)
         state.save()
@@ -606,6 +626,10 @@ def build_parser() -> ArgParser:
                         'around each commit\'s slowdown, judged by the gate')
     p.add_argument('--seed', type=int, default=0, help='of --simulate-cv')
     p.add_argument('--json', type=Path, help='write the result as JSON')
+    p.add_argument('--lock', type=Path, metavar='FILE',
+                   help='hold an exclusive flock on FILE during each step\'s runs (not its '
+                        'build), so that timed runs of others sharing the machine wait, as '
+                        'flock(1) FILE does')
     p.add_argument('--steps', type=int, metavar='N',
                    help='stop after N steps of this run (exit 2), e.g. to hold a measurement '
                         'lock one step at a time; the same command goes on from the state file')
@@ -686,7 +710,8 @@ def run(repo: Path, good: str, bad: str, args, work: Path) -> dict[str, Any]:
             raise Stopped(f'stopped after {len(done)} step(s) of this run (--steps), '
                           f'{n_steps} in all, more to go')
 
-    return bisect(repo, good, bad, builder, runs, work, params, on_step=stop_after)
+    return bisect(repo, good, bad, builder, runs, work, params, on_step=stop_after,
+                  lock=args.lock)
 
 
 if __name__ == '__main__':

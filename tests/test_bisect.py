@@ -287,3 +287,39 @@ def test_steps_stops_a_run_and_the_same_command_goes_on(tmp_path, capsys):
     assert len(state['steps']) == len(codes)
     assert json.loads((tmp_path / 'result.json').read_text())['first_bad']['commit'] == shas[11]
     assert 'stopped after 1 step(s) of this run' in capsys.readouterr().out
+
+
+def test_the_lock_is_held_during_the_runs_of_a_step_and_not_its_build(tmp_path):
+    """--lock FILE: each step's pairs run holding an flock on FILE (a measurement lock
+    shared with others), the builds do not."""
+    import fcntl
+    lock = tmp_path / 'measure.lock'
+    seen = []
+
+    def locked():
+        with open(lock, 'a') as fp:
+            try:
+                fcntl.flock(fp, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(fp, fcntl.LOCK_UN)
+            return False
+
+    class Builder(bisect.StandInBuilder):
+        def build(self, commit):
+            seen.append(('build', locked()))
+            return super().build(commit)
+
+    class Runs(bisect.SimulatedRuns):
+        def pairs(self, first, last):
+            seen.append(('pairs', locked()))
+            return super().pairs(first, last)
+
+    shas = standin_repo(tmp_path, planted=2, k=4)
+    repo, work = tmp_path / 'repo', tmp_path / 'work'
+    params = {'good': shas[0], 'bad': shas[-1], 'repo': 'r', 'builder': 'stand-in',
+              'checks': None, 'metrics': [], 'looks': [10, 15, 20]}
+    bisect.bisect(repo, shas[0], shas[-1], Builder(repo, work, tools=False),
+                  Runs(CV, random.Random(1)), work, params, lock=lock)
+    assert {what for what, _ in seen} == {'build', 'pairs'}
+    assert all(held == (what == 'pairs') for what, held in seen), seen
