@@ -1,6 +1,6 @@
 """The tools built by ReFrame fixtures, for machines without the Spack environment.
 
-Like ``flashio_build_check`` (and ReFrame's hpctestlib ``osu_build_run``): each tool
+Like ReFrame's hpctestlib ``osu_build_run``: each tool
 has a build test here, used by its checks as a fixture with ``scope='environment'``,
 so that one run builds each tool once per partition and environment:
 
@@ -9,9 +9,11 @@ so that one run builds each tool once per partition and environment:
   (autotools), then MACSio with its HDF5 plugin (CMake), two fixtures chained;
 - :class:`build_h5bench`: h5bench's write, read, exerciser and metadata benchmarks
   (CMake), optimised (h5bench's CMakeLists.txt forces a Debug build: the build
-  drops that line; the compile line is checked and recorded).
+  drops that line; the compile line is checked and recorded);
+- :class:`KernelBuild`: this project's kernels (``kernels/flash-io``,
+  ``kernels/h5paths``), built from this tree with CMake.
 
-What is built is the commit ``spack-env/spack.yaml`` pins, from the site's source
+A tool's build is of the commit ``spack-env/spack.yaml`` pins, from the site's source
 mirror or the upstream archive (:mod:`h5regress.sources`), against the parallel HDF5
 the partition names (:func:`h5regress.sources.locate_hdf5`). A build's sanity checks
 the products exist and that the compile line of its main source is optimised; what
@@ -222,6 +224,89 @@ class ToolBuild(rfm.CompileOnlyRegressionTest):
         return [f'-L{lib}', f'-Wl,-rpath,{lib}']
 
 
+#: this tree's kernels, one directory each (``kernels/<name>``)
+KERNELS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'kernels')
+
+
+class KernelBuild(rfm.CompileOnlyRegressionTest):
+    """A kernel of this project (``kernels/<kernel>``) built from this tree with CMake,
+    against the parallel HDF5 CMake finds (Debian's on ``local``): the fixture of a
+    kernel's ``*_build_check`` (:class:`BuiltByFixture`), as :class:`ToolBuild` is a
+    tool's. The sources are this checkout's, not a pinned commit's: the records say
+    ``built from kernels/<kernel>`` and the build type and compile flags used."""
+
+    #: The kernel: its directory under ``kernels/`` and the name of its binary.
+    #:
+    #: :type: str
+    #: :default: required
+    kernel = variable(str)
+
+    #: Source file whose compile line (in the build output) shows the flags used.
+    #:
+    #: :type: str
+    #: :default: ``'src/main.c'``
+    main_source = variable(str, value='src/main.c')
+
+    #: Extra CMake options, e.g. ``-DHDF5_ROOT=/path``.
+    #:
+    #: :type: list of str
+    #: :default: ``[]``
+    cmake_options = variable(list, value=[])
+
+    #: CMake build type (``CMAKE_BUILD_TYPE``).
+    #:
+    #: :type: str
+    #: :default: ``'Release'``
+    build_type = variable(str, value='Release')
+
+    valid_systems = ['*']
+    valid_prog_environs = ['+mpi']
+    build_system = 'CMake'
+
+    @run_after('init')
+    def kernel_sources(self):
+        self.sourcesdir = os.path.join(KERNELS, self.kernel)
+
+    @run_before('compile')
+    def configure(self):
+        self.build_system.builddir = 'build'
+        self.build_system.config_opts = ([f'-DCMAKE_BUILD_TYPE={self.build_type}'] +
+                                         self.cmake_options)
+        # the compile lines in the output, for the recorded flags
+        self.build_system.build_opts = ['VERBOSE=1']
+        self.build_system.max_concurrency = 2
+
+    def product(self, name: str) -> str:
+        if name != self.kernel:
+            raise tools.ToolNotFound(f'{name} is not built by {type(self).__name__} '
+                                     f'({self.kernel})')
+        return os.path.join(self.stagedir, 'build', self.kernel)
+
+    def flags(self) -> list[str] | None:
+        try:
+            with open(os.path.join(self.stagedir, self.stdout.evaluate()),
+                      errors='replace') as fp:
+                return compile_flags(fp.read(), self.main_source)
+        except (OSError, TypeError):
+            return None
+
+    @sanity_function
+    def built(self):
+        return sn.assert_true(os.path.isfile(self.product(self.kernel)),
+                              msg=f'{self.kernel} binary not built')
+
+    def provenance(self) -> dict:
+        return {'tool_label': f'kernels/{self.kernel}',
+                'tool_build_type': self.build_type,
+                'tool_build_flags': ' '.join(self.flags() or []),
+                'tool_build_stagedir': self.stagedir}
+
+    def tool(self, name: str) -> tools.Tool:
+        """The binary as the resolver would give it, with its origin."""
+        return tools.Tool(name, self.product(name), tools.PATH_BUILD,
+                          f'built from kernels/{self.kernel}')
+
+
 class build_ior(ToolBuild):
     """IOR and mdtest: ``./bootstrap``, ``./configure --with-hdf5``, ``make``."""
 
@@ -357,7 +442,8 @@ def _sibling(test, suffix_from: str, suffix_to: str) -> str:
 
 class BuiltByFixture(rfm.RegressionTestPlugin):
     """Mixin of a ``*_build_check``: the binaries come from the fixture ``tool_build``
-    (a :class:`ToolBuild`), which the check declares.
+    (a :class:`ToolBuild`, or a :class:`KernelBuild` for this project's kernels), which
+    the check declares.
 
     It runs only where nothing else provides the tool: skipped when the Spack manifest
     has HDF5 builds (the ``*_check`` runs those), and when the tool is on PATH (the

@@ -95,14 +95,15 @@ def test_every_hdf5_row_has_one_gated_metric_and_its_twin_a_canary():
 def test_options_of_a_row():
     checks = check_module()
     params = checks.row_params(('compound-subset', 'hdf5', 'independent', 'chunked', True,
-                                False, 'v110', 'keep'), chunk_elements=4096, iterations=2)
+                                False, 'v110', 'keep', True), chunk_elements=4096,
+                               iterations=2)
     assert checks.row_options(params) == [
         '--path', 'compound-subset', '--api', 'hdf5', '--transfer', 'independent',
         '--layout', 'chunked', '--chunk-elements', '4096', '--modify-write-buf',
         '--libver', 'v110', '--elements', str(checks.SIZES['compound-subset']['elements']),
         '--objects', '1', '--iterations', '2', '--read-cache', 'keep']
     params = checks.row_params(('many-datasets', 'hdf5', 'collective', 'contiguous', False,
-                                True, 'earliest', 'evict'), size_factor=0.5,
+                                True, 'earliest', 'evict', True), size_factor=0.5,
                                chunk_elements=4096,
                                iterations=1)
     # a metadata path's work is its objects; its datasets stay their size
@@ -112,6 +113,30 @@ def test_options_of_a_row():
     assert '--coll-metadata' in checks.row_options(params)
     assert '--chunk-elements' not in checks.row_options(params)
     assert '--read-cache' not in checks.row_options(params)     # the kernel's default
+    assert '--efc-size' not in checks.row_options(params)
+
+
+def test_efc_has_a_twin_without_the_cache():
+    """The external file cache row and its twin differ only in the cache: the same links
+    traversed as often, with H5Pset_elink_file_cache_size(files) and (0)."""
+    checks = check_module()
+    efc = [r for r in checks.rows() if r[0] == 'efc']
+    assert len(efc) == 2 and {r[:8] for r in efc} == {efc[0][:8]}
+    names = {r[8]: checks.row_name(r) for r in efc}
+    assert names == {True: 'efc-hdf5-collective-contiguous-earliest',
+                     False: 'efc-hdf5-collective-contiguous-earliest-efc0'}
+    opts = {r[8]: checks.row_options(checks.row_params(r, chunk_elements=4096, iterations=2))
+            for r in efc}
+    objects = str(checks.SIZES['efc']['objects'])
+    assert opts[True][opts[True].index('--efc-size') + 1] == objects
+    assert opts[False][opts[False].index('--efc-size') + 1] == '0'
+    for o in opts.values():
+        del o[o.index('--efc-size') + 1]
+    assert opts[True] == opts[False]
+    cfg = gateconfig.load_config()
+    for r in efc:      # both gated: a slower uncached traversal is a regression too
+        p = checks.row_params(r, chunk_elements=4096, iterations=2)
+        assert gate.role_of(cfg, 'h5paths', 'open_read', 'ops_per_s', p) == 'gated'
 
 
 def test_list_and_dry_run_without_a_manifest(tmp_path):
@@ -156,6 +181,24 @@ def test_one_test_per_row_and_manifest_build(tmp_path):
     assert 'h5paths_build_check' not in out.stdout
 
 
+def test_both_kernels_are_built_by_one_fixture_class():
+    """flash-io and h5paths are built from this tree by one KernelBuild fixture, and their
+    build checks take its binary the way every tool's build check does (BuiltByFixture)."""
+    from h5regress import builds
+    h5p = check_module()
+    spec = importlib.util.spec_from_file_location(
+        'flashio_check_file', REPO / 'reframe' / 'checks' / 'flashio.py')
+    flashio = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = flashio
+    spec.loader.exec_module(flashio)
+    for module, build, check, kernel in (
+            (h5p, 'build_h5paths', 'h5paths_build_check', 'h5paths'),
+            (flashio, 'build_flashio', 'flashio_build_check', 'flash-io')):
+        assert issubclass(getattr(module, build), builds.KernelBuild)
+        assert getattr(module, build).kernel == kernel
+        assert issubclass(getattr(module, check), builds.BuiltByFixture)
+
+
 # -- real runs --------------------------------------------------------------------
 
 def _missing():
@@ -189,6 +232,9 @@ def test_every_row_built_from_this_tree_runs_on_local(tmp_path):
     for r in records:
         assert r.value > 0 and len(r.samples) == 2, r
         assert r.provenance['tool_source'] == 'built from kernels/h5paths'
+        # the fixture (builds.KernelBuild) records how it built the kernel
+        assert r.provenance['tool_build_type'] == 'Release'
+        assert r.provenance['tool_build_flags'].split()[0] in ('-O2', '-O3'), r.provenance
         assert r.provenance['hdf5_version'].startswith('1.')
         assert r.provenance['read_cache'] in ('evicted', 'not-evicted: no read phase ran') or \
             r.provenance['read_cache'].startswith('not-evicted')

@@ -19,42 +19,22 @@ import os
 
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import (deferrable, fixture, parameter, run_after, run_before,
-                                   sanity_function, variable)
+from reframe.core.builtins import (deferrable, fixture, parameter, sanity_function,
+                                   variable)
 
 from h5regress import tools
+from h5regress.builds import BuiltByFixture, KernelBuild
 from h5regress.checkbase import HDF5Benchmark, shell_word
 from h5regress.parsers import flashio
 
-KERNEL_SOURCE = os.path.join(os.path.dirname(__file__), '..', '..', 'kernels', 'flash-io')
 SUMMARY = 'flashio.json'
 KINDS = {'checkpoint': 'checkpoint', 'plot': 'plotfile', 'corner': 'corner'}
 
 
-class build_flashio(rfm.CompileOnlyRegressionTest):
+class build_flashio(KernelBuild):
     """The kernel built from this tree with CMake (HDF5 found by CMake)."""
 
-    #: Extra CMake options, e.g. ``-DHDF5_ROOT=/path``.
-    #:
-    #: :type: list of str
-    #: :default: ``[]``
-    cmake_options = variable(list, value=[])
-
-    valid_systems = ['*']
-    valid_prog_environs = ['+mpi']
-    sourcesdir = KERNEL_SOURCE
-    build_system = 'CMake'
-
-    @run_before('compile')
-    def configure(self):
-        self.build_system.builddir = 'build'
-        self.build_system.config_opts = ['-DCMAKE_BUILD_TYPE=Release'] + self.cmake_options
-        self.build_system.max_concurrency = 2
-
-    @sanity_function
-    def built(self):
-        return sn.assert_true(os.path.exists(os.path.join(self.stagedir, 'build', 'flash-io')),
-                              msg='flash-io binary not built')
+    kernel = 'flash-io'
 
 
 class flashio_base(HDF5Benchmark):
@@ -151,21 +131,8 @@ class flashio_check(flashio_base):
 
 
 @rfm.simple_test
-class flashio_build_check(flashio_base):
+class flashio_build_check(BuiltByFixture, flashio_base):
     """The kernel built from this tree when the Spack manifest has none."""
 
-    flashio_build = fixture(build_flashio, scope='environment')
+    tool_build = fixture(build_flashio, scope='environment')
     hdf5_build = parameter([tools.PATH_BUILD], inherit_params=False, loggable=True)
-
-    @run_after('init')
-    def only_without_a_manifest_build(self):
-        self.skip_if(tools.builds() != [tools.PATH_BUILD],
-                     'the Spack manifest has HDF5 builds: flashio_check runs its kernels')
-
-    @run_after('setup')
-    def resolve_tool(self):
-        """The fixture's binary instead of the resolver's."""
-        path = os.path.join(self.flashio_build.stagedir, 'build', 'flash-io')
-        self.resolved_tool = tools.Tool(self.tool, path, tools.PATH_BUILD,
-                                        'built from kernels/flash-io')
-        self.executable = path

@@ -11,8 +11,9 @@ type (``compound-same``), a subset, a superset or a reordering of it; atomic typ
 conversion (``convert-none`` is its no-conversion twin); metadata-heavy paths
 (many datasets, attributes, open/close) with and without collective metadata I/O
 and at two file-format bounds; filtered and partial chunks; virtual datasets; the
-external file cache; multi-dataset I/O. Data rows have an MPI-IO twin (``api``
-``mpiio``: the same bytes through MPI-IO, the gate's canary). A row the HDF5 build
+external file cache (and its twin without the cache); multi-dataset I/O. Data rows
+have an MPI-IO twin (``api`` ``mpiio``: the same bytes through MPI-IO, the gate's
+canary). A row the HDF5 build
 cannot run (``multi-dataset`` before 1.14) is skipped with the kernel's own words.
 """
 
@@ -20,29 +21,32 @@ import os
 
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import (deferrable, fixture, parameter, run_after, run_before,
+from reframe.core.builtins import (deferrable, fixture, parameter, run_before,
                                    sanity_function, variable)
 
 from h5regress import tools
+from h5regress.builds import BuiltByFixture, KernelBuild
 from h5regress.checkbase import HDF5Benchmark, shell_word
 from h5regress.parsers import h5paths
 
-KERNEL_SOURCE = os.path.join(os.path.dirname(__file__), '..', '..', 'kernels', 'h5paths')
 SUMMARY = 'h5paths.json'
 
 
 def row_name(row):
     """``compound-subset-hdf5-collective-contiguous-earliest`` (+ ``-mwb``, ``-cmd`` where the
-    row sets them, ``-warm`` for warm reads): the reference files' ``case``."""
-    path, api, transfer, layout, modify_write_buf, coll_metadata, libver, read_cache = row
+    row sets them, ``-warm`` for warm reads, ``-efc0`` without the external file cache):
+    the reference files' ``case``."""
+    (path, api, transfer, layout, modify_write_buf, coll_metadata, libver, read_cache,
+     efc_cache) = row
     return '-'.join([path, api, transfer, layout] + (['mwb'] if modify_write_buf else []) +
                     (['cmd'] if coll_metadata else []) + [libver] +
-                    (['warm'] if read_cache == 'keep' else []))
+                    (['warm'] if read_cache == 'keep' else []) +
+                    ([] if efc_cache else ['efc0']))
 
 
 def rows():
     """The table: (path, api, transfer, layout, modify_write_buf, coll_metadata, libver,
-    read_cache)."""
+    read_cache, efc_cache)."""
     base = 'earliest'
     compound = ('compound-same', 'compound-subset', 'compound-superset', 'compound-reorder')
     convert = ('convert-none', 'convert-float-double', 'convert-endian')
@@ -66,15 +70,18 @@ def rows():
               ('partial-chunk', 'hdf5', 'collective', 'chunked', False, False, base),
               ('vds', 'hdf5', 'collective', 'contiguous', False, False, base),
               ('efc', 'hdf5', 'collective', 'contiguous', False, False, base),
+              # its twin: the same traversals without the external file cache
+              # (--efc-size 0: every traversal opens and closes the file)
+              ('efc', 'hdf5', 'collective', 'contiguous', False, False, base, 'evict', False),
               ('multi-dataset', 'hdf5', 'collective', 'contiguous', False, False, base)]
     # MPI-IO twins of the collective contiguous data rows (the canaries)
     table += [(p, 'mpiio', 'collective', 'contiguous', False, False, base)
               for p in compound + convert]
-    table = [row + ('evict',) for row in table]
+    table = [row if len(row) == 9 else row + ('evict', True) for row in table]
     # warm reads (--read-cache keep): the conversion is most of the read's time; cold reads
     # bury a conversion regression in the disk (kernels/h5paths/README.md: 1.15.0 b382a8ef
     # read compound subsets 1.78x slower warm, not visibly cold)
-    table += [(p, 'hdf5', 'collective', 'contiguous', False, False, base, 'keep')
+    table += [(p, 'hdf5', 'collective', 'contiguous', False, False, base, 'keep', True)
               for p in compound + convert]
     return table
 
@@ -105,15 +112,20 @@ OBJECT_PATHS = ('many-datasets', 'attributes', 'open-close', 'efc')
 def row_params(row, *, size_factor=1.0, chunk_elements, iterations):
     """The recorded parameters of a row, defaults included (shared with
     ``benchmarks/h5paths_noise.py``, which runs the rows without ReFrame)."""
-    path, api, transfer, layout, modify_write_buf, coll_metadata, libver, read_cache = row
+    (path, api, transfer, layout, modify_write_buf, coll_metadata, libver, read_cache,
+     efc_cache) = row
     size = dict(SIZES[path])
     work = 'objects' if path in OBJECT_PATHS else 'elements'
     size[work] = max(1, round(size[work] * size_factor))
-    return {'path': path, 'api': api, 'transfer': transfer, 'layout': layout,
-            'chunk_elements': chunk_elements if layout == 'chunked' else 0,
-            'modify_write_buf': modify_write_buf, 'coll_metadata': coll_metadata,
-            'libver': libver, 'elements': size['elements'], 'objects': size['objects'],
-            'size_factor': size_factor, 'iterations': iterations, 'read_cache': read_cache}
+    params = {'path': path, 'api': api, 'transfer': transfer, 'layout': layout,
+              'chunk_elements': chunk_elements if layout == 'chunked' else 0,
+              'modify_write_buf': modify_write_buf, 'coll_metadata': coll_metadata,
+              'libver': libver, 'elements': size['elements'], 'objects': size['objects'],
+              'size_factor': size_factor, 'iterations': iterations, 'read_cache': read_cache}
+    if path == 'efc':
+        # H5Pset_elink_file_cache_size: room for every linked file, or no cache
+        params['efc_size'] = size['objects'] if efc_cache else 0
+    return params
 
 
 def row_options(p):
@@ -125,42 +137,24 @@ def row_options(p):
             (['--coll-metadata'] if p['coll_metadata'] else []) +
             ['--libver', p['libver'], '--elements', str(p['elements']),
              '--objects', str(p['objects']), '--iterations', str(p['iterations'])] +
+            (['--efc-size', str(p['efc_size'])] if 'efc_size' in p else []) +
             # only when not the kernel's default: a kernel from before the option still runs
             (['--read-cache', p['read_cache']] if p['read_cache'] != 'evict' else []))
 
 
-class build_h5paths(rfm.CompileOnlyRegressionTest):
+class build_h5paths(KernelBuild):
     """The kernel built from this tree with CMake (HDF5 found by CMake)."""
 
-    #: Extra CMake options, e.g. ``-DHDF5_ROOT=/path``.
-    #:
-    #: :type: list of str
-    #: :default: ``[]``
-    cmake_options = variable(list, value=[])
-
-    valid_systems = ['*']
-    valid_prog_environs = ['+mpi']
-    sourcesdir = KERNEL_SOURCE
-    build_system = 'CMake'
-
-    @run_before('compile')
-    def configure(self):
-        self.build_system.builddir = 'build'
-        self.build_system.config_opts = ['-DCMAKE_BUILD_TYPE=Release'] + self.cmake_options
-        self.build_system.max_concurrency = 2
-
-    @sanity_function
-    def built(self):
-        return sn.assert_true(os.path.exists(os.path.join(self.stagedir, 'build', 'h5paths')),
-                              msg='h5paths binary not built')
+    kernel = 'h5paths'
 
 
 class h5paths_base(HDF5Benchmark):
-    #: (path, api, transfer, layout, modify_write_buf, coll_metadata, libver, read_cache):
-    #: the code path, HDF5 or its MPI-IO twin, collective or independent transfers,
-    #: contiguous or chunked datasets, ``H5Pset_modify_write_buf``, collective metadata
-    #: I/O, the low bound of ``H5Pset_libver_bounds``, cold (``evict``) or warm (``keep``)
-    #: reads.
+    #: (path, api, transfer, layout, modify_write_buf, coll_metadata, libver, read_cache,
+    #: efc_cache): the code path, HDF5 or its MPI-IO twin, collective or independent
+    #: transfers, contiguous or chunked datasets, ``H5Pset_modify_write_buf``, collective
+    #: metadata I/O, the low bound of ``H5Pset_libver_bounds``, cold (``evict``) or warm
+    #: (``keep``) reads, the external file cache on (its size: the linked files) or off
+    #: (``efc`` only).
     benchmark = parameter(rows(), fmt=row_name, loggable=True)
 
     #: Work of every row relative to :data:`SIZES`: the records per rank of the data
@@ -235,21 +229,8 @@ class h5paths_check(h5paths_base):
 
 
 @rfm.simple_test
-class h5paths_build_check(h5paths_base):
+class h5paths_build_check(BuiltByFixture, h5paths_base):
     """The kernel built from this tree when the Spack manifest has none."""
 
-    h5paths_build = fixture(build_h5paths, scope='environment')
+    tool_build = fixture(build_h5paths, scope='environment')
     hdf5_build = parameter([tools.PATH_BUILD], inherit_params=False, loggable=True)
-
-    @run_after('init')
-    def only_without_a_manifest_build(self):
-        self.skip_if(tools.builds() != [tools.PATH_BUILD],
-                     'the Spack manifest has HDF5 builds: h5paths_check runs its kernels')
-
-    @run_after('setup')
-    def resolve_tool(self):
-        """The fixture's binary instead of the resolver's."""
-        path = os.path.join(self.h5paths_build.stagedir, 'build', 'h5paths')
-        self.resolved_tool = tools.Tool(self.tool, path, tools.PATH_BUILD,
-                                        'built from kernels/h5paths')
-        self.executable = path
