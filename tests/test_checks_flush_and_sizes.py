@@ -13,10 +13,9 @@ import pytest
 from h5regress.durability import write_flush_of
 from h5regress.parsers import RunFailed, macsio
 from h5regress.parsers.base import MIB
-from reframe_run import REPO, run_reframe
+from reframe_run import OWN_FIXTURES, REPO, run_reframe
 
-MACSIO_CASE = Path(__file__).resolve().parents[2] / 'shared' / 'fixtures' / 'macsio' / \
-    'hdf5-mif2-d3'
+MACSIO_CASE = OWN_FIXTURES / 'macsio' / 'own-hdf5-mif2-p1M-d3'
 
 
 def stub_path(tmp_path, *tools):
@@ -70,7 +69,6 @@ def macsio_checks():
     return module
 
 
-@pytest.mark.skipif(not MACSIO_CASE.is_dir(), reason=f'no fixture {MACSIO_CASE}')
 def test_macsio_bw_flushed_adds_the_timed_flush():
     run = macsio.parse({p.name: p.read_text() for p in MACSIO_CASE.iterdir()
                         if macsio.wanted(p.name)})[0]

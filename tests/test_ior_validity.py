@@ -244,17 +244,13 @@ def test_mdtest_stat_and_read_on_one_node_are_labelled_cached(tmp_path):
                    for w in r.provenance['warnings'])
 
 
-@pytest.mark.shared_fixtures
 def test_on_several_nodes_one_execution_reads_another_nodes_data():
     """Several nodes: write and read in one execution (-C); its records say where the
     reads come from and that the writes were fsynced (a real -w -r JSON summary)."""
     from types import SimpleNamespace
 
     from h5regress.checkbase import IOBenchmark
-    summary = REPO.parent / 'shared' / 'fixtures' / 'ior' / 'posix-indep-ssf-b16m' / \
-        'summary.json'
-    if not summary.exists():
-        pytest.skip(f'shared IOR fixtures not found at {summary.parent}')
+    summary = REPO / 'tests' / 'fixtures' / 'ior' / 'own-posix-indep-fpp-b16m' / 'summary.json'
     job = SimpleNamespace(num_nodes=2, test_params={'fsync': True}, parser='', tool='ior',
                           executable='ior', executable_opts=['-w', '-r', '-C', '-e'])
     job.main_command = lambda: IOBenchmark.main_command(job)

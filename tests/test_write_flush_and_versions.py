@@ -19,6 +19,7 @@ from test_parse_flashio import _summary
 
 TESTS = Path(__file__).resolve().parent
 SHARED = TESTS.parents[1] / 'shared' / 'fixtures'
+OWN = TESTS / 'fixtures'
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f'no fixtures at {SHARED}')
 
 
@@ -66,24 +67,21 @@ def test_flashio_original_never_flushes():
     assert set(run.provenance['write_flush'].values()) == {'none'}
 
 
-@needs_shared
 def test_h5bench_observed_rate_includes_the_flush_and_raw_rate_does_not():
-    run, = h5bench.parse(files_in(SHARED / 'h5bench' / 'direct-write-1d-contig-coll',
+    run, = h5bench.parse(files_in(OWN / 'h5bench' / 'own-direct-write-1d-contig-coll',
                                   h5bench.wanted))
     assert durability.write_flush_of(run.provenance, 'write', 'observed_rate') == 'fsync'
     assert durability.write_flush_of(run.provenance, 'write', 'raw_rate') == 'none'
 
 
-@needs_shared
 def test_h5bench_read_has_no_write_flush():
-    run, = h5bench.parse(files_in(SHARED / 'h5bench' / 'direct-read-1d-contig-coll',
+    run, = h5bench.parse(files_in(OWN / 'h5bench' / 'own-direct-read-1d-contig-coll',
                                   h5bench.wanted))
     assert durability.WRITE_FLUSH not in run.provenance
 
 
-@needs_shared
 def test_macsio_figures_are_page_cache():
-    case = SHARED / 'macsio' / 'hdf5-mif2-d3'
+    case = OWN / 'macsio' / 'own-hdf5-mif2-p1M-d3'
     run = macsio.parse(files_in(case, macsio.wanted))[0]
     assert durability.write_flush_of(run.provenance, 'write', 'bw') == 'none'
 
@@ -176,13 +174,12 @@ def test_real_macsio_install_has_its_spec_version():
     assert out['tool_version_source'].startswith('Spack spec ')
 
 
-@needs_shared
-@pytest.mark.parametrize('case, kind', [('runner-exerciser', 'exerciser'),
-                                        ('runner-metadata', 'metadata')])
+@pytest.mark.parametrize('case, kind', [('own-runner-exerciser', 'exerciser'),
+                                        ('own-runner-metadata', 'metadata')])
 def test_h5bench_reads_back_in_one_execution_are_labelled_cached(case, kind):
     """The exerciser and hdf5_iotest read what they have just written, in the same
     execution: no drop can come between, so their reads say the cache was kept."""
-    runs = h5bench.parse(files_in(SHARED / 'h5bench' / case, h5bench.wanted))
+    runs = h5bench.parse(files_in(OWN / 'h5bench' / case, h5bench.wanted))
     run = next(r for r in runs if r.params.get('benchmark') == kind)
     assert run.provenance['read_page_cache'] == 'kept'
     assert any('read figures are cached' in w for w in run.warnings)
