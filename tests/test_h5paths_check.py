@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 
 import pytest
@@ -260,3 +262,44 @@ def test_a_row_on_a_full_scratch_fails_naming_enospc(full_fs, tmp_path):
     records, _ = perflog.read([str(tmp_path / 'perflogs')])
     assert [r for r in records if r.tool == 'h5paths'] == []
     assert list(full_fs.iterdir()) == []            # the data were removed
+
+
+@pytest.fixture(scope='module')
+def kernel_from_this_tree(tmp_path_factory):
+    """The kernel built from this tree against the parallel HDF5 CMake finds (Debian's)."""
+    build = tmp_path_factory.mktemp('h5paths-build')
+    for cmd in (['cmake', '-S', str(REPO / 'kernels' / 'h5paths'), '-B', str(build),
+                 '-DCMAKE_BUILD_TYPE=Release'], ['cmake', '--build', str(build), '-j', '2']):
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return build / 'h5paths'
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bool(_missing()), reason=f'needs {", ".join(_missing())}')
+@pytest.mark.parametrize('args', [
+    ['--path', 'compound-same', '--elements', '131072'],
+    # several files written one after the other: the next H5Fcreate is collective
+    ['--path', 'efc', '--elements', '200000', '--objects', '4'],
+    ['--path', 'many-datasets', '--elements', '20000', '--objects', '100']])
+def test_the_kernel_on_a_full_file_system_exits_with_its_error_line(
+        kernel_from_this_tree, full_fs, tmp_path, args):
+    """A write that fills the file system: the kernel closes what it opened and exits 1
+    with its error lines, naming ENOSPC. (It used to end on a segfault in MPI_Finalize,
+    exit 139: with HDF5 1.10.8 the failed write made H5Fclose fail too, which left a
+    file ID whose file HDF5 had freed.)"""
+    summary = tmp_path / 'h5paths.json'
+    out = subprocess.run(
+        ['mpirun', '-np', '2', str(kernel_from_this_tree), *args, '--iterations', '2',
+         '--json', str(summary), str(full_fs / 'h5p_')],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, 'OMPI_ALLOW_RUN_AS_ROOT': '1', 'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1',
+             'OMPI_MCA_rmaps_base_oversubscribe': '1', 'OMPI_MCA_io': 'ompio'})
+    assert out.returncode == 1, (out.returncode, out.stderr[-3000:])
+    assert 'Segmentation fault' not in out.stderr and 'signal' not in out.stderr
+    assert 'h5paths: FAILED' in out.stdout
+    assert re.search(r'^h5paths: ERROR .*No space left on device', out.stderr, re.M), \
+        out.stderr[-3000:]
+    d = json.loads(summary.read_text())
+    assert d['status'] == 'failed' and any('No space left on device' in e for e in d['errors'])
+    assert list(full_fs.iterdir()) == []            # the files were removed

@@ -55,6 +55,7 @@ static const char *base(const char *p)
 /* the links name the targets relative to the main file's directory */
 static int create_main(const options_t *o)
 {
+    int closed = 0;
     hid_t fapl = -1, fid = -1;
     char link[32];
     if ((fapl = make_fapl(o)) < 0)
@@ -64,10 +65,14 @@ static int create_main(const options_t *o)
         snprintf(link, sizeof link, "l%05lld", f);
         H5DO(H5Lcreate_external(base(names[f]), "/data", fid, link, H5P_DEFAULT, H5P_DEFAULT));
     }
-    H5CLOSE(H5Fclose, fid);
+    closed = 1;
+    if (close_written_file(&fid, names[o->objects]) < 0)
+        goto fail;
     H5Pclose(fapl);
     return 0;
 fail:
+    if (!closed)   /* as every rank on the success path does */
+        close_written_file(&fid, names[o->objects]);
     H5QUIET(H5Fclose, fid);
     H5QUIET(H5Pclose, fapl);
     return -1;

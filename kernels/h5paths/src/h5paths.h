@@ -123,6 +123,7 @@ int check_size(const char *path, long long min_bytes);
 hid_t make_fapl(const options_t *o);
 hid_t make_dxpl(const options_t *o);
 int any_errors(void);
+int close_written_file(hid_t *fid, const char *path);
 void *xmalloc(size_t n);
 long long rank_offset(long long per_rank);
 int verify_fail(const char *phase, long long i, const char *member, const char *expected,

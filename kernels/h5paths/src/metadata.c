@@ -93,6 +93,7 @@ fail:
 /* the many-datasets file: with data (write) or without (open-close's setup) */
 static int create_datasets(run_t *r, int write)
 {
+    int closed = 0;
     const options_t *o = r->o;
     hid_t fapl = -1, dxpl = -1, fid = -1, fspace = -1, mspace = -1, d = -1;
     hsize_t total = (hsize_t)(o->elements * g_size), n = (hsize_t)o->elements;
@@ -116,7 +117,9 @@ static int create_datasets(run_t *r, int write)
     }
     if (write)
         note_io_mode(r, dxpl);
-    H5CLOSE(H5Fclose, fid);
+    closed = 1;
+    if (close_written_file(&fid, file_name) < 0)
+        goto fail;
     H5Sclose(mspace);
     H5Sclose(fspace);
     H5Pclose(dxpl);
@@ -126,6 +129,8 @@ fail:
     H5QUIET(H5Dclose, d);
     H5QUIET(H5Sclose, mspace);
     H5QUIET(H5Sclose, fspace);
+    if (!closed)   /* as every rank on the success path does */
+        close_written_file(&fid, file_name);
     H5QUIET(H5Fclose, fid);
     H5QUIET(H5Pclose, dxpl);
     H5QUIET(H5Pclose, fapl);
@@ -236,6 +241,7 @@ fail:
 /* create (and write) or open (and read) every attribute */
 static int attributes_io(run_t *r, int create)
 {
+    int closed = 0;
     const options_t *o = r->o;
     long long ngroups = (o->objects + ATTRS_PER_GROUP - 1) / ATTRS_PER_GROUP;
     hid_t fapl = -1, fid = -1, space = -1, a = -1, *g = calloc((size_t)ngroups, sizeof(hid_t));
@@ -267,7 +273,12 @@ static int attributes_io(run_t *r, int create)
     }
     for (long long k = 0; k < ngroups; k++)
         H5CLOSE(H5Gclose, g[k]);
-    H5CLOSE(H5Fclose, fid);
+    if (create) {
+        closed = 1;
+        if (close_written_file(&fid, file_name) < 0)
+            goto fail;
+    } else
+        H5CLOSE(H5Fclose, fid);
     H5Sclose(space);
     H5Pclose(fapl);
     free(g);
@@ -277,6 +288,8 @@ fail:
     for (long long k = 0; g && k < ngroups; k++)
         H5QUIET(H5Gclose, g[k]);
     H5QUIET(H5Sclose, space);
+    if (create && !closed)   /* as every rank on the success path does */
+        close_written_file(&fid, file_name);
     H5QUIET(H5Fclose, fid);
     H5QUIET(H5Pclose, fapl);
     free(g);

@@ -48,6 +48,7 @@ static void close_all(long long D)
 /* create or open the datasets, then one multi-dataset transfer of this rank's parts */
 static int transfer(run_t *r, int write)
 {
+    int closed = 0;
     const options_t *o = r->o;
     long long D = o->objects;
     hid_t *dset = ids, *mtype = ids + D, *mspace = ids + 2 * D, *fspace = ids + 3 * D;
@@ -84,13 +85,20 @@ static int transfer(run_t *r, int write)
         H5DO(H5Dread_multi((size_t)D, dset, mtype, mspace, fspace, dxpl, rbufs));
     note_io_mode(r, dxpl);
     close_all(D);
-    H5CLOSE(H5Fclose, fid);
+    if (write) {
+        closed = 1;
+        if (close_written_file(&fid, file_name) < 0)
+            goto fail;
+    } else
+        H5CLOSE(H5Fclose, fid);
     H5Pclose(dxpl);
     H5Pclose(fapl);
     free(wbufs);
     return 0;
 fail:
     close_all(D);
+    if (write && !closed)   /* as every rank on the success path does */
+        close_written_file(&fid, file_name);
     H5QUIET(H5Fclose, fid);
     H5QUIET(H5Pclose, dxpl);
     H5QUIET(H5Pclose, fapl);

@@ -215,7 +215,7 @@ int h5_transfer(run_t *r, const xfer_t *x, enum xfer_mode mode, void *buf)
     hsize_t total = (hsize_t)x->sel.total, start = (hsize_t)x->sel.start;
     hsize_t stride = (hsize_t)x->sel.stride, count = (hsize_t)x->sel.count;
     hsize_t block = (hsize_t)x->sel.block, n = count * block;
-    int rc = -1;
+    int rc = -1, closed = 0;
 
     if ((fapl = make_fapl(r->o)) < 0 || (dxpl = make_dxpl(r->o)) < 0)
         goto fail;
@@ -239,12 +239,17 @@ int h5_transfer(run_t *r, const xfer_t *x, enum xfer_mode mode, void *buf)
     H5CLOSE(H5Sclose, mspace);
     H5CLOSE(H5Sclose, fspace);
     H5CLOSE(H5Dclose, dset);
-    H5CLOSE(H5Fclose, fid);
+    if (mode == X_READ)
+        H5CLOSE(H5Fclose, fid);
+    else if ((closed = 1, close_written_file(&fid, x->file)) < 0)
+        goto fail;
     rc = 0;
 fail:
     H5QUIET(H5Sclose, mspace);
     H5QUIET(H5Sclose, fspace);
     H5QUIET(H5Dclose, dset);
+    if (mode != X_READ && !closed)   /* as every rank on the success path does */
+        close_written_file(&fid, x->file);
     H5QUIET(H5Fclose, fid);
     H5QUIET(H5Pclose, dxpl);
     H5QUIET(H5Pclose, fapl);

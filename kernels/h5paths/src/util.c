@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 int g_rank = 0, g_size = 1;
@@ -82,6 +83,45 @@ int any_errors(void)
     if (MPI_Allreduce(&g_errors, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
         return 1;
     return total != 0;
+}
+
+/* Close a file this run writes, on every rank, on the success and on the failure
+ * path alike (its collective calls must match across ranks).  When any rank has
+ * failed, rank 0 first empties the file: after a failed write on a full file
+ * system (ENOSPC) H5Fclose's metadata flush fails too, and HDF5 1.10.8 then keeps
+ * a file ID whose file it already freed, which crashes MPI_Finalize (segfault in
+ * H5F__close_cb) -- the run would end on a signal instead of its error line.  The
+ * file is of no use then (and is removed at the end).  Returns -1 on every rank
+ * when any rank failed. */
+int close_written_file(hid_t *fid, const char *path)
+{
+    long total = 0;
+    herr_t rc = 0;
+    if (MPI_Allreduce(&g_errors, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
+        total = 1;
+    if (total) {
+        struct statvfs fs;
+        /* the failed write's cause, when it is a full file system: HDF5 1.10.8's
+         * error stack says only "file write failed", and Open MPI's own ENOSPC line
+         * came from the metadata flush of the close that this function avoids */
+        if (g_rank == 0 && *fid >= 0 && statvfs(path, &fs) == 0 && fs.f_bavail == 0)
+            h5p_error("%s: the file system is full after the failed write (statvfs: 0 of "
+                      "%llu blocks available): %s", path, (unsigned long long)fs.f_blocks,
+                      strerror(ENOSPC));
+        if (g_rank == 0 && *fid >= 0 && truncate(path, 0) != 0)
+            fprintf(stderr, "h5paths: note: emptying %s before its close after a failure: "
+                    "%s\n", path, strerror(errno));
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    if (*fid >= 0) {
+        hid_t f = *fid;
+        *fid = -1;
+        if ((rc = H5Fclose(f)) < 0)
+            h5p_error("H5Fclose(%s) failed", path);
+    }
+    /* failed on every rank when any rank failed: the callers' next collective call
+     * (the next file's H5Fcreate) must not wait for a rank that gave up */
+    return rc < 0 || total ? -1 : 0;
 }
 
 long long rank_offset(long long per_rank)

@@ -82,6 +82,7 @@ static int write_sources(run_t *r, int salt)
 
 static int create_vds(run_t *r)
 {
+    int closed = 0;
     const options_t *o = r->o;
     hsize_t per_src = (hsize_t)(L * g_size), total = per_src * (hsize_t)o->objects;
     hid_t fapl = -1, fid = -1, dcpl = -1, vspace = -1, sspace = -1, d = -1;
@@ -99,7 +100,9 @@ static int create_vds(run_t *r)
     H5DO(H5Sselect_all(vspace));
     H5CHK(d, H5Dcreate2(fid, "vds", H5T_NATIVE_DOUBLE, vspace, H5P_DEFAULT, dcpl, H5P_DEFAULT));
     H5CLOSE(H5Dclose, d);
-    H5CLOSE(H5Fclose, fid);
+    closed = 1;
+    if (close_written_file(&fid, vds_name) < 0)
+        goto fail;
     H5Pclose(dcpl);
     H5Sclose(sspace);
     H5Sclose(vspace);
@@ -107,6 +110,8 @@ static int create_vds(run_t *r)
     return fsync_path(vds_name);
 fail:
     H5QUIET(H5Dclose, d);
+    if (!closed)   /* as every rank on the success path does */
+        close_written_file(&fid, vds_name);
     H5QUIET(H5Fclose, fid);
     H5QUIET(H5Pclose, dcpl);
     H5QUIET(H5Sclose, sspace);
