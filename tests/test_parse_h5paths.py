@@ -100,6 +100,8 @@ def test_modify_write_buf_applied_is_recorded():
 
 @pytest.mark.parametrize('case, words', [
     ('compound-same-full-fs', ['H5Fclose failed', 'No space left on device']),
+    ('compound-same-full-fs-exit1', ['H5Dwrite(', 'the file system is full',
+                                     'No space left on device']),
     ('compound-reorder-verify-failure', ['verify read rank 0 index 10922 member z']),
     ('vds-1.10-hdf5-error', ['H5Dread(d, H5T_NATIVE_DOUBLE']),
 ])
