@@ -247,8 +247,8 @@ def markdown(result: Mapping[str, Any], ctx: Mapping[str, Any] | None = None) ->
     cfg = result['config']
     ctx = ctx or collect_context(result)
     lines = [f'# {_title(result)}', '', f'**{summary(result).split(": ", 1)[1]}**', '']
-    if change_point_text(result):
-        lines += [change_point_text(result), '']
+    lines += [f'{text}\n' for text in (change_point_text(result),
+                                       change_point_text(result, 'better')) if text]
     lines += [f'- candidate: `{result["candidate"]}` at '
               f'`{_commit_label(result, "candidate", ctx)}`',
               f'- baseline: `{result["baseline"]}` at `{_commit_label(result, "baseline", ctx)}`',
@@ -446,23 +446,25 @@ def summary(result: Mapping[str, Any]) -> str:
     return f'{overall}: {text}.'
 
 
-def change_point_text(result: Mapping[str, Any]) -> str:
-    """The history's change points in one sentence ('' when none): a slow creep fails no
-    single night, so the first screen says where the history of main moved."""
-    cps = result.get('change_points') or []
+def change_point_text(result: Mapping[str, Any], direction: str = 'worse') -> str:
+    """The history's change points toward slower (``direction`` 'worse') or faster
+    ('better') in one sentence, '' when none. A slow creep fails no single night, so the
+    first screen warns of the slower ones; the faster ones are news, not a warning (an
+    A/A history raises both about equally often: benchmarks/creep.py)."""
+    cps = [c for c in result.get('change_points') or [] if c['direction'] == direction]
     if not cps:
         return ''
     parts = []
+    word = 'slower' if direction == 'worse' else 'faster'
     for c in cps:
         ratio = c.get('ratio')
-        step = ('' if not _finite(ratio) else
-                f' {abs(1 - ratio):.1%} {"slower" if c["direction"] == "worse" else "faster"}')
+        step = '' if not _finite(ratio) else f' {abs(1 - ratio):.1%} {word}'
         parts.append(f'{c["metric"]}{step} from night {c["from_night"]} → {c["to_night"]} '
                      f'(candidate commits {str(c.get("from_commit") or "?")[:12]}..'
                      f'{str(c.get("to_commit") or "?")[:12]}; cause: {c["cause"]})')
-    return (f'Change point{"s" if len(cps) > 1 else ""} in the history of main (Apache Otava '
-            f'on the nightly medians; a creep no single night fails shows here): '
-            + '; '.join(parts) + '.')
+    why = '; a creep no single night fails shows here' if direction == 'worse' else ''
+    return (f'Change point{"s" if len(cps) > 1 else ""} toward {word} in the history of main '
+            f'(Apache Otava on the nightly medians{why}): ' + '; '.join(parts) + '.')
 
 
 # ------------------------------------------------------------------ plots
@@ -832,6 +834,9 @@ def first_screen(result: Mapping[str, Any], ctx: Mapping[str, Any]) -> str:
     if change_point_text(result):
         out.append(f'<p class="summary" id="change-points-summary">'
                    f'<b>⚠</b> {e(change_point_text(result))}</p>')
+    if change_point_text(result, 'better'):
+        out.append(f'<p class="note" id="change-points-better">'
+                   f'{e(change_point_text(result, "better"))}</p>')
     out += ['</div>', '<div>',
            '<h3>Tonight per gated metric: ratio and 95% interval against the margin</h3>']
     if _rows(result, 'gated'):

@@ -369,6 +369,15 @@ def test_a_change_point_is_in_the_first_screen_and_on_its_history_plot(gated_nig
     assert 'candidate commits c10..c11' in text and m['label'] in text
     assert text in report.markdown(res)
     assert report.change_point_text({**res, 'change_points': []}) == ''
+    assert report.change_point_text(res, 'better') == ''
+    # toward faster: news, not a warning (an A/A history raises both about equally often)
+    better = {**res, 'change_points': [{**res['change_points'][0], 'direction': 'better',
+                                        'ratio': 1.06}]}
+    assert report.change_point_text(better) == ''
+    assert '6.0% faster from night 2025-03-10' in report.change_point_text(better, 'better')
+    page_b = report.to_html(better, hist)
+    assert 'id="change-points-summary"' not in page_b
+    assert 'id="change-points-better"' in _section(page_b, 'verdict')
     fig = report.history_figure(m, hist, res)
     marks = [s for s in fig.layout.shapes if s.name and s.name.startswith('change point')]
     nights = _night_names(hist, res)
