@@ -20,7 +20,7 @@ ABBA pairs a night; each run's log value has sd 0.08 around its level (per-pair
 log-ratio sd 0.11, a night's log ratio 0.025) and the machine shifts both builds of a
 night together with sd 0.02; provenance as the checks record it (node list, file system,
 data size, command, HDF5 version). These are a quiet machine's figures: on this 2-core
-machine the stand-in nights measured a per-pair log-ratio sd of 0.27 (see
+machine the stand-in nights measured a per-pair log-ratio sd of 0.16-0.27 (see
 benchmarks/creep.py).
 
 ``--night DIR`` (repeatable) also renders a real night's directory as ``ci/nightly``
