@@ -166,9 +166,9 @@ def main(argv=None) -> int:
                     help="a real night's directory (gate.json, perflogs/, manifest.json)")
     ap.add_argument('--seed', type=int, default=16, help='of the A/A and FAIL histories (16)')
     ap.add_argument('--creep-seed', type=int, default=31,
-                    help='of the creep history (31: tonight INCONCLUSIVE, the change point '
-                         'found where the creep began; at 7 nights Otava finds it in about '
-                         'half the histories, see benchmarks/creep.py)')
+                    help='of the creep history (31: tonight INCONCLUSIVE, a change point '
+                         'found a night before the first slower one; at 7 nights Otava finds '
+                         'one in about half the histories, see benchmarks/creep.py)')
     ap.add_argument('--creep-nights', type=int, default=7,
                     help='nights of 1 %% creep up to tonight (7)')
     args = ap.parse_args(argv)
