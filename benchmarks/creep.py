@@ -36,10 +36,10 @@ kernel, HDF5 checkpoint collective and independent, 2 ranks, 20 pairs, loaded 2-
 machine) have per-pair log-ratio variances (the gate's ``lr_var``) 0.025-0.075, so a
 night's log ratio has sd 0.036-0.061 (about 0.045): ``--sd 0.045``. The default 0.03 is
 a quieter machine's. Otava's false flags do not depend on ``--sd`` (its t-test is
-scale-free); the nights to flag do. The gate gives Otava the log nightly *median* of the
-candidate, not the log ratio: on this machine the medians of one build moved 31-38 %
-between two nights 18 minutes apart while the ratio moved 1-4 %, so the medians' sd is
-far above 0.045 here (see the issue-16 note).
+scale-free); the nights to flag do. The gate gives Otava each night's log ratio (the
+Hodges-Lehmann estimate over the pairs), which is what this simulates: a build's medians
+would be far noisier here (one build's moved 31-38 % between two nights 18 minutes apart
+while the ratio moved 1-4 %).
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ class ChangePoint:
 
 def change_points(series: Sequence[float], window: int = 30, pvalue: float = 0.001,
                   min_shift: float = 0.0) -> list[ChangePoint]:
-    """Otava's change points of ``series`` (e.g. log nightly medians) with a shift of at
+    """Otava's change points of ``series`` (e.g. the log nightly ratios candidate/baseline) with a shift of at
     least ``min_shift``; ``window``: Otava's window length, ``pvalue``: its largest
     p-value of a split."""
     try:

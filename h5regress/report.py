@@ -141,12 +141,13 @@ def _tables(result: Mapping[str, Any]) -> list[tuple[str, Sequence[str], list[li
                 'its history (robust z and drop both beyond their limits).'))
     cps = [[c['metric'], f'{c["from_night"]} → {c["to_night"]}',
             f'{c.get("from_commit") or "?"}..{c.get("to_commit") or "?"}',
-            _ratio(c['ratio']), c['direction'], c['cause'], _num(c['p'], 2)]
+            _ratio(c['ratio']), c['direction'], _num(c['p'], 2)]
            for c in result['change_points']]
     out.append(('Change points in the history of main',
-                ('metric', 'nights', 'commit range', 'step', 'direction', 'cause', 'p'), cps,
+                ('metric', 'nights', 'commit range', 'step', 'direction', 'p'), cps,
                 'Apache Otava (E-divisive means, t-test per split) on the nightly log '
-                'medians of the candidate: steps and slow creep alike.'))
+                'ratios candidate/baseline (paired, so a move of the machine cancels): '
+                'steps and slow creep of the candidate alike.'))
     ctrl = [_verdict_cells(m, degraded) for m in _rows(result, 'canary') + _rows(result, 'control')]
     out.append(('Controls (true ratio 1: HDF5 not involved)', VERDICT_COLUMNS, ctrl,
                 'Judged like gated metrics only to measure false alarms; never gate the night.'))
@@ -461,10 +462,10 @@ def change_point_text(result: Mapping[str, Any], direction: str = 'worse') -> st
         step = '' if not _finite(ratio) else f' {abs(1 - ratio):.1%} {word}'
         parts.append(f'{c["metric"]}{step} from night {c["from_night"]} → {c["to_night"]} '
                      f'(candidate commits {str(c.get("from_commit") or "?")[:12]}..'
-                     f'{str(c.get("to_commit") or "?")[:12]}; cause: {c["cause"]})')
+                     f'{str(c.get("to_commit") or "?")[:12]})')
     why = '; a creep no single night fails shows here' if direction == 'worse' else ''
     return (f'Change point{"s" if len(cps) > 1 else ""} toward {word} in the history of main '
-            f'(Apache Otava on the nightly medians{why}): ' + '; '.join(parts) + '.')
+            f'(Apache Otava on the nightly ratios{why}): ' + '; '.join(parts) + '.')
 
 
 # ------------------------------------------------------------------ plots

@@ -220,6 +220,19 @@ def test_change_point_reported_with_commit_range(tmp_path):
     assert cps[0]['ratio'] == pytest.approx(0.85, abs=0.04)
 
 
+def test_a_move_of_the_machine_is_no_change_point_of_the_candidate(tmp_path):
+    """Both builds 1/3 slower from night 13 on (the file system, not HDF5): the pairs
+    cancel it, so the history of the candidate against the baseline has no change point
+    (Otava on the candidate's medians reported one here)."""
+    for k in range(1, 21):
+        night = f'2025-02-{k:02d}'
+        recs = paired(20, 1.0, seed=k, night=night, commit=f'c{k}',
+                      level=900.0 if k <= 12 else 600.0)
+        res = run(recs, history=history.load(tmp_path))
+        history.write_night(tmp_path, *gate.history_lines(res))
+    assert res['change_points'] == []
+
+
 def test_creep_no_night_fails_is_reported_as_a_change_point(tmp_path):
     """1 %/night from night 31 on: each night is within the margin of the last (no
     FAIL for it), but the history view names the drift (Otava, h5regress.creep)."""
