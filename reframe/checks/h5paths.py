@@ -89,11 +89,13 @@ def rows():
 #: Sizes of each path: ``elements``, records per rank per dataset (the attribute size of
 #: ``attributes``, the dataset size of the other metadata paths); ``objects``, in all:
 #: datasets, attributes, files (the source files of vds, the datasets of multi-dataset).
-#: Sized on ``local`` (2 ranks, the 2-core VM) so that each row's gated phase lasts at
-#: least 0.5 s -- the gated phase is the read for most rows, and a read moves less than
-#: the fsynced write before it (benchmarks/h5paths_noise.py prints each row's gated
-#: phase time; kernels/h5paths/README.md has the kernel's own, larger, defaults);
-#: ``size_factor`` scales the work.
+#: Sized on ``local`` (2 ranks, the 2-core VM) for gated phases of at least 0.5 s where
+#: the data allow it: the gated phase is the read for most rows, and a read moves less
+#: than the fsynced write before it. The warm reads (``-warm``) stay shorter (0.05-0.5 s
+#: measured: memory moves at 1-4 GiB/s, and 0.5 s of it would need a 1 GB fsynced write
+#: per iteration). benchmarks/h5paths_noise.py prints each row's gated phase time;
+#: kernels/h5paths/README.md has the kernel's own defaults. ``size_factor`` scales the
+#: work.
 SIZES = {
     **{p: {'elements': 3145728, 'objects': 1} for p in (
         'compound-same', 'compound-subset', 'compound-superset', 'compound-reorder')},
