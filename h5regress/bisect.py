@@ -339,6 +339,8 @@ class NightlyRuns(Runs):
                                                      self.cand_id: relabel(cand.entry,
                                                                            self.cand_id)}})
         self.args = nightly.parse_args(self.argv + ['--out', str(step_dir)])
+        if self.args.checks is None:   # --stand-in without --checks: the night's choice
+            nightly.standin_checks(self.args, cand.entry.get('tools', {}))
         nightly.start_attempt(self.args)
         self.env = {**os.environ, 'H5REGRESS_MANIFEST': str(path),
                     'H5REGRESS_PERFLOG_DIR': str(nightly.attempt_perflogs(self.args))}
@@ -695,7 +697,7 @@ def run(repo: Path, good: str, bad: str, args, work: Path) -> dict[str, Any]:
         if checks:
             nightly_argv += ['--checks', checks]
         elif args.builder == 'stand-in':
-            nightly_argv += ['--stand-in']     # its default checks (the FLASH-IO kernel)
+            nightly_argv += ['--stand-in']     # its default checks (nightly.standin_checks)
         runs = NightlyRuns(nightly_argv)
     params = {'good': good, 'bad': bad, 'repo': str(args.repo),
               'builder': builder.name + (f' (simulated, CV {args.simulate_cv:g})'

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from h5regress import bisect
+from h5regress import bisect, manifest, nightly
 from reframe_run import REPO
 
 SLOW = 0.111            # the shim's fraction: writes take 1.111x, bandwidth x0.9 (10 %)
@@ -323,3 +323,22 @@ def test_the_lock_is_held_during_the_runs_of_a_step_and_not_its_build(tmp_path):
                   Runs(CV, random.Random(1)), work, params, lock=lock)
     assert {what for what, _ in seen} == {'build', 'pairs'}
     assert all(held == (what == 'pairs') for what, held in seen), seen
+
+
+def test_a_stand_in_bisect_without_checks_runs_the_stand_in_nights_checks(tmp_path):
+    """h5regress bisect --builder stand-in without --checks: the step's runs take the
+    stand-in night's default checks (with IOR: its quiet HDF5 row; else FLASH-IO), not a
+    name filter of 'None' that matches no test."""
+    runs = bisect.NightlyRuns(['--stand-in', '--quiet'])
+    for tools, checks in (({'flash-io': '/k/flash-io'}, nightly.STANDIN_CHECKS),
+                          ({'flash-io': '/k/flash-io', 'ior': '/k/ior'},
+                           nightly.STANDIN_IOR_CHECKS)):
+        entry = {'hdf5': {'version': 'system', 'label': 'x', 'commit': '0' * 40,
+                          'variants': 'stand-in', 'hash': 'x', 'prefix': str(tmp_path)},
+                 'tools': tools}
+        top = {'schema': manifest.SCHEMA, 'generated': '2026-11-24T00:00:00+00:00',
+               'spack_version': 'none (stand-in)', 'environment': str(tmp_path),
+               'lock_sha256': '0' * 64}
+        built = bisect.Built(entry, top, {'slowdown': 0.0})
+        runs.start(built, built, 'a' * 40, tmp_path / checks[:8].strip('^'))
+        assert runs.args.checks == checks
