@@ -972,9 +972,11 @@ def _change_points(metrics: list[dict], history: hist_mod.History, cfg: Mapping[
         pts = [(x['night_index'], x['ratio']) for x in rows if x.get('ratio')]
         names = [nights[i]['night'] for i, _ in pts]
         commits = [nights[i].get('candidate_commit') for i, _ in pts]
-        series = [math.log(r) for _, r in pts]   # ratios are oriented: below 1 is slower
+        # a night's ratio is of the values (candidate/baseline): a time's goes up when slower
+        sign = 1.0 if m['higher_is_better'] else -1.0
+        series = [sign * math.log(r) for _, r in pts]
         if m['ratio']:
-            series.append(math.log(m['ratio']))
+            series.append(sign * math.log(m['ratio']))
             names.append(result['night'])
             commits.append(result['candidate_commit'])
         if len(series) < 2 * cc['min_side']:

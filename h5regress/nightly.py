@@ -529,7 +529,8 @@ def parse_args(argv):
     ap.add_argument('--candidate-build', help='manifest build id of the candidate '
                     '(default: the build of --candidate, else the one spack.yaml marks)')
     ap.add_argument('--stand-in', action='store_true',
-                    help='no Spack: two stand-in builds of the FLASH-IO kernel (see above)')
+                    help='no Spack: two stand-in builds of the FLASH-IO kernel and IOR when '
+                    'there is one (see above)')
     ap.add_argument('--inject-slowdown', type=float, default=0.0, metavar='FRACTION',
                     help='stand-in candidate: HDF5 writes take 1+FRACTION of their time')
     ap.add_argument('--no-install', action='store_true',

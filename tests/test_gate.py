@@ -220,6 +220,19 @@ def test_change_point_reported_with_commit_range(tmp_path):
     assert cps[0]['ratio'] == pytest.approx(0.85, abs=0.04)
 
 
+def test_a_time_that_grows_is_a_change_point_toward_slower(tmp_path):
+    """A lower-is-better metric (a time) 1/0.85 as long from night 13 on: the night's
+    ratio of the values goes up, and the change point says slower (worse), not better."""
+    for k in range(1, 21):
+        night = f'2025-02-{k:02d}'
+        recs = paired(20, 1.0 if k <= 12 else 1 / 0.85, seed=k, night=night,
+                      commit=f'c{k}', hib=False, unit='s', level=10.0)
+        res = run(recs, history=history.load(tmp_path))
+        history.write_night(tmp_path, *gate.history_lines(res))
+    (cp,) = res['change_points']
+    assert cp['direction'] == 'worse' and (cp['from_commit'], cp['to_commit']) == ('c12', 'c13')
+
+
 def test_a_move_of_the_machine_is_no_change_point_of_the_candidate(tmp_path):
     """Both builds 1/3 slower from night 13 on (the file system, not HDF5): the pairs
     cancel it, so the history of the candidate against the baseline has no change point
