@@ -15,11 +15,11 @@
    night with a large injected slowdown must. Without ``--checks``, a stand-in
    night with IOR pairs IOR's HDF5 independent shared-file row at 1 MiB
    transfers (``-S ior_check.transfer_size=1m``) and its MPI-IO twin, the
-   quietest HDF5 write measured on a workstation VM (pair log-ratio SD 0.05-0.19
+   quietest HDF5 write measured on a workstation VM (pair log-ratio SD 0.04-0.19
    there, against FLASH-IO's checkpoint's 0.1-0.3; a verdict on an unchanged
-   build within 20 pairs needs about 0.08, so an A/A night there PASSed once and
-   stayed INCONCLUSIVE once, and ``--inject-slowdown 0.1`` FAILed at 10 pairs);
-   without IOR, the FLASH-IO kernel.
+   build within 20 pairs needs about 0.08: on that VM idle, an A/A night PASSed at
+   20 pairs with SD 0.070 and ``--inject-slowdown 0.1`` FAILed at 15; loaded, an
+   A/A night also stayed INCONCLUSIVE); without IOR, the FLASH-IO kernel.
 2. **Pairs, ABBA.** Pair *i* runs the selected checks once for the baseline and
    once for the candidate, back to back, each a separate ReFrame run (so a
    separate execution of the tool); odd pairs run A then B, even pairs B then A,
@@ -101,7 +101,7 @@ DEFAULT_CHECKS = rf'^(ior_check|flashio_check|{NIGHT_H5PATHS})'
 #: the stand-in night's checks when its builds have IOR (:func:`standin_ior`): IOR's
 #: quietest HDF5 row measured on a workstation VM (2 ranks, independent 1 MiB
 #: transfers into one file, fsync; the gated write bw_mean: pair log-ratio SD
-#: 0.05-0.19 there) and its MPI-IO twin, the canary. FLASH-IO's checkpoint (393 MB
+#: 0.04-0.19 there) and its MPI-IO twin, the canary. FLASH-IO's checkpoint (393 MB
 #: with fsync at local's 2000 blocks per rank) varied 0.1-0.3 on the same VM.
 STANDIN_IOR_CHECKS = r'^ior_check(?=.*%benchmark=(HDF5|MPIIO)-independent-ssf(%|$))'
 #: ... with 1 MiB transfers (IOR's HDF5 writes of 4 MiB transfers fell in two modes on
