@@ -3,7 +3,7 @@
 import os
 import re
 
-from reframe_run import run_reframe
+from reframe_run import REPO, run_reframe
 
 
 def stub_path(tmp_path, *tools):
@@ -111,3 +111,17 @@ def test_checks_are_parameterised_over_the_manifest_builds(tmp_path):
             assert len(names) == rows, (check, build_id)
     # the fixture-built kernel stands down when the manifest provides one
     assert 'flashio_build_check' not in out.stdout
+
+
+def test_every_srun_partition_ends_the_step_when_a_task_dies():
+    """srun leaves the other tasks of a step running when one dies (a segfault in
+    MPI_Init on the test SLURM: the survivors waited in MPI_Init until the 10-minute
+    limit); every srun partition of the configuration sets SLURM_KILL_BAD_EXIT=1."""
+    import runpy
+    conf = runpy.run_path(str(REPO / 'reframe' / 'config' / 'settings.py'))['site_configuration']
+    parts = [(s['name'], p) for s in conf['systems'] for p in s['partitions']
+             if p.get('launcher') == 'srun']
+    assert parts
+    for system, part in parts:
+        env = dict(map(tuple, part.get('env_vars', [])))
+        assert env.get('SLURM_KILL_BAD_EXIT') == '1', (system, part['name'])

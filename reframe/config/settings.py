@@ -98,6 +98,12 @@ CI_SLURM_MPI = [['OMPI_MCA_btl', 'self,tcp']]
 
 
 
+#: srun's environment: Open MPI through PMIx, and a task that dies (a segfault in
+#: MPI_Init was seen on the test SLURM) ends the whole step at once; without
+#: SLURM_KILL_BAD_EXIT the other ranks wait in a collective until the time limit
+SRUN_ENV = [['SLURM_MPI_TYPE', 'pmix'], ['SLURM_KILL_BAD_EXIT', '1']]
+
+
 def ci_slurm_partition(name, descr, scheduler, launcher):
     """A partition of the test SLURM: all share its one SLURM partition, exclusively."""
     part = {
@@ -108,7 +114,7 @@ def ci_slurm_partition(name, descr, scheduler, launcher):
         'environs': ['gnu-openmpi'],
         'max_jobs': 1,
         # srun launches Open MPI through PMIx; mpirun needs its run-as-root switches
-        'env_vars': ([['SLURM_MPI_TYPE', 'pmix']] if launcher == 'srun' else OMPI_AS_ROOT)
+        'env_vars': (SRUN_ENV if launcher == 'srun' else OMPI_AS_ROOT)
         + CI_SLURM_MPI,
         'extras': CI_SLURM_EXTRAS,
         # also inside an allocation (local scheduler): a hung tool must not hold it
@@ -136,7 +142,7 @@ site_configuration = {
                     'environs': ['gnu-openmpi'],
                     'max_jobs': 4,
                     'time_limit': '30m',
-                    'env_vars': [['SLURM_MPI_TYPE', 'pmix']],
+                    'env_vars': SRUN_ENV,
                     'extras': {
                         'scratch': '/lustre/scratch/$USER/h5regress',
                         'num_nodes': [1, 4],
@@ -172,7 +178,7 @@ site_configuration = {
                     'max_jobs': 1,
                     # the local scheduler kills a job past it (the night goes on)
                     'time_limit': '30m',
-                    'env_vars': [['SLURM_MPI_TYPE', 'pmix']],
+                    'env_vars': SRUN_ENV,
                     'extras': {
                         'scratch': '/lustre/scratch/$USER/h5regress',
                         'num_nodes': [4],
