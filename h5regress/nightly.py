@@ -87,6 +87,9 @@ REPO = Path(__file__).resolve().parents[1]
 SETTINGS = REPO / 'reframe' / 'config' / 'settings.py'
 KERNEL = REPO / 'kernels' / 'flash-io'
 SHIM = REPO / 'benchmarks' / 'delay_shim.c'
+#: the shim's account of the delays it added (``H5REGRESS_DELAY_LOG``), in the stand-ins'
+#: directory
+DELAY_LOG = 'delay.log'
 STANDIN_A, STANDIN_B = 'standin-a', 'standin-b'
 
 #: the h5paths rows of a night: the HDF5 code paths where real regressions were
@@ -292,6 +295,8 @@ def build_standins(out: Path, slowdown: float) -> Path:
         tools['ior'] = (ior, '*" -a HDF5 "*')
     base_tools = {name: str(binary) for name, (binary, _) in tools.items()}
     cand_tools = dict(base_tools)
+    delay_log = work / DELAY_LOG
+    delay_log.unlink(missing_ok=True)       # an earlier attempt's, in a reused --out
     if slowdown > 0:
         shim = work / 'delay_shim.so'
         if run(['gcc', '-shared', '-fPIC', '-O2', '-o', shim, SHIM, '-ldl']).returncode:
@@ -305,7 +310,7 @@ def build_standins(out: Path, slowdown: float) -> Path:
                 f'# stand-in candidate: writes through HDF5 take {1 + slowdown:g}x their time\n'
                 f'case " $* " in {hdf5_args})\n'
                 f'  export LD_PRELOAD={shim}${{LD_PRELOAD:+:$LD_PRELOAD}} '
-                f'H5REGRESS_DELAY_FRACTION={slowdown:g} ;;\n'
+                f'H5REGRESS_DELAY_FRACTION={slowdown:g} H5REGRESS_DELAY_LOG={delay_log} ;;\n'
                 'esac\n'
                 f'exec {binary} "$@"\n')
             wrapper.chmod(0o755)
@@ -332,6 +337,32 @@ def build_standins(out: Path, slowdown: float) -> Path:
                    f'hdf5-{STANDIN_B}': standin(STANDIN_B, cand_tools, slowdown)},
     })
     return path
+
+
+def injected_delay(work: Path, slowdown: float) -> str:
+    """What the shim says it did to the candidate's runs (its log, one line per
+    process): a sentence for the night's log. Raises RuntimeError when no run was
+    slowed: a night labelled with an injected slowdown must have had one."""
+    path = work / DELAY_LOG
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        lines = []
+    totals = {'calls': 0, 'io_s': 0.0, 'delay_s': 0.0}
+    for line in lines:
+        fields = dict(f.split('=', 1) for f in line.split()[1:] if '=' in f)
+        for key, kind in (('calls', int), ('io_s', float), ('delay_s', float)):
+            totals[key] += kind(fields.get(key, 0))
+    if not totals['delay_s']:
+        raise RuntimeError(
+            f'--inject-slowdown {slowdown:g}: no run of the candidate was slowed (the delay '
+            f'shim logged no delayed call in {path}), so the night would be labelled '
+            'with a slowdown it did not have; do the checks run any HDF5 row?')
+    return (f'injected slowdown: the shim delayed {totals["calls"]} I/O calls in '
+            f'{len(lines)} candidate processes by {totals["delay_s"]:.1f} s on their '
+            f'{totals["io_s"]:.1f} s (x{1 + totals["delay_s"] / totals["io_s"]:.2f}; '
+            f'asked x{1 + slowdown:g}; the time between calls is not slowed)'
+            if totals['io_s'] else f'injected slowdown: {totals["delay_s"]:.1f} s')
 
 
 def standin_ior() -> tuple[Path | None, str]:
@@ -689,6 +720,9 @@ def night(args) -> int:
         f'{candidate}, {args.pairs} pairs (up to {args.max_pairs})')
     done = args.pairs
     run_pairs(1, done, baseline, candidate, args, env)
+    injected = args.stand_in and args.inject_slowdown
+    if injected:    # before any look writes a verdict: an injection that did not happen
+        injected_delay(args.out / 'stand-in', args.inject_slowdown)
     while done < args.max_pairs:
         code = gate_once(baseline, candidate, args, final=False)
         if code != gate.EXIT_INCONCLUSIVE:
@@ -697,6 +731,8 @@ def night(args) -> int:
 
         run_pairs(done + 1, done + more, baseline, candidate, args, env)
         done += more
+    if injected:
+        log(injected_delay(args.out / 'stand-in', args.inject_slowdown))
     code = final_gate(baseline, candidate, args)
     if code == gate.EXIT_INCONCLUSIVE:
         log(f'warning: still INCONCLUSIVE after {done} pairs (the cap)')

@@ -69,8 +69,13 @@ def test_pairs_run_abba_back_to_back(a_against_a):
 
 @pytest.mark.slow
 def test_a_large_injected_slowdown_fails(tmp_path):
-    result = nightly(tmp_path, '--inject-slowdown', '9')
+    # FLASH's own 80 blocks per rank: a tenfold slowdown needs no 393 MB checkpoint
+    result = nightly(tmp_path, '--inject-slowdown', '9', '-S',
+                     'flashio_check.blocks_per_rank=80')
     assert result.returncode == gate.EXIT_FAIL, result.stdout[-3000:] + result.stderr[-3000:]
+    # the night says what the shim did to the candidate's runs
+    assert re.search(r'injected slowdown: the shim delayed \d+ I/O calls in \d+ candidate '
+                     r'processes', result.stderr), result.stderr[-3000:]
     verdict = json.loads((tmp_path / 'gate.json').read_text())
     failed = [m for m in verdict['metrics'] if m.get('verdict') == 'FAIL']
     assert failed and all(m['params']['api'] == 'hdf5' for m in failed)
@@ -132,6 +137,34 @@ def test_stand_ins_carry_ior_from_path_and_slow_only_its_hdf5_runs(tmp_path, mon
     assert run(cand, '-a', 'MPIIO', '-w').strip() == 'preload=none fraction=none'
     assert run(base, '-a', 'HDF5', '-w').strip() == 'preload=none fraction=none'
     assert 'flash-io' in builds['hdf5-standin-a'].tools
+
+
+def test_an_injected_slowdown_that_slowed_nothing_is_an_error(tmp_path, monkeypatch):
+    """A night labelled with an injected slowdown must have had one: the shim logs what
+    it delayed, and a candidate no run of which was slowed (here: only an MPI-IO run,
+    which the wrapper leaves alone) is an ERROR, not a night of a slowdown it never had
+    (a CI night with --inject-slowdown 9 once gated a ratio of 1.016)."""
+    from h5regress import manifest, nightly as nightly_mod
+    bindir = tmp_path / 'bin'
+    bindir.mkdir()
+    fake_ior = bindir / 'ior'
+    fake_ior.write_text('#!/bin/sh\ndd if=/dev/zero of="$0.out" bs=64k count=16 2>/dev/null\n')
+    fake_ior.chmod(0o755)
+    monkeypatch.setenv('PATH', f'{bindir}:{os.environ["PATH"]}')
+    out = tmp_path / 'out'
+    builds = manifest.load(nightly_mod.build_standins(out, 9), check_stale=False)
+    cand = builds['hdf5-standin-b'].tools['ior']
+    subprocess.run([cand, '-a', 'MPIIO', '-w'], check=True)
+    with pytest.raises(RuntimeError, match='no run of the candidate was slowed'):
+        nightly_mod.injected_delay(out / 'stand-in', 9)
+    subprocess.run([cand, '-a', 'HDF5', '-w'], check=True)
+    said = nightly_mod.injected_delay(out / 'stand-in', 9)
+    assert re.match(r'injected slowdown: the shim delayed \d+ I/O calls in 1 candidate '
+                    r'processes by [\d.]+ s on their [\d.]+ s \(x[\d.]+; asked x10;', said), said
+    # a new attempt in the same --out starts from an empty account
+    nightly_mod.build_standins(out, 9)
+    with pytest.raises(RuntimeError, match='no run of the candidate was slowed'):
+        nightly_mod.injected_delay(out / 'stand-in', 9)
 
 
 def test_the_stand_in_night_gates_the_quiet_ior_row_and_its_canary():
