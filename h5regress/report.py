@@ -500,11 +500,18 @@ def _wrap(label: str, width: int = 34) -> str:
     return '<br>'.join(html.escape(x) for x in lines + [cur])
 
 
+#: share of the forest plot's width kept right of 1.0 for its label "1.0 = no change"
+#: (a night far below 1 squeezed it into the column header "ratio [interval]")
+FOREST_RIGHT_OF_ONE = 0.27
+
+
 def _forest_range(gated: Sequence[Mapping[str, Any]], floor: float) -> tuple[float, float]:
     vals = [v for m in gated for v in _perf(m) if _finite(v) and v > 0]
     lo, hi = min([floor - 0.03] + vals), max([1.1] + vals)
     pad = (hi - lo) * 0.05
-    return lo - pad, hi + pad
+    lo, hi = lo - pad, hi + pad
+    # (hi - 1) / (hi - lo) >= FOREST_RIGHT_OF_ONE
+    return lo, max(hi, (1 - FOREST_RIGHT_OF_ONE * lo) / (1 - FOREST_RIGHT_OF_ONE))
 
 
 def _forest_hover(m: Mapping[str, Any]) -> str:

@@ -1,5 +1,6 @@
 """h5regress report: content of the Markdown, HTML and JUnit; the HTML in headless Chromium."""
 
+import copy
 import json
 import math
 import random
@@ -406,6 +407,33 @@ def test_forest_numbers_stand_beside_the_plot(gated_night):
     for m in (m for m in res['metrics'] if m['role'] == 'gated'):
         assert any(t.startswith(f'{m["ratio"]:.3f} [{m["ratio_lo"]:.3f}, ') and
                    f'<b>{m["verdict"]}</b>' in t for t in right), (m['label'], right)
+
+
+def test_forest_keeps_room_for_the_no_change_label_on_a_night_far_below_one(gated_night,
+                                                                             monkeypatch):
+    """A real injected night (ratio 0.077 [0.062, 0.098]) ended the x axis at 1.15: the
+    label "1.0 = no change", written right of 1.0, ran into the column header
+    "ratio [interval]". The axis now keeps FOREST_RIGHT_OF_ONE of its width right of 1."""
+    res, _, _ = gated_night
+    far = copy.deepcopy(res)
+    for m in far['metrics']:
+        if m['role'] == 'gated':
+            m.update(ratio=0.077, ratio_lo=0.062, ratio_hi=0.098, perf_ratio=0.077,
+                     perf_lo=0.062, perf_hi=0.098)
+    near = copy.deepcopy(res)
+    for m in near['metrics']:
+        if m['role'] == 'gated':
+            m.update(ratio=1.0, ratio_lo=0.96, ratio_hi=1.04, perf_ratio=1.0, perf_lo=0.96,
+                     perf_hi=1.04)
+    for night in (far, res, near):
+        xmin, xmax = report.forest_figure(night).layout.xaxis.range
+        # a quarter of the width holds the label (the simulated FAIL night's 0.31 did)
+        assert (xmax - 1) / (xmax - xmin) >= 0.25, (xmin, xmax)
+    # a night near 1 keeps the range its data give
+    kept = report.forest_figure(near).layout.xaxis.range
+    monkeypatch.setattr(report, 'FOREST_RIGHT_OF_ONE', 0.0)
+    assert report.forest_figure(near).layout.xaxis.range == kept
+    assert report.forest_figure(far).layout.xaxis.range[1] < 1.2
 
 
 def test_first_screen_keeps_the_measured_rates_folded(gated_night):
