@@ -180,30 +180,68 @@ class Builder:
         raise NotImplementedError
 
 
+#: where Spack looks for a git commit's source in a mirror: ``_source-cache/`` + the git
+#: fetcher's ``mirror_id`` (``git/<path of the recipe's git URL>/<commit>``) + ``.tar.gz``,
+#: a tarball of the tree under ``hdf5/`` (the layout of ``spack mirror create`` and of
+#: the offline bundle's mirror); the path is the one of HDF5's recipe,
+#: https://github.com/HDFGroup/hdf5.git
+HDF5_MIRROR_PATH = '_source-cache/git/HDFGroup/hdf5.git'
+
+
 class SpackBuilder(Builder):
     """``spack-env/install --candidate SHA`` in a copy of the environment
     (``spack-env/.candidates/<sha12>``), reusing Spack's install tree; the commit's
-    build is the manifest's build of that commit."""
+    build is the manifest's build of that commit.
+
+    With ``repo`` (the bisect's HDF5 clone), each commit's source goes into a source
+    mirror of the bisect's own (``<work>/source-mirror``, passed after the given ones)
+    from that clone, so an air-gapped site bisects without network: its offline mirror
+    holds the pinned commits only."""
     name = 'spack'
 
     def __init__(self, work: Path, mirrors: Sequence[str] = (),
-                 install: Path | None = None, packages: Sequence[str] = ()) -> None:
-        self.work, self.mirrors = work, list(mirrors)
+                 install: Path | None = None, packages: Sequence[str] = (),
+                 repo: Path | None = None) -> None:
+        self.work, self.mirrors, self.repo = work, list(mirrors), repo
         self.install = install or manifest.repo_root() / 'spack-env' / 'install'
         #: Spack packages built with each commit (``--only``: the failing metrics'
         #: tools); none: the whole environment (every tool, Darshan, the baseline)
         self.packages = sorted(set(packages))
 
+    def source_mirror(self) -> Path:
+        return self.work / 'source-mirror'
+
     def command(self, commit: str, path: Path) -> list[str]:
         cmd = [sys.executable, str(self.install), '--candidate', commit, '--manifest', str(path)]
         if self.packages:
             cmd += ['--only', *self.packages]
-        for mirror in self.mirrors:
+        for mirror in self.mirrors + ([str(self.source_mirror())] if self.repo else []):
             cmd += ['--mirror', mirror]
         return cmd
 
+    def archive_source(self, commit: str) -> None:
+        """The commit's tree from the clone into the bisect's source mirror (once; whole
+        or not at all). A clone that cannot archive it (objects missing) is said, and the
+        build goes on with the other mirrors."""
+        tarball = self.source_mirror() / HDF5_MIRROR_PATH / f'{commit}.tar.gz'
+        if tarball.exists():
+            return
+        tarball.parent.mkdir(parents=True, exist_ok=True)
+        part = tarball.with_name(tarball.name + '.part')
+        out = subprocess.run(['git', '-C', str(self.repo), 'archive', '--format=tar.gz',
+                              '--prefix=hdf5/', '-o', str(part), commit],
+                             capture_output=True, text=True)
+        if out.returncode:
+            part.unlink(missing_ok=True)
+            log(f'warning: no source of {commit[:12]} from {self.repo} (git archive: '
+                f'{out.stderr.strip()[:300]}); Spack tries the other mirrors')
+            return
+        part.rename(tarball)
+
     def build(self, commit: str) -> Built:
         path = self.work / 'builds' / commit[:12] / 'manifest.json'
+        if self.repo:
+            self.archive_source(commit)
         cmd = self.command(commit, path)
         install_log = self.work / 'builds' / commit[:12] / 'install.log'
         install_log.parent.mkdir(parents=True, exist_ok=True)
@@ -687,7 +725,7 @@ def run(repo: Path, good: str, bad: str, args, work: Path) -> dict[str, Any]:
     if args.builder == 'stand-in':
         builder: Builder = StandInBuilder(repo, work, tools=not simulate)
     else:
-        builder = SpackBuilder(work, args.mirror, packages=tool_packages(args.tool))
+        builder = SpackBuilder(work, args.mirror, packages=tool_packages(args.tool), repo=repo)
     checks = args.checks
     if simulate:
         runs: Runs = SimulatedRuns(args.simulate_cv, random.Random(args.seed))

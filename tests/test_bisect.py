@@ -226,6 +226,56 @@ def test_the_spack_builder_builds_only_the_tools_of_the_checks(tmp_path):
         bisect.tool_packages(['nosuch'])
 
 
+FAKE_INSTALL = '''
+import json, pathlib, sys
+# spack-env/install offline: the candidate's source must be in one of the --mirror's
+argv = sys.argv[1:]
+sha, manifest = argv[argv.index('--candidate') + 1], argv[argv.index('--manifest') + 1]
+mirrors = [argv[i + 1] for i, a in enumerate(argv) if a == '--mirror']
+if not any((pathlib.Path(m) / '_source-cache/git/HDFGroup/hdf5.git' / f'{sha}.tar.gz').is_file()
+           for m in mirrors):
+    sys.exit(f'==> Error: All fetchers failed for hdf5@git.{sha}')
+pathlib.Path(manifest).parent.mkdir(parents=True, exist_ok=True)
+pathlib.Path(manifest).write_text(json.dumps({'schema': 1, 'builds': {'hdf5-x': {
+    'hdf5': {'commit': sha, 'version': '1.15.0', 'label': 'x'}, 'tools': {}}}}))
+'''
+
+
+def test_the_spack_builder_takes_each_commits_source_from_the_bisect_clone(tmp_path):
+    """An air-gapped site's mirror holds the pinned commits only: a real bisect here
+    could build no step until the commits' tarballs were made by hand. The builder now
+    puts each commit's tree from the clone into a source mirror of its own, in Spack's
+    layout, and passes it to spack-env/install."""
+    repo = tmp_path / 'hdf5'
+    subprocess.run(['git', 'init', '-q', str(repo)], check=True)
+    (repo / 'configure.ac').write_text('AC_INIT([HDF5], [1.15.0])\n')
+    subprocess.run(['git', '-C', str(repo), 'add', '.'], check=True)
+    subprocess.run(['git', '-C', str(repo), '-c', 'user.name=t', '-c', 'user.email=t@t',
+                    'commit', '-q', '-m', 'x'], check=True)
+    sha = bisect.git(repo, 'rev-parse', 'HEAD').strip()
+    install = tmp_path / 'install'
+    install.write_text(FAKE_INSTALL)
+    work = tmp_path / 'work'
+    offline = str(tmp_path / 'offline-mirror')      # the site's: not this commit
+
+    built = bisect.SpackBuilder(work, [offline], install=install, repo=repo).build(sha)
+    assert built.entry['hdf5']['commit'] == sha
+    tarball = work / 'source-mirror' / bisect.HDF5_MIRROR_PATH / f'{sha}.tar.gz'
+    listing = subprocess.run(['tar', 'tzf', str(tarball)], capture_output=True, text=True,
+                             check=True).stdout.split()
+    assert 'hdf5/configure.ac' in listing
+    cmd = bisect.SpackBuilder(work, [offline], install=install, repo=repo).command(sha, work)
+    assert cmd[-4:] == ['--mirror', offline, '--mirror', str(work / 'source-mirror')]
+    # without the clone (as before) the build finds no source offline
+    with pytest.raises(bisect.BuildFailed, match='All fetchers failed'):
+        bisect.SpackBuilder(tmp_path / 'work2', [offline], install=install).build(sha)
+    # a commit the clone cannot archive is said; the build goes on with the other mirrors
+    missing = '1' * 40
+    with pytest.raises(bisect.BuildFailed, match='All fetchers failed'):
+        bisect.SpackBuilder(work, [offline], install=install, repo=repo).build(missing)
+    assert not list((work / 'source-mirror').rglob('*.part'))
+
+
 def test_a_bisect_with_other_tools_is_refused_in_the_same_work_directory(tmp_path, capsys):
     shas = standin_repo(tmp_path, planted=3, k=4)
     assert bisect.main(cli(tmp_path, shas)) == 0
