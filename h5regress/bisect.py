@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from h5regress import atomic, catalog, gate, manifest
+from h5regress import atomic, catalog, followup, gate, manifest
 from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
 from h5regress.record import Record, config_hash
 
@@ -623,13 +623,7 @@ def format_text(result: dict[str, Any]) -> str:
             f' ratio {s["ratio"]:.3f} [{s["ratio_lo"]:.3f}, {s["ratio_hi"]:.3f}]'
         lines.append(f'  {s["commit"][:12]} {s["verdict"]:<4} {s["pairs"]:>2} pairs{ratio}'
                      f'  {s["subject"]}  ({s["reason"]})')
-    fb = result['first_bad']
-    if result['found']:
-        head = f'first bad commit: {fb["commit"]} {fb["subject"]!r} ({fb["date"]})'
-    else:
-        head = ('first bad commit is one of (skipped commits in the way): '
-                + ', '.join(c[:12] for c in result['candidates']))
-    lines.append(head)
+    lines.append(followup.answer(result))
     lines.append(f'{len(result["steps"])} step(s) over {result["commits"]} commit(s), '
                  f'{result["builds"]} build(s) (ceil(log2 K)+1 = {result["bound_builds"]}), '
                  f'{result["wall_seconds"]:.0f} s')

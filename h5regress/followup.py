@@ -23,18 +23,25 @@ def _num(x: Any) -> str:
     return f'{int(x):,}' if abs(x) >= 1 else f'{x:g}'
 
 
+def answer(b: Mapping[str, Any]) -> str:
+    """The bisect's answer in a sentence, saying when it rests on --bad untested (the
+    bisect takes --bad as bad: a --bad no slower than --good still ends up named)."""
+    fb = b['first_bad']
+    untested = ('' if fb.get('tested') else
+                f'; {fb["commit"][:12]} is the --bad commit, taken as bad and not measured '
+                'by this bisect')
+    if b['found']:
+        return (f'first bad commit {fb["commit"]} "{fb["subject"]}" ({fb["date"]})'
+                + ('' if fb.get('tested') else ', the --bad commit itself: every commit '
+                   'before it tested good') + untested)
+    return ('the first bad commit is one of ' + ', '.join(c[:12] for c in b['candidates'])
+            + ' (skipped commits in the way, as git bisect skip)' + untested)
+
+
 def bisect_summary(b: Mapping[str, Any]) -> str:
     if b.get('error'):
         return f'no bisect: {b["error"]}'
-    fb = b['first_bad']
-    if b['found']:
-        head = (f'first bad commit {fb["commit"]} "{fb["subject"]}" ({fb["date"]})'
-                + ('' if fb.get('tested') else ', the --bad commit itself: every commit '
-                   'before it tested good'))
-    else:
-        head = ('the first bad commit is one of ' + ', '.join(c[:12] for c in b['candidates'])
-                + ' (skipped commits in the way, as git bisect skip)')
-    return (f'{head}; {len(b["steps"])} step(s) over {b["commits"]} first-parent commit(s) '
+    return (f'{answer(b)}; {len(b["steps"])} step(s) over {b["commits"]} first-parent commit(s) '
             f'after {b["good"][:12]}, {b["builds"]} build(s) (ceil(log2 K)+1 = '
             f'{b["bound_builds"]}; {b["build_seconds"]:.0f} s building), '
             f'{b["wall_seconds"]:.0f} s in all; builder {b["builder"]}; looks '

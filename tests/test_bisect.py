@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from h5regress import bisect, manifest, nightly
+from h5regress import bisect, followup, manifest, nightly
 from reframe_run import REPO
 
 SLOW = 0.111            # the shim's fraction: writes take 1.111x, bandwidth x0.9 (10 %)
@@ -53,7 +53,21 @@ def test_finds_the_planted_commit_within_log2_builds(tmp_path, capsys):
         assert step['verdict'] in ('good', 'bad')
         assert step['ratio_lo'] <= step['ratio'] <= step['ratio_hi']
         assert step['pairs'] in (10, 15, 20) and step['date']
-    assert f'first bad commit: {shas[11]}' in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f'first bad commit {shas[11]}' in out and 'not measured' not in out
+
+
+def test_an_answer_that_rests_on_the_untested_bad_commit_says_so(tmp_path, capsys):
+    """The bisect takes --bad as bad: a real one over HDF5 commits whose --bad was no
+    slower than --good (a separate step: PASS, 1.007 [0.970, 1.065]) answered with a
+    range ending at --bad. The answer now says when it rests on --bad unmeasured."""
+    shas = standin_repo(tmp_path, planted=16)      # only the last commit, --bad, is slow
+    assert bisect.main(cli(tmp_path, shas)) == 0
+    out = capsys.readouterr().out
+    assert f'first bad commit {shas[16]}' in out
+    assert f'{shas[16][:12]} is the --bad commit, taken as bad and not measured' in out
+    result = json.loads((tmp_path / 'result.json').read_text())
+    assert 'taken as bad and not measured' in followup.bisect_summary(result)
 
 
 def test_a_commit_that_does_not_build_is_skipped_and_said(tmp_path, capsys):
@@ -66,7 +80,7 @@ def test_a_commit_that_does_not_build_is_skipped_and_said(tmp_path, capsys):
     step = next(s for s in result['steps'] if s['commit'] == shas[8])
     assert step['build'] == 'failed' and 'build fails' in step['reason'] and step['pairs'] == 0
     out = capsys.readouterr()
-    assert f'one of (skipped commits in the way): {shas[8][:12]}, {shas[9][:12]}' in out.out
+    assert f'is one of {shas[8][:12]}, {shas[9][:12]} (skipped commits in the way' in out.out
     assert f'cannot build {shas[8][:12]}' in out.err
 
 
