@@ -32,8 +32,8 @@ def answer(b: Mapping[str, Any]) -> str:
                 'by this bisect')
     if b['found']:
         return (f'first bad commit {fb["commit"]} "{fb["subject"]}" ({fb["date"]})'
-                + ('' if fb.get('tested') else ', the --bad commit itself: every commit '
-                   'before it tested good') + untested)
+                + ('' if fb.get('tested') else ', every commit before it tested good')
+                + untested)
     return ('the first bad commit is one of ' + ', '.join(c[:12] for c in b['candidates'])
             + ' (skipped commits in the way, as git bisect skip)' + untested)
 
