@@ -1,16 +1,27 @@
 """``h5regress bisect``: the first HDF5 commit behind a FAIL, found with the gate.
 
     h5regress bisect --good SHA --bad SHA --repo PATH|URL [--builder spack|stand-in]
-                     [--checks REGEX] [--tool TOOL]... [--metric KEY]... [--work DIR]
+                     [--checks REGEX] [--tool TOOL]... [--metric KEY]... [--bad-ratio R]
+                     [--work DIR]
 
-The commits between ``--good`` (excluded) and ``--bad`` (known bad, not tested
-again) are the first-parent chain ``git rev-list --first-parent good..bad``, as
-``git bisect --first-parent`` walks it. Each step builds the commit nearest the
+The commits between ``--good`` (excluded) and ``--bad`` (included) are the
+first-parent chain ``git rev-list --first-parent good..bad``, as ``git bisect
+--first-parent`` walks it. Each step builds the commit nearest the
 middle of what is still unknown (a :class:`Builder`), runs the failing metrics'
 checks in ABBA pairs against the good commit's build on the same machine, and
 lets the gate decide with the nightly's looks (10, 15, 20 pairs): FAIL = bad,
 PASS = good, INCONCLUSIVE at the cap = the commit is skipped (as ``git bisect
 skip``; the report says so). A commit its builder cannot build is skipped too.
+
+A step asks "is this commit like --good or like --bad?", not "is it within the
+nightly's margin?": the gate judges it with the margin at the geometric midpoint
+of 1 and --bad's performance ratio r (``1 - sqrt(r)``; r = 0.625, a 1.6x slower
+read, gives 21 %; r = 0.9 gives 5.1 %). r is --bad measured first against
+--good, in the steps' pairs and looks (its FAIL metrics become the steps'
+metrics; a --bad the gate does not FAIL ends the bisect in an error: nothing it
+could find), or ``--bad-ratio`` (the FAIL night's ratio, as ``ci/nightly
+--bisect`` passes it), when --bad is not measured again.
+
 It stops when no unknown commit is left between the last good and the first bad
 one; with skipped commits in between, the answer is a range and says so.
 
@@ -31,7 +42,7 @@ where the first stopped, without building or running a finished step again.
 
 Exit codes: 0 the first bad commit found, 1 only a range (skipped commits in the
 way), 2 stopped by ``--steps`` before the end (run it again to go on), 4 ERROR
-(bad usage, no good build, unreadable state).
+(bad usage, no good build, unreadable state, a --bad the gate does not FAIL).
 """
 
 from __future__ import annotations
@@ -59,7 +70,7 @@ from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
 from h5regress.record import Record, config_hash
 
 STATE_FILE = 'bisect-state.json'
-STATE_VERSION = 1
+STATE_VERSION = 2
 #: the nightly's looks: pairs before the first look, added while INCONCLUSIVE, cap
 DEFAULT_PAIRS, DEFAULT_MORE, DEFAULT_MAX = 10, 5, 20
 BASE_ID = 'hdf5-bisect-good'
@@ -330,28 +341,44 @@ def looks(pairs: int, more: int, cap: int) -> list[int]:
     return out
 
 
-def step_verdict(result: dict[str, Any], metrics: Sequence[str]) -> tuple[str, dict]:
-    """('bad' | 'good' | 'undecided', the deciding metric row) from a gate result.
+def midpoint_margin(bad_ratio: float) -> float:
+    """The gate's margin for a step: 1 - the geometric midpoint of 1 (--good) and
+    --bad's performance ratio. FAIL (significantly below the midpoint) = like --bad,
+    PASS (above it) = like --good: a 1.6x regression is told from none at pair noise
+    where the nightly's 5 % margin leaves every step INCONCLUSIVE."""
+    return 1.0 - math.sqrt(bad_ratio)
+
+
+def step_verdict(result: dict[str, Any], metrics: Sequence[str]
+                 ) -> tuple[str, dict, list[dict]]:
+    """('bad' | 'good' | 'undecided', the deciding metric row, the FAIL rows) from a
+    gate result.
 
     The rows judged are the gated ones whose key is in ``metrics`` (all gated rows
-    when empty): bad when one FAILs, good when all PASS."""
+    when empty): bad when one FAILs, good when all PASS. Rows are ranked by their
+    performance ratio (below 1 = slower, time metrics included)."""
     rows = [m for m in result['metrics'] if m.get('role') == 'gated'
             and (not metrics or m['key'] in metrics)]
     if not rows:
-        return 'undecided', {'reason': 'no gated metric of --metric in the runs'}
-    worst = min(rows, key=lambda m: m['ratio'] if m.get('ratio') is not None else math.inf)
+        return 'undecided', {'reason': 'no gated metric of --metric in the runs'}, []
+
+    def perf(m: dict) -> float:
+        return m['perf_ratio'] if m.get('perf_ratio') is not None else math.inf
+    worst = min(rows, key=perf)
     fails = [m for m in rows if m['verdict'] == 'FAIL']
     if fails:
-        return 'bad', min(fails, key=lambda m: m['ratio'])
+        return 'bad', min(fails, key=perf), fails
     if result.get('overall') != 'DEGRADED' and all(m['verdict'] == 'PASS' for m in rows):
-        return 'good', worst
-    return 'undecided', worst
+        return 'good', worst, []
+    return 'undecided', worst, []
 
 
 class Runs:
     """Pairs of runs of the good build (baseline) and a commit's build, gated."""
 
-    def start(self, good: Built, cand: Built, commit: str, step_dir: Path) -> None:
+    def start(self, good: Built, cand: Built, commit: str, step_dir: Path,
+              margin: float | None = None) -> None:
+        """``margin``: the gate's for this step (None: the gate config's)."""
         raise NotImplementedError
 
     def pairs(self, first: int, last: int) -> None:
@@ -368,7 +395,8 @@ class NightlyRuns(Runs):
     def __init__(self, nightly_argv: Sequence[str]) -> None:
         self.argv = list(nightly_argv)
 
-    def start(self, good: Built, cand: Built, commit: str, step_dir: Path) -> None:
+    def start(self, good: Built, cand: Built, commit: str, step_dir: Path,
+              margin: float | None = None) -> None:
         from h5regress import nightly
         self.nightly = nightly
         self.cand_id = f'hdf5-bisect-{commit[:12]}'
@@ -376,7 +404,8 @@ class NightlyRuns(Runs):
         manifest.write(path, {**cand.top, 'builds': {BASE_ID: relabel(good.entry, BASE_ID),
                                                      self.cand_id: relabel(cand.entry,
                                                                            self.cand_id)}})
-        self.args = nightly.parse_args(self.argv + ['--out', str(step_dir)])
+        self.args = nightly.parse_args(self.argv + ['--out', str(step_dir)] + (
+            [] if margin is None else ['--margin', f'{margin:.6f}']))
         if self.args.checks is None:   # --stand-in without --checks: the night's choice
             nightly.standin_checks(self.args, cand.entry.get('tools', {}))
         nightly.start_attempt(self.args)
@@ -413,8 +442,10 @@ class SimulatedRuns(Runs):
     def __init__(self, cv: float, rng: random.Random) -> None:
         self.sigma, self.rng = math.sqrt(math.log1p(cv * cv)), rng
 
-    def start(self, good: Built, cand: Built, commit: str, step_dir: Path) -> None:
+    def start(self, good: Built, cand: Built, commit: str, step_dir: Path,
+              margin: float | None = None) -> None:
         self.ratio = (1 + good.info['slowdown']) / (1 + cand.info['slowdown'])
+        self.cfg = {**gate.load_config(), **({} if margin is None else {'margin': margin})}
         self.cand_id, self.commit = f'hdf5-bisect-{commit[:12]}', commit
         self.records: list[Record] = []
 
@@ -435,21 +466,23 @@ class SimulatedRuns(Runs):
             self.records += [self._record(BASE_ID, a, i), self._record(self.cand_id, b, i)]
 
     def gate(self, looks_: list[int]) -> dict[str, Any]:
-        return gate.run_gate(self.records, BASE_ID, self.cand_id, looks=looks_,
+        return gate.run_gate(self.records, BASE_ID, self.cand_id, self.cfg, looks=looks_,
                              night='bisect')
 
 
 def run_step(runs: Runs, good: Built, cand: Built, commit: str, step_dir: Path,
-             looks_: list[int], metrics: Sequence[str]) -> dict[str, Any]:
-    """The nightly's loop for one commit: pairs to the first look, gate, more pairs
-    while undecided, up to the cap; the step's record for the state file."""
+             looks_: list[int], metrics: Sequence[str], margin: float | None = None
+             ) -> dict[str, Any]:
+    """The nightly's loop for one commit: pairs to the first look, gate (at ``margin``;
+    None: the gate config's), more pairs while undecided, up to the cap; the step's
+    record for the state file."""
     t0 = time.monotonic()
-    runs.start(good, cand, commit, step_dir)
+    runs.start(good, cand, commit, step_dir, margin)
     done = 0
     for n in looks_:
         runs.pairs(done + 1, n)
         done = n
-        verdict, row = step_verdict(runs.gate(looks_), metrics)
+        verdict, row, fails = step_verdict(runs.gate(looks_), metrics)
         if verdict != 'undecided':
             break
     if verdict == 'undecided':
@@ -460,6 +493,9 @@ def run_step(runs: Runs, good: Built, cand: Built, commit: str, step_dir: Path,
     return {'verdict': verdict, 'gate': row.get('verdict'), 'metric': row.get('label'),
             'ratio': row.get('ratio'), 'ratio_lo': row.get('ratio_lo'),
             'ratio_hi': row.get('ratio_hi'), 'pairs': done, 'reason': reason,
+            'margin': margin,
+            # the FAIL metrics and their performance ratios: --bad's set the steps'
+            'fails': {m['key']: m['perf_ratio'] for m in fails},
             'seconds': round(time.monotonic() - t0, 1)}
 
 
@@ -467,9 +503,10 @@ def run_step(runs: Runs, good: Built, cand: Built, commit: str, step_dir: Path,
 class State:
     """The bisect's state file: written atomically after every build and step."""
 
-    KEYS = ('good', 'bad', 'repo', 'builder', 'tools', 'checks', 'metrics', 'looks')
+    KEYS = ('good', 'bad', 'repo', 'builder', 'tools', 'checks', 'metrics', 'looks',
+            'bad_ratio')
     #: a key a state file of an older version lacks, and what it meant there
-    OLD_DEFAULTS = {'tools': []}
+    OLD_DEFAULTS = {'tools': [], 'bad_ratio': None}
 
     def __init__(self, path: Path, data: dict[str, Any]) -> None:
         self.path, self.data = path, data
@@ -559,13 +596,18 @@ def bisect(repo: Path, good: str, bad: str, builder: Builder, runs: Runs, work: 
         state.save()
         raise BisectError(f'the good commit {good} cannot be built '
                           f'({failed["error"]}): no baseline')
-    stepped = 0             # steps of this call
+    steps_before = len(state.data['steps'])
+    bad_ratio, metrics = reference(state, builder, runs, good_build, bad, work, params, lock)
+    margin = midpoint_margin(bad_ratio)
+    log(f'--bad\'s performance ratio {bad_ratio:.3f}: each step is judged at the margin '
+        f'{margin:.1%} (the midpoint of 1 and {bad_ratio:.3f})')
     while True:
         verdicts = {index[sha]: s['verdict'] for sha, s in state.data['steps'].items()}
         i = next_index(len(commits), verdicts)
         if i is None:
             break
-        if on_step and stepped:     # before another step: the caller may stop here
+        # before another step of this call (--bad's measurement is one): the caller may stop
+        if on_step and len(state.data['steps']) > steps_before:
             on_step(len(state.data['steps']))
         sha = commits[i].sha
         log(f'step {len(verdicts) + 1}: {sha[:12]} {commits[i].subject!r}')
@@ -576,15 +618,55 @@ def bisect(repo: Path, good: str, bad: str, builder: Builder, runs: Runs, work: 
         else:
             with held(lock):
                 step = run_step(runs, good_build, cand, sha, work / 'steps' / sha[:12],
-                                params['looks'], params['metrics'])
+                                params['looks'], metrics, margin)
         state.data['steps'][sha] = step
         state.data['order'].append(sha)
         state.save()
         log(f'{sha[:12]}: {step["verdict"]} ({step["reason"]})')
-        stepped += 1
     state.data['result'] = summarize(state.data, commits)
     state.save()
     return state.data['result']
+
+
+def reference(state: State, builder: Builder, runs: Runs, good_build: Built, bad: str,
+              work: Path, params: dict[str, Any], lock: Path | None
+              ) -> tuple[float, list[str]]:
+    """--bad's performance ratio against --good, and the metrics the steps judge.
+
+    Given (``--bad-ratio``, the FAIL night's): that, and --metric. Else --bad is
+    measured first, as a step at the gate config's margin (kept in the state file);
+    its FAIL metrics are the steps', its least slowed one sets the ratio. A --bad the
+    gate does not FAIL is an error: steps would be judged against noise."""
+    if params.get('bad_ratio') is not None:
+        return params['bad_ratio'], params['metrics']
+    step = state.data['steps'].get(bad)
+    if step is None:
+        log(f'--bad {bad[:12]}: measured first against --good (its ratio sets the steps\' '
+            f'margin)')
+        cand = get_build(state, builder, bad)
+        if cand is None:
+            raise BisectError(f'the --bad commit {bad} cannot be built '
+                              f'({state.data["builds"][bad]["error"]}): nothing to measure '
+                              f'the steps against (give --bad-ratio to take it as bad)')
+        with held(lock):
+            step = run_step(runs, good_build, cand, bad, work / 'steps' / bad[:12],
+                            params['looks'], params['metrics'])
+        step['reason'] = f'--bad, measured first: {step["reason"]}'
+        state.data['steps'][bad] = step
+        state.data['order'].append(bad)
+        state.save()
+        log(f'{bad[:12]} (--bad): {step["verdict"]} ({step["reason"]})')
+    if step['verdict'] != 'bad':
+        shown = ('' if step.get('ratio') is None else
+                 f', ratio {step["ratio"]:.3f} [{step["ratio_lo"]:.3f}, {step["ratio_hi"]:.3f}]')
+        raise BisectError(
+            f'--bad {bad[:12]} is not shown slower than --good: the gate said '
+            f'{step.get("gate") or "nothing"} after {step["pairs"]} pairs{shown} '
+            f'({step["reason"]}); a bisect would follow noise. Bisect a metric that FAILs, '
+            f'with more pairs (--max-pairs), or give --bad-ratio; the measurement is kept in '
+            f'{state.path} (remove it to measure again)')
+    fails = step['fails']
+    return max(fails.values()), sorted(fails)
 
 
 def summarize(data: dict[str, Any], commits: list[Commit]) -> dict[str, Any]:
@@ -600,6 +682,7 @@ def summarize(data: dict[str, Any], commits: list[Commit]) -> dict[str, Any]:
         steps.append({'commit': sha, 'subject': c.subject, 'date': c.date, **s,
                       'build': b.get('status'), 'build_seconds': b.get('seconds')})
     first_bad = commits[hi]
+    bad_ratio = data.get('bad_ratio') or max(data['steps'][data['bad']]['fails'].values())
     built = [b for b in data['builds'].values() if b['status'] == 'built']
     return {
         'good': data['good'], 'bad': data['bad'], 'repo': data['repo'],
@@ -611,8 +694,12 @@ def summarize(data: dict[str, Any], commits: list[Commit]) -> dict[str, Any]:
         'steps': steps, 'builds': len(data['builds']), 'builds_ok': len(built),
         'build_seconds': round(sum(b.get('seconds', 0) for b in data['builds'].values()), 1),
         'wall_seconds': data['wall_seconds'],
-        'bound_builds': math.ceil(math.log2(max(len(commits), 1))) + 1,
+        # the good build, a halving's, and --bad's when it was measured first
+        'bound_builds': (math.ceil(math.log2(max(len(commits), 1))) + 1
+                         + (data['bad'] in data['steps'])),
         'looks': data['looks'], 'metrics': data['metrics'],
+        'bad_ratio': bad_ratio, 'bad_measured': data['bad'] in data['steps'],
+        'step_margin': round(midpoint_margin(bad_ratio), 6),
     }
 
 
@@ -625,8 +712,9 @@ def format_text(result: dict[str, Any]) -> str:
                      f'  {s["subject"]}  ({s["reason"]})')
     lines.append(followup.answer(result))
     lines.append(f'{len(result["steps"])} step(s) over {result["commits"]} commit(s), '
-                 f'{result["builds"]} build(s) (ceil(log2 K)+1 = {result["bound_builds"]}), '
-                 f'{result["wall_seconds"]:.0f} s')
+                 f'{result["builds"]} build(s) ({followup.bound_words(result)} = '
+                 f'{result["bound_builds"]}), '
+                 f'{result["wall_seconds"]:.0f} s' + followup.margin_clause(result))
     return '\n'.join(lines)
 
 
@@ -650,6 +738,11 @@ def build_parser() -> ArgParser:
     p.add_argument('--metric', action='append', default=[], metavar='KEY',
                    help='gate metric key (gate.json "key") that failed; repeatable '
                         '(default: every gated metric of the checks)')
+    p.add_argument('--bad-ratio', type=float, metavar='R',
+                   help='--bad\'s performance ratio to --good, below 1 (the FAIL night\'s '
+                        'gated ratio; ci/nightly --bisect passes it): --bad is then not '
+                        'measured again; each step is judged at the margin 1 - sqrt(R). '
+                        'Default: --bad measured first')
     p.add_argument('--work', type=Path, default=Path('bisect-work'),
                    help='work directory: state file, builds, steps (default ./bisect-work)')
     p.add_argument('--pairs', type=int, default=DEFAULT_PAIRS)
@@ -681,6 +774,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise BisectError('--simulate-cv needs --builder stand-in (known slowdowns)')
         if not 1 <= args.pairs <= args.max_pairs or args.more_pairs < 1:
             raise BisectError('need 1 <= --pairs <= --max-pairs and --more-pairs >= 1')
+        if args.bad_ratio is not None and not 0 < args.bad_ratio < 1:
+            raise BisectError(f'--bad-ratio {args.bad_ratio:g}: a performance ratio of a '
+                              f'slower --bad, between 0 and 1 (0.8 = 20 % slower)')
         work = args.work.resolve()
         work.mkdir(parents=True, exist_ok=True)
         repo = local_repo(args.repo, work)
@@ -735,6 +831,7 @@ def run(repo: Path, good: str, bad: str, args, work: Path) -> dict[str, Any]:
               'builder': builder.name + (f' (simulated, CV {args.simulate_cv:g})'
                                          if simulate else ''),
               'tools': sorted(args.tool), 'checks': checks, 'metrics': sorted(args.metric),
+              'bad_ratio': args.bad_ratio,
               'looks': looks(args.pairs, args.more_pairs, args.max_pairs)}
     done: list[int] = []
 

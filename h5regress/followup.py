@@ -24,12 +24,13 @@ def _num(x: Any) -> str:
 
 
 def answer(b: Mapping[str, Any]) -> str:
-    """The bisect's answer in a sentence, saying when it rests on --bad untested (the
-    bisect takes --bad as bad: a --bad no slower than --good still ends up named)."""
+    """The bisect's answer in a sentence, saying when it rests on a --bad this bisect
+    did not measure (--bad-ratio: the FAIL night's word for it)."""
     fb = b['first_bad']
     untested = ('' if fb.get('tested') else
                 f'; {fb["commit"][:12]} is the --bad commit, taken as bad and not measured '
-                'by this bisect')
+                'by this bisect' + ('' if b.get('bad_ratio') is None else
+                                    f' (given ratio {b["bad_ratio"]:.3f})'))
     if b['found']:
         return (f'first bad commit {fb["commit"]} "{fb["subject"]}" ({fb["date"]})'
                 + ('' if fb.get('tested') else ', every commit before it tested good')
@@ -42,10 +43,25 @@ def bisect_summary(b: Mapping[str, Any]) -> str:
     if b.get('error'):
         return f'no bisect: {b["error"]}'
     return (f'{answer(b)}; {len(b["steps"])} step(s) over {b["commits"]} first-parent commit(s) '
-            f'after {b["good"][:12]}, {b["builds"]} build(s) (ceil(log2 K)+1 = '
+            f'after {b["good"][:12]}, {b["builds"]} build(s) ({bound_words(b)} = '
             f'{b["bound_builds"]}; {b["build_seconds"]:.0f} s building), '
             f'{b["wall_seconds"]:.0f} s in all; builder {b["builder"]}; looks '
-            f'{"/".join(map(str, b["looks"]))} pairs')
+            f'{"/".join(map(str, b["looks"]))} pairs' + margin_clause(b))
+
+
+def bound_words(b: Mapping[str, Any]) -> str:
+    """The bound on a bisect's builds, in words: the good build and one per halving,
+    and --bad's when it was measured first."""
+    return 'ceil(log2 K)+1' + (', +1 for --bad measured' if b.get('bad_measured') else '')
+
+
+def margin_clause(b: Mapping[str, Any]) -> str:
+    """How the steps were judged: at the midpoint of 1 and --bad's ratio."""
+    if b.get('step_margin') is None:        # a result of before the midpoint margin
+        return ''
+    source = 'measured first' if b.get('bad_measured') else 'given by --bad-ratio'
+    return (f'; each step judged at the margin {b["step_margin"]:.1%}, the midpoint of 1 '
+            f'and --bad\'s performance ratio {b["bad_ratio"]:.3f} ({source})')
 
 
 def _step_row(s: Mapping[str, Any]) -> list[str]:

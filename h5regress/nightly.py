@@ -592,7 +592,8 @@ def parse_args(argv):
     ap.add_argument('--bisect-good', metavar='SHA', help="bisect's good commit (default: "
                     "the candidate commit of the history's last PASS night)")
     ap.add_argument('--bisect-bad', metavar='SHA',
-                    help="bisect's bad commit (default: tonight's candidate commit)")
+                    help="bisect's bad commit (default: tonight's candidate commit); "
+                    "tonight's FAIL ratio is its --bad-ratio, it is not measured again")
     ap.add_argument('--bisect-repo', metavar='PATH|URL', help='HDF5 repository of the '
                     'bisect (default --hdf5-repo; with --stand-in: a stand-in repository)')
     ap.add_argument('--mirror', action='append', default=[], metavar='URL',
@@ -798,6 +799,11 @@ def bisect_night(result: dict, args) -> dict:
            '--checks', '(' + '|'.join(map(darshan.name_regex, tests)) + ')',
            '--work', args.out / 'bisect', '--json', args.out / 'bisect' / 'result.json',
            *[f'--metric={m["key"]}' for m in fails], *[f'--mirror={u}' for u in args.mirror]]
+    # tonight measured the regression: its least slowed FAIL metric's ratio sets the
+    # bisect's step margin, and --bad is not measured again
+    ratios = [m['perf_ratio'] for m in fails if m.get('perf_ratio') is not None]
+    if ratios:
+        cmd += [f'--bad-ratio={max(ratios):.6f}']
     if not args.stand_in:
         cmd += [f'--tool={t}' for t in sorted({m['tool'] for m in fails})]
     cmd += [f'--nightly-arg={a}' for a in (['--system', args.system] if args.system else [])

@@ -43,8 +43,9 @@ def test_the_search_halves_what_is_unknown_and_avoids_skipped_commits():
 
 
 def test_finds_the_planted_commit_within_log2_builds(tmp_path, capsys):
+    """As ci/nightly --bisect runs it: --bad's ratio from the FAIL night, not measured."""
     shas = standin_repo(tmp_path, planted=11)
-    assert bisect.main(cli(tmp_path, shas)) == 0
+    assert bisect.main(cli(tmp_path, shas, '--bad-ratio', '0.9')) == 0
     result = json.loads((tmp_path / 'result.json').read_text())
     assert result['found'] and result['first_bad']['commit'] == shas[11]
     assert result['first_bad']['subject'] == f'stand-in commit 11: slowdown {SLOW}'
@@ -53,21 +54,76 @@ def test_finds_the_planted_commit_within_log2_builds(tmp_path, capsys):
         assert step['verdict'] in ('good', 'bad')
         assert step['ratio_lo'] <= step['ratio'] <= step['ratio_hi']
         assert step['pairs'] in (10, 15, 20) and step['date']
+        assert step['margin'] == pytest.approx(1 - 0.9 ** 0.5)
     out = capsys.readouterr().out
     assert f'first bad commit {shas[11]}' in out and 'not measured' not in out
+    assert "margin 5.1%, the midpoint of 1 and --bad's performance ratio 0.900" in out
 
 
-def test_an_answer_that_rests_on_the_untested_bad_commit_says_so(tmp_path, capsys):
-    """The bisect takes --bad as bad: a real one over HDF5 commits whose --bad was no
-    slower than --good (a separate step: PASS, 1.007 [0.970, 1.065]) answered with a
-    range ending at --bad. The answer now says when it rests on --bad unmeasured."""
-    shas = standin_repo(tmp_path, planted=16)      # only the last commit, --bad, is slow
+def test_bad_is_measured_first_and_sets_the_steps_metrics_and_margin(tmp_path, capsys):
+    """Without --bad-ratio the bisect measures --bad against --good before any step: the
+    answer never rests on a --bad nobody measured, and its ratio sets the steps' margin."""
+    shas = standin_repo(tmp_path, planted=11)
     assert bisect.main(cli(tmp_path, shas)) == 0
+    result = json.loads((tmp_path / 'result.json').read_text())
+    first, *steps = result['steps']
+    assert first['commit'] == shas[-1] and first['verdict'] == 'bad'
+    assert first['reason'].startswith('--bad, measured first: ') and first['margin'] is None
+    (ratio,) = first['fails'].values()
+    assert result['bad_ratio'] == ratio and result['bad_measured']
+    assert all(s['margin'] == pytest.approx(1 - ratio ** 0.5) for s in steps)
+    assert result['first_bad']['commit'] == shas[11] and result['found']
+    assert result['builds'] <= result['bound_builds'] == 6       # ceil(log2 16) + 1 + --bad
+    assert 'ceil(log2 K)+1, +1 for --bad measured = 6' in capsys.readouterr().out
+
+
+def test_a_bad_commit_the_gate_does_not_fail_is_an_error_not_an_answer(tmp_path, capsys):
+    """A real bisect over HDF5 commits here took --bad as bad and answered a range
+    ending at it, while --bad was no slower than --good (PASS 1.007): now --bad is
+    measured first and a --bad the gate does not FAIL ends in an error."""
+    shas = standin_repo(tmp_path, planted=17)      # no commit is slow
+    assert bisect.main(cli(tmp_path, shas)) == 4
+    err = capsys.readouterr().err
+    assert f'--bad {shas[-1][:12]} is not shown slower than --good: the gate said PASS' in err
+    assert 'bisect-state.json (remove it to measure again)' in err
+    state = json.loads((tmp_path / 'work' / bisect.STATE_FILE).read_text())
+    assert list(state['steps']) == [shas[-1]] and len(state['builds']) == 2
+
+
+def test_an_answer_that_rests_on_a_bad_ratio_says_bad_was_not_measured(tmp_path, capsys):
+    shas = standin_repo(tmp_path, planted=16)      # only the last commit, --bad, is slow
+    assert bisect.main(cli(tmp_path, shas, '--bad-ratio', '0.9')) == 0
     out = capsys.readouterr().out
     assert f'first bad commit {shas[16]}' in out
-    assert f'{shas[16][:12]} is the --bad commit, taken as bad and not measured' in out
+    assert (f'{shas[16][:12]} is the --bad commit, taken as bad and not measured by this '
+            f'bisect (given ratio 0.900)') in out
     result = json.loads((tmp_path / 'result.json').read_text())
     assert 'taken as bad and not measured' in followup.bisect_summary(result)
+
+
+@pytest.mark.parametrize('value', ['1.2', '0', '-0.5'])
+def test_a_bad_ratio_that_is_no_slowdown_is_refused(tmp_path, capsys, value):
+    shas = standin_repo(tmp_path, planted=3, k=4)
+    assert bisect.main(cli(tmp_path, shas, '--bad-ratio', value)) == 4
+    assert f'--bad-ratio {float(value):g}: a performance ratio' in capsys.readouterr().err
+
+
+def test_a_large_regression_is_found_at_noise_where_the_nightly_margin_decides_nothing(
+        tmp_path):
+    """The real h5paths bisect here: pair log-ratio SD 0.2-0.5, every step INCONCLUSIVE at
+    20 pairs against the nightly's 5 % margin. A step judged at the midpoint of 1 and
+    --bad's ratio (a 1.6x slowdown: margin 21 %) decides at that noise (run CV 20 %)."""
+    fractions = [0.0] + [0.6 if i >= 5 else 0.0 for i in range(1, 9)]
+    shas = bisect.make_standin_repo(tmp_path / 'repo', fractions)
+    args = cli(tmp_path, shas, seed=0)
+    args[args.index('--simulate-cv') + 1] = '0.2'
+    assert bisect.main(args) == 0
+    result = json.loads((tmp_path / 'result.json').read_text())
+    assert result['first_bad']['commit'] == shas[5] and result['found']
+    assert not result['skipped']
+    # 1 - sqrt(1 / 1.6) = 0.21, from --bad's measured ratio
+    assert result['step_margin'] == pytest.approx(1 - result['bad_ratio'] ** 0.5, abs=1e-6)
+    assert 0.1 < result['step_margin'] < 0.35
 
 
 def test_a_commit_that_does_not_build_is_skipped_and_said(tmp_path, capsys):
@@ -308,8 +364,10 @@ def test_the_nightly_bisects_only_the_failing_tests_with_their_tools_and_mirrors
     test = ('h5paths_check %benchmark=compound-subset-hdf5-collective-contiguous-earliest-warm'
             ' %hdf5_build=hdf5-1.15.0')
     result = {'candidate_commit': 'b' * 40, 'metrics': [
-        {'key': 'k-read', 'role': 'gated', 'verdict': 'FAIL', 'tool': 'h5paths', 'test': test},
-        {'key': 'k-write', 'role': 'gated', 'verdict': 'FAIL', 'tool': 'h5paths', 'test': test},
+        {'key': 'k-read', 'role': 'gated', 'verdict': 'FAIL', 'tool': 'h5paths', 'test': test,
+         'perf_ratio': 0.62},
+        {'key': 'k-write', 'role': 'gated', 'verdict': 'FAIL', 'tool': 'h5paths', 'test': test,
+         'perf_ratio': 0.88},
         {'key': 'k-ior', 'role': 'gated', 'verdict': 'PASS', 'tool': 'ior',
          'test': 'ior_check %benchmark=HDF5-independent-ssf %hdf5_build=hdf5-1.15.0'},
         {'key': 'k-canary', 'role': 'canary', 'verdict': 'FAIL', 'tool': 'ior',
@@ -328,6 +386,8 @@ def test_the_nightly_bisects_only_the_failing_tests_with_their_tools_and_mirrors
     assert opt('--tool') == ['h5paths'] and opt('--builder') == ['spack']
     assert opt('--mirror') == ['file:///srv/mirror', '/m2']
     assert sorted(opt('--metric')) == ['k-read', 'k-write']
+    # tonight's least slowed FAIL sets the steps' margin; --bad (tonight's) is not re-measured
+    assert opt('--bad-ratio') == ['0.880000']
     (checks,) = opt('--checks')
     import re
     pattern = re.compile(f'(?=.*%hdf5_build=hdf5-bisect-good(%|$)){checks}')
