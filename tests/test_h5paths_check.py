@@ -103,7 +103,8 @@ def test_options_of_a_row():
         '--path', 'compound-subset', '--api', 'hdf5', '--transfer', 'independent',
         '--layout', 'chunked', '--chunk-elements', '4096', '--modify-write-buf',
         '--libver', 'v110', '--elements', str(checks.SIZES['compound-subset']['elements']),
-        '--objects', '1', '--iterations', '2', '--read-cache', 'keep']
+        '--objects', '1', '--iterations', '2', '--read-cache', 'keep',
+        '--read-repeats', str(checks.WARM_READ_REPEATS['compound-subset'])]
     params = checks.row_params(('many-datasets', 'hdf5', 'collective', 'contiguous', False,
                                 True, 'earliest', 'evict', True), size_factor=0.5,
                                chunk_elements=4096,
@@ -115,6 +116,7 @@ def test_options_of_a_row():
     assert '--coll-metadata' in checks.row_options(params)
     assert '--chunk-elements' not in checks.row_options(params)
     assert '--read-cache' not in checks.row_options(params)     # the kernel's default
+    assert '--read-repeats' not in checks.row_options(params) and params['read_repeats'] == 1
     assert '--efc-size' not in checks.row_options(params)
 
 

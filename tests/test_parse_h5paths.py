@@ -70,7 +70,8 @@ def test_success(case):
         elif m.metric == 'ops_per_s':
             assert m.samples[0] == pytest.approx(ph['objects'] / ph['seconds'])
     assert run.provenance['hdf5_version'] in ('1.10.8', '1.14.1')
-    assert run.provenance['read_cache'] == 'evicted'
+    assert run.provenance['read_cache'] == (
+        'not-evicted: --read-cache keep' if data['params'].get('read_cache') == 'keep' else 'evicted')
     assert run.provenance['files'] and all(f['bytes'] > 0 for f in run.provenance['files'])
 
 
@@ -232,3 +233,22 @@ def test_warm_reads_are_labelled_as_such():
     assert [w for w in run.warnings if 'cache' in w] == [
         'warm reads by design (--read-cache keep): the read figures come from the page cache '
         'and time the CPU side of the path']
+
+
+def test_a_read_phase_of_repeated_warm_reads_moved_each_reads_bytes():
+    """--read-repeats N (kernel 1.1.0): the warm read phase reads the dataset N times;
+    its bytes are N reads' (a real run), and one read's worth is less than asked."""
+    run, = h5paths.parse(case_files('compound-subset-warm-repeats-1.14-ok'))
+    assert run.params['read_repeats'] == 4 and run.params['read_cache'] == 'keep'
+    one_read = 65536 * 2 * 24
+    read = [m for m in run.measurements if m.operation == 'read' and m.metric == 'bw']
+    assert read and all(s > 0 for s in read[0].samples)
+
+    def once(d):
+        for it in d['iterations']:
+            for ph in it['phases']:
+                if ph['phase'] == 'read':
+                    ph['bytes'] = one_read
+    with pytest.raises(RunFailed, match=re.escape(
+            f'iteration 0 read moved {one_read} B, {4 * one_read} B asked')):
+        h5paths.parse(edited('compound-subset-warm-repeats-1.14-ok', once))

@@ -21,8 +21,9 @@ Failures (:class:`RunFailed`), never a sample: ``h5paths: ERROR`` lines or HDF5
 error stacks on stdout or stderr (whatever the exit code), a summary whose status
 is not ``ok`` or that lists errors, a stdout without ``h5paths: finished OK``, fewer
 iterations than asked, an iteration without a phase of its path, a phase that moved
-other than the bytes asked (elements x ranks x bytes per element of the path), or a
-metadata phase that touched fewer objects than asked.
+other than the bytes asked (elements x ranks x bytes per element of the path, x
+``read_repeats`` for the read of a warm compound-*/convert-* row), or a metadata
+phase that touched fewer objects than asked.
 
 A path the HDF5 build cannot run (``multi-dataset`` before 1.14) is not a failure:
 the kernel exits 2 with ``h5paths: ERROR <path>: not available in HDF5 <version>``,
@@ -63,7 +64,8 @@ PHASES: dict[str, tuple[str, ...]] = {
 #: the record parameters, as the kernel's JSON ``params`` names them
 PARAMS = ('path', 'api', 'transfer', 'layout', 'chunk_elements', 'modify_write_buf',
           'modify_write_buf_applied', 'coll_metadata', 'libver', 'elements', 'objects',
-          'efc_size', 'iterations', 'record_bytes_file', 'record_bytes_memory', 'read_cache')
+          'efc_size', 'iterations', 'read_repeats', 'record_bytes_file', 'record_bytes_memory',
+          'read_cache')
 
 _HDF5_ERROR = re.compile(r'HDF5-DIAG: Error detected|^\s*#\d{3}: .* line \d+ in ')
 _KERNEL_ERROR = re.compile(r'^h5paths: (ERROR|FAILED)\b')
@@ -271,8 +273,10 @@ def _expected(name: str, opts: Mapping[str, Any], ranks: int) -> dict[str, tuple
     in memory-type bytes (kernels/h5paths/README.md): the read's memory record
     (``record_bytes_memory``), except compound-subset's full-record write (the file
     record) and the MPI-IO twins (the file record). Metadata phases touch at least
-    ``objects`` objects in all."""
+    ``objects`` objects in all. The ``read`` phase reads ``read_repeats`` times (a
+    summary of a kernel before the option: once)."""
     elements, objects = int(opts['elements']), int(opts['objects'])
+    repeats = int(opts.get('read_repeats', 1))
     file_bytes, memory_bytes = int(opts['record_bytes_file']), int(opts['record_bytes_memory'])
     datasets = objects if name == 'multi-dataset' else 1
     out = {}
@@ -280,7 +284,8 @@ def _expected(name: str, opts: Mapping[str, Any], ranks: int) -> dict[str, tuple
         if phase in DATA_PHASES:
             size = file_bytes if opts.get('api') == 'mpiio' or \
                 (name == 'compound-subset' and phase == 'write') else memory_bytes
-            out[phase] = (elements * ranks * size * datasets, 0)
+            out[phase] = (elements * ranks * size * datasets
+                          * (repeats if phase == 'read' else 1), 0)
         else:
             out[phase] = (0, objects)
     return out

@@ -96,20 +96,30 @@ def rows():
 #: per iteration). benchmarks/h5paths_noise.py prints each row's gated phase time;
 #: kernels/h5paths/README.md has the kernel's own defaults. ``size_factor`` scales the
 #: work.
+#:
+#: The metadata sizes were raised (many-datasets x10, attributes and open-close x2) after
+#: benchmarks/h5paths_noise.py measured their gated phases at 0.06-0.27 s, pair ln-ratio
+#: SD 0.13-0.24 (20 A/A pairs, 1.14.1).
 SIZES = {
     **{p: {'elements': 3145728, 'objects': 1} for p in (
         'compound-same', 'compound-subset', 'compound-superset', 'compound-reorder')},
     **{p: {'elements': 20971520, 'objects': 1} for p in (
         'convert-none', 'convert-float-double', 'convert-endian')},
-    'many-datasets': {'elements': 16, 'objects': 1500},
-    'attributes': {'elements': 8, 'objects': 25000},
-    'open-close': {'elements': 16, 'objects': 10000},
+    'many-datasets': {'elements': 16, 'objects': 15000},
+    'attributes': {'elements': 8, 'objects': 50000},
+    'open-close': {'elements': 16, 'objects': 20000},
     'chunked-deflate': {'elements': 2097152, 'objects': 1},
     'partial-chunk': {'elements': 8388608, 'objects': 1},
     'vds': {'elements': 33554432, 'objects': 8},
     'efc': {'elements': 16, 'objects': 8},
     'multi-dataset': {'elements': 1048576, 'objects': 8},
 }
+#: Reads per read phase of the warm rows (``--read-repeats``; a cold read is one read of
+#: an evicted file): one warm read took 0.03-0.2 s on ``local`` (the same A/A pairs, SD
+#: 0.11-0.18), these make each read phase 0.5-0.8 s.
+WARM_READ_REPEATS = {'compound-same': 16, 'compound-subset': 12, 'compound-superset': 8,
+                     'compound-reorder': 3, 'convert-none': 16, 'convert-float-double': 8,
+                     'convert-endian': 6}
 #: paths whose work is their objects (``size_factor`` scales ``objects``, else ``elements``)
 OBJECT_PATHS = ('many-datasets', 'attributes', 'open-close', 'efc')
 
@@ -126,7 +136,8 @@ def row_params(row, *, size_factor=1.0, chunk_elements, iterations):
               'chunk_elements': chunk_elements if layout == 'chunked' else 0,
               'modify_write_buf': modify_write_buf, 'coll_metadata': coll_metadata,
               'libver': libver, 'elements': size['elements'], 'objects': size['objects'],
-              'size_factor': size_factor, 'iterations': iterations, 'read_cache': read_cache}
+              'size_factor': size_factor, 'iterations': iterations, 'read_cache': read_cache,
+              'read_repeats': WARM_READ_REPEATS[path] if read_cache == 'keep' else 1}
     if path == 'efc':
         # H5Pset_elink_file_cache_size: room for every linked file, or no cache
         params['efc_size'] = size['objects'] if efc_cache else 0
@@ -144,7 +155,8 @@ def row_options(p):
              '--objects', str(p['objects']), '--iterations', str(p['iterations'])] +
             (['--efc-size', str(p['efc_size'])] if 'efc_size' in p else []) +
             # only when not the kernel's default: a kernel from before the option still runs
-            (['--read-cache', p['read_cache']] if p['read_cache'] != 'evict' else []))
+            (['--read-cache', p['read_cache']] if p['read_cache'] != 'evict' else []) +
+            (['--read-repeats', str(p['read_repeats'])] if p['read_repeats'] != 1 else []))
 
 
 class build_h5paths(KernelBuild):

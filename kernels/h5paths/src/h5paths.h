@@ -21,7 +21,7 @@
 #error "h5paths needs a parallel HDF5 (H5_HAVE_PARALLEL is not defined)"
 #endif
 
-#define H5PATHS_VERSION "1.0.0"
+#define H5PATHS_VERSION "1.1.0"
 /* the headers' version (H5_VERS_STR is newer than 1.10) */
 #define H5PATHS_STR2(x) #x
 #define H5PATHS_STR(x) H5PATHS_STR2(x)
@@ -49,6 +49,7 @@ typedef struct {
     long long objects;       /* datasets / attributes / files (metadata paths) */
     long long efc_size;      /* efc: H5Pset_elink_file_cache_size (-1: = objects) */
     int iterations;
+    int read_repeats;        /* --read-repeats: reads of the dataset in one read phase */
     const char *json_path;
     int keep;
     int keep_cache;          /* --read-cache keep: no eviction before the reads */

@@ -404,10 +404,15 @@ int data_iterate(run_t *r, data_plan_t *p)
                     n * (long long)p->write_mem->size) < 0)
         return -1;
 
+    /* --read-repeats N (warm reads only): N whole reads into the same buffer, timed as
+     * one phase of N times the bytes; the poison before the first and the check after
+     * the last stay outside the phase */
     layout_poison(p->read_mem, p->rbuf, n);
     phase_start(r);
-    transfer(r, p, p->read_mem, X_READ, p->rbuf);
-    if (phase_stop(r, "read", n * (long long)p->read_mem->size, 1) < 0 || any_errors())
+    for (int k = 0; k < r->o->read_repeats && !any_errors(); k++)
+        transfer(r, p, p->read_mem, X_READ, p->rbuf);
+    if (phase_stop(r, "read", (long long)r->o->read_repeats * n * (long long)p->read_mem->size,
+                   1) < 0 || any_errors())
         return -1;
     layout_verify(p->read_mem, p->rbuf, n, salt, 0, 0, "read");
     if (any_errors())
