@@ -6,7 +6,8 @@ slowdown planted at a random one (it and every later commit slow the writes by
 the fraction: 0.111 = 1.111x the write time, a 10 % bandwidth loss). Each step
 is judged by the gate itself (:class:`h5regress.bisect.SimulatedRuns`: run
 bandwidths log-normal with the given CV, the nightly's looks 10/15/20, skip at
-the cap), through the same search, builder interface and state file as a real
+the cap, unless the step's 90 % bound lies on one side of the midpoint), through the
+same search, builder interface and state file as a real
 bisect. As ``ci/nightly --bisect`` does, each run starts from a FAIL night:
 --bad against --good through the same simulated runs and gate (a night that
 does not FAIL starts no bisect, and is counted apart); its ratio is the
@@ -78,6 +79,7 @@ def one_run(tmp: Path, k: int, planted: int, cv: float, slowdown: float, seed: i
             'builds': result['builds'], 'bound': result['bound_builds'],
             'pairs': sum(s['pairs'] for s in result['steps']),
             'skips': sum(s['verdict'] == 'skip' for s in result['steps']),
+            'at_cap': sum(bool(s.get('decided_at_cap')) for s in result['steps']),
             'margin': result['step_margin']}
 
 
@@ -124,7 +126,9 @@ def main() -> int:
           f'max {max(r["builds"] for r in rows)}; ceil(log2 K)+1'
           f'{" +1 (--bad)" if a.measure_bad else ""} = {bound}; within it: {within} of {a.runs}')
     print(f'pairs per step: mean {sum(r["pairs"] for r in rows) / steps:.1f}; '
-          f'steps skipped (INCONCLUSIVE at 20 pairs): {sum(r["skips"] for r in rows)} of {steps}')
+          f'decided at the cap (the 90 % bound against the midpoint): '
+          f'{sum(r["at_cap"] for r in rows)}; skipped (undecided at 20 pairs): '
+          f'{sum(r["skips"] for r in rows)} of {steps}')
     print(f'({time.perf_counter() - t0:.1f} s)')
     return 0
 

@@ -10,7 +10,7 @@ first-parent chain ``git rev-list --first-parent good..bad``, as ``git bisect
 middle of what is still unknown (a :class:`Builder`), runs the failing metrics'
 checks in ABBA pairs against the good commit's build on the same machine, and
 lets the gate decide with the nightly's looks (10, 15, 20 pairs): FAIL = bad,
-PASS = good, INCONCLUSIVE at the cap = the commit is skipped (as ``git bisect
+PASS = good, undecided at the cap = the commit is skipped (as ``git bisect
 skip``; the report says so). A commit its builder cannot build is skipped too.
 
 A step asks "is this commit like --good or like --bad?", not "is it within the
@@ -20,7 +20,9 @@ read, gives 21 %; r = 0.9 gives 5.1 %). r is --bad measured first against
 --good, in the steps' pairs and looks (its FAIL metrics become the steps'
 metrics; a --bad the gate does not FAIL ends the bisect in an error: nothing it
 could find), or ``--bad-ratio`` (the FAIL night's ratio, as ``ci/nightly
---bisect`` passes it), when --bad is not measured again.
+--bisect`` passes it), when --bad is not measured again. A step still
+INCONCLUSIVE at the cap is decided when the one-sided 90 % bound of its ratio
+lies on one side of the midpoint (:func:`at_cap`), else skipped.
 
 It stops when no unknown commit is left between the last good and the first bad
 one; with skipped commits in between, the answer is a range and says so.
@@ -57,6 +59,7 @@ import os
 import random
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -349,16 +352,25 @@ def midpoint_margin(bad_ratio: float) -> float:
     return 1.0 - math.sqrt(bad_ratio)
 
 
+#: one-sided confidence of the bound that decides a step still INCONCLUSIVE at the cap
+CAP_CONFIDENCE = 0.90
+
+
+def judged_rows(result: dict[str, Any], metrics: Sequence[str]) -> list[dict]:
+    """The gated rows of a gate result whose key is in ``metrics`` (all when empty)."""
+    return [m for m in result['metrics'] if m.get('role') == 'gated'
+            and (not metrics or m['key'] in metrics)]
+
+
 def step_verdict(result: dict[str, Any], metrics: Sequence[str]
                  ) -> tuple[str, dict, list[dict]]:
     """('bad' | 'good' | 'undecided', the deciding metric row, the FAIL rows) from a
     gate result.
 
-    The rows judged are the gated ones whose key is in ``metrics`` (all gated rows
-    when empty): bad when one FAILs, good when all PASS. Rows are ranked by their
-    performance ratio (below 1 = slower, time metrics included)."""
-    rows = [m for m in result['metrics'] if m.get('role') == 'gated'
-            and (not metrics or m['key'] in metrics)]
+    The rows judged (:func:`judged_rows`): bad when one FAILs, good when all PASS.
+    Rows are ranked by their performance ratio (below 1 = slower, time metrics
+    included)."""
+    rows = judged_rows(result, metrics)
     if not rows:
         return 'undecided', {'reason': 'no gated metric of --metric in the runs'}, []
 
@@ -482,10 +494,15 @@ def run_step(runs: Runs, good: Built, cand: Built, commit: str, step_dir: Path,
     for n in looks_:
         runs.pairs(done + 1, n)
         done = n
-        verdict, row, fails = step_verdict(runs.gate(looks_), metrics)
+        result = runs.gate(looks_)
+        verdict, row, fails = step_verdict(result, metrics)
         if verdict != 'undecided':
             break
-    if verdict == 'undecided':
+    decided_at_cap = False
+    if verdict == 'undecided' and margin is not None:
+        verdict, row, reason = at_cap(judged_rows(result, metrics), margin, done)
+        decided_at_cap = verdict != 'skip'
+    elif verdict == 'undecided':
         verdict = 'skip'
         reason = f'INCONCLUSIVE after {done} pairs (the cap): skipped, as git bisect skip'
     else:
@@ -493,10 +510,45 @@ def run_step(runs: Runs, good: Built, cand: Built, commit: str, step_dir: Path,
     return {'verdict': verdict, 'gate': row.get('verdict'), 'metric': row.get('label'),
             'ratio': row.get('ratio'), 'ratio_lo': row.get('ratio_lo'),
             'ratio_hi': row.get('ratio_hi'), 'pairs': done, 'reason': reason,
-            'margin': margin,
+            'margin': margin, 'decided_at_cap': decided_at_cap,
             # the FAIL metrics and their performance ratios: --bad's set the steps'
             'fails': {m['key']: m['perf_ratio'] for m in fails},
             'seconds': round(time.monotonic() - t0, 1)}
+
+
+def at_cap(rows: list[dict], margin: float, pairs: int) -> tuple[str, dict, str]:
+    """A step still INCONCLUSIVE at the cap, decided against the two answers a bisect
+    expects: the commit is like --good (ratio 1) or like --bad (ratio (1 - margin)^2).
+    Bad when a row's one-sided ``CAP_CONFIDENCE`` upper bound of the ratio lies below
+    the midpoint 1 - margin, good when every row's lower bound lies above it, else
+    skipped. The bounds are normal ones around the row's log ratio, from its pairs'
+    spread (``lr_var``, ``lr_n``): with the two answers 2 ln(1/(1 - margin)) apart, a
+    commit that is either one is misjudged far less often than 1 - CAP_CONFIDENCE
+    (that is the error at the midpoint itself, where neither answer is right)."""
+    z = statistics.NormalDist().inv_cdf(CAP_CONFIDENCE)
+    mid = math.log(1.0 - margin)
+    sides = []
+    for m in rows:
+        if m.get('perf_ratio') is None or not m.get('lr_var') or not m.get('lr_n'):
+            sides.append((m, None, None, None))
+            continue
+        est, se = math.log(m['perf_ratio']), math.sqrt(m['lr_var'] / m['lr_n'])
+        lo, hi = est - z * se, est + z * se
+        sides.append((m, 'bad' if hi < mid else 'good' if lo > mid else None,
+                      math.exp(lo), math.exp(hi)))
+    head = (f'INCONCLUSIVE after {pairs} pairs (the cap); against the midpoint '
+            f'{1 - margin:.3f} of 1 and --bad\'s ratio, ')
+    for m, side, lo, hi in sides:
+        if side == 'bad':
+            return 'bad', m, (f'{head}like --bad: the {CAP_CONFIDENCE:.0%} upper bound of the '
+                              f'ratio, {hi:.3f}, is below it')
+    if rows and all(side == 'good' for _, side, _, _ in sides):
+        m, _, lo, _ = min(sides, key=lambda x: x[2])
+        return 'good', m, (f'{head}like --good: the {CAP_CONFIDENCE:.0%} lower bound of the '
+                           f'ratio, {lo:.3f}, is above it')
+    worst = min(rows, key=lambda m: m.get('perf_ratio') or math.inf) if rows else {}
+    return 'skip', worst, (f'{head}the {CAP_CONFIDENCE:.0%} bounds straddle it: skipped, as '
+                           f'git bisect skip')
 
 
 # ------------------------------------------------------------------ state and the loop

@@ -466,3 +466,44 @@ def test_a_stand_in_bisect_without_checks_runs_the_stand_in_nights_checks(tmp_pa
         built = bisect.Built(entry, top, {'slowdown': 0.0})
         runs.start(built, built, 'a' * 40, tmp_path / checks[:8].strip('^'))
         assert runs.args.checks == checks
+
+
+class InconclusiveRuns(bisect.Runs):
+    """Every look: one gated row, INCONCLUSIVE, at this ratio and pair-log-ratio variance."""
+
+    def __init__(self, ratio, lr_var):
+        self.row = {'key': 'k', 'role': 'gated', 'verdict': 'INCONCLUSIVE', 'label': 'm',
+                    'ratio': ratio, 'ratio_lo': ratio * 0.9, 'ratio_hi': ratio * 1.1,
+                    'perf_ratio': ratio, 'lr_var': lr_var, 'lr_n': 0, 'reason': 'undecided'}
+
+    def start(self, good, cand, commit, step_dir, margin=None):
+        self.n = 0
+
+    def pairs(self, first, last):
+        self.n = last
+
+    def gate(self, looks_):
+        return {'overall': 'INCONCLUSIVE', 'metrics': [{**self.row, 'lr_n': self.n}]}
+
+
+@pytest.mark.parametrize('ratio, verdict, words', [
+    (0.99, 'good', "like --good: the 90% lower bound of the ratio, 0.976, is above it"),
+    (0.91, 'bad', "like --bad: the 90% upper bound of the ratio, 0.923, is below it"),
+    (0.95, 'skip', 'the 90% bounds straddle it: skipped, as git bisect skip'),
+])
+def test_a_step_inconclusive_at_the_cap_is_decided_against_the_midpoint(ratio, verdict, words):
+    """At IOR's noise (CV 4 %) 3-6 of ~80 steps of a 10 % bisect ended INCONCLUSIVE at 20
+    pairs against the 5 % margin, and their bisects answered a range. A step is either
+    like --good or like --bad: at the cap its 90 % bound against the midpoint decides."""
+    built = bisect.Built({}, {}, {})
+    margin = 1 - 0.9 ** 0.5            # --bad 10 % slower: midpoint 0.949
+    step = bisect.run_step(InconclusiveRuns(ratio, 0.0025), built, built, 'c' * 40, None,
+                           [10, 15, 20], [], margin)
+    assert step['pairs'] == 20 and step['gate'] == 'INCONCLUSIVE'
+    assert step['verdict'] == verdict and step['decided_at_cap'] == (verdict != 'skip')
+    assert step['reason'] == ('INCONCLUSIVE after 20 pairs (the cap); against the midpoint '
+                              f"0.949 of 1 and --bad's ratio, {words}")
+    # --bad's own measurement has no midpoint yet: INCONCLUSIVE at the cap stays undecided
+    ref = bisect.run_step(InconclusiveRuns(ratio, 0.0025), built, built, 'c' * 40, None,
+                          [10, 15, 20], [])
+    assert ref['verdict'] == 'skip' and not ref['decided_at_cap']
