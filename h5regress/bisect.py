@@ -68,7 +68,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from h5regress import atomic, catalog, followup, gate, manifest
+from h5regress import atomic, catalog, followup, gate, manifest, nightly
 from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
 from h5regress.record import Record, config_hash
 
@@ -306,7 +306,6 @@ class StandInBuilder(Builder):
                'lock_sha256': '0' * 64}
         tools: dict[str, str] = {}
         if self.tools:
-            from h5regress import nightly   # the nightly's stand-in builds (it imports gate)
             standins = manifest.load(nightly.build_standins(self.work, fraction),
                                      check_stale=False)
             which = f'hdf5-{nightly.STANDIN_B if fraction > 0 else nightly.STANDIN_A}'
@@ -409,8 +408,6 @@ class NightlyRuns(Runs):
 
     def start(self, good: Built, cand: Built, commit: str, step_dir: Path,
               margin: float | None = None) -> None:
-        from h5regress import nightly
-        self.nightly = nightly
         self.cand_id = f'hdf5-bisect-{commit[:12]}'
         path = step_dir / 'manifest.json'
         manifest.write(path, {**cand.top, 'builds': {BASE_ID: relabel(good.entry, BASE_ID),
@@ -427,10 +424,10 @@ class NightlyRuns(Runs):
             self.env['RFM_CONFIG_FILES'] = ':'.join(self.args.config_files)
 
     def pairs(self, first: int, last: int) -> None:
-        self.nightly.run_pairs(first, last, BASE_ID, self.cand_id, self.args, self.env)
+        nightly.run_pairs(first, last, BASE_ID, self.cand_id, self.args, self.env)
 
     def gate(self, looks_: list[int]) -> dict[str, Any]:
-        self.nightly.gate_once(BASE_ID, self.cand_id, self.args, final=False)
+        nightly.gate_once(BASE_ID, self.cand_id, self.args, final=False)
         path = self.args.out / 'gate.json'
         if not path.is_file():
             raise BisectError(f'the gate wrote no {path} (see its error above)')
@@ -821,6 +818,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, code = parse_args(build_parser(), argv)
     if args is None:
         return code
+    # SIGTERM/SIGINT: forwarded to the running child (ReFrame and its jobs run in
+    # sessions of their own, so a signal to this process alone would leave them
+    # running), then every descendant is stopped; the state file keeps what was done
+    nightly.handle_signals()
     try:
         if args.simulate_cv is not None and args.builder != 'stand-in':
             raise BisectError('--simulate-cv needs --builder stand-in (known slowdowns)')
@@ -839,7 +840,14 @@ def main(argv: Sequence[str] | None = None) -> int:
               f'{work / STATE_FILE}')
         return EXIT_STOPPED
     except (BisectError, manifest.ManifestError, OSError, RuntimeError) as err:
+        nightly.stop_descendants()
         print(f'h5regress bisect: error: {err}', file=sys.stderr)
+        return EXIT_ERROR
+    except nightly.Interrupted as sig:
+        left = nightly.stop_descendants()
+        print(f'h5regress bisect: stopped by {sig}, its children gone'
+              f'{f" (but for PIDs {left})" if left else ""}; the same command goes on from '
+              f'{args.work.resolve() / STATE_FILE}', file=sys.stderr)
         return EXIT_ERROR
     print(format_text(result))
     if args.json:

@@ -507,3 +507,44 @@ def test_a_step_inconclusive_at_the_cap_is_decided_against_the_midpoint(ratio, v
     ref = bisect.run_step(InconclusiveRuns(ratio, 0.0025), built, built, 'c' * 40, None,
                           [10, 15, 20], [])
     assert ref['verdict'] == 'skip' and not ref['decided_at_cap']
+
+
+def test_a_signal_to_the_bisect_stops_the_runs_it_started(tmp_path):
+    """The nightly's runs start ReFrame in a session of its own: a SIGTERM to `h5regress
+    bisect` alone (a CI job's timeout, kill PID) left the running child behind. Now the
+    bisect forwards it, stops every descendant and exits ERROR (4); the state file
+    keeps the steps done."""
+    shas = standin_repo(tmp_path, planted=3, k=4)
+    pidfile = tmp_path / 'child.pid'
+    script = tmp_path / 'bisect_with_a_slow_run.py'
+    script.write_text(
+        'import sys\n'
+        f'sys.path.insert(0, {str(REPO)!r})\n'
+        'from h5regress import bisect, nightly\n'
+        'def pairs(self, first, last):\n'
+        f'    nightly.run(["sh", "-c", "echo $$ > {pidfile}; exec sleep 300"])\n'
+        'bisect.SimulatedRuns.pairs = pairs\n'
+        'sys.exit(bisect.main(sys.argv[1:]))\n')
+    log = tmp_path / 'stderr'
+    with open(log, 'w') as stderr:      # a file: a surviving child would hold a pipe open
+        proc = subprocess.Popen([sys.executable, str(script), *cli(tmp_path, shas)],
+                                cwd=REPO, stdout=subprocess.DEVNULL, stderr=stderr)
+    try:
+        deadline = time.monotonic() + 60
+        while not (pidfile.exists() and pidfile.read_text().strip()):
+            assert time.monotonic() < deadline and proc.poll() is None, log.read_text()
+            time.sleep(0.05)
+        child = int(pidfile.read_text())
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    err = log.read_text()
+    alive = os.path.exists(f'/proc/{child}') and \
+        open(f'/proc/{child}/stat').read().rsplit(')', 1)[1].split()[0] != 'Z'
+    if alive:
+        os.kill(child, signal.SIGKILL)
+    assert not alive, 'the run the bisect started outlived it'
+    assert proc.returncode == 4, err
+    assert 'stopped by SIGTERM, its children gone; the same command goes on from' in err
