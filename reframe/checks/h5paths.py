@@ -91,15 +91,17 @@ def rows():
 #: datasets, attributes, files (the source files of vds, the datasets of multi-dataset).
 #: Sized on ``local`` (2 ranks, the 2-core VM) for gated phases of at least 0.5 s where
 #: the data allow it: the gated phase is the read for most rows, and a read moves less
-#: than the fsynced write before it. The warm reads (``-warm``) stay shorter (0.05-0.5 s
-#: measured: memory moves at 1-4 GiB/s, and 0.5 s of it would need a 1 GB fsynced write
-#: per iteration). benchmarks/h5paths_noise.py prints each row's gated phase time;
+#: than the fsynced write before it. One warm read (``-warm``) is shorter (0.03-0.2 s:
+#: memory moves at 1-4 GiB/s, and 0.5 s of it would need a 1 GB fsynced write per
+#: iteration), so a warm read phase reads the dataset several times
+#: (:data:`WARM_READ_REPEATS`). benchmarks/h5paths_noise.py prints each row's gated phase time;
 #: kernels/h5paths/README.md has the kernel's own defaults. ``size_factor`` scales the
 #: work.
 #:
 #: The metadata sizes were raised (many-datasets x10, attributes and open-close x2) after
 #: benchmarks/h5paths_noise.py measured their gated phases at 0.06-0.27 s, pair ln-ratio
-#: SD 0.13-0.24 (20 A/A pairs, 1.14.1).
+#: SD 0.11-0.24 (20 A/A pairs, 1.14.1); at 0.4-0.6 s it was 0.11-0.16 for these three,
+#: and twice the work again (8 pairs) did not lower it: their noise is not the timer's.
 SIZES = {
     **{p: {'elements': 3145728, 'objects': 1} for p in (
         'compound-same', 'compound-subset', 'compound-superset', 'compound-reorder')},
@@ -116,7 +118,8 @@ SIZES = {
 }
 #: Reads per read phase of the warm rows (``--read-repeats``; a cold read is one read of
 #: an evicted file): one warm read took 0.03-0.2 s on ``local`` (the same A/A pairs, SD
-#: 0.11-0.18), these make each read phase 0.5-0.8 s.
+#: 0.11-0.18), these make each read phase 0.5-0.6 s (SD 0.04-0.08, but superset 0.135
+#: and reorder 0.119, which twice the repeats did not lower).
 WARM_READ_REPEATS = {'compound-same': 16, 'compound-subset': 12, 'compound-superset': 8,
                      'compound-reorder': 3, 'convert-none': 16, 'convert-float-double': 8,
                      'convert-endian': 6}
