@@ -50,7 +50,7 @@ def fail_night(builder: bisect.StandInBuilder, runs: bisect.SimulatedRuns, good:
     its least slowed FAIL metric's ratio, or None when it did not FAIL."""
     step = bisect.run_step(runs, builder.build(good), builder.build(bad), bad, tmp / 'night',
                            LOOKS, [])
-    return max(step['fails'].values()) if step['verdict'] == 'bad' else None
+    return bisect.bad_ratio_of(step) if step['verdict'] == 'bad' else None
 
 
 def one_run(tmp: Path, k: int, planted: int, cv: float, slowdown: float, seed: int,

@@ -355,6 +355,17 @@ def midpoint_margin(bad_ratio: float) -> float:
 CAP_CONFIDENCE = 0.90
 
 
+def perf(m: dict) -> float:
+    """A gate row's performance ratio (below 1 = slower, time metrics included); a row
+    without one ranks last."""
+    return m['perf_ratio'] if m.get('perf_ratio') is not None else math.inf
+
+
+def bad_ratio_of(step: dict[str, Any]) -> float:
+    """The ratio a step measured as bad stands for: its least slowed FAIL metric's."""
+    return max(step['fails'].values())
+
+
 def judged_rows(result: dict[str, Any], metrics: Sequence[str]) -> list[dict]:
     """The gated rows of a gate result whose key is in ``metrics`` (all when empty)."""
     return [m for m in result['metrics'] if m.get('role') == 'gated'
@@ -367,14 +378,10 @@ def step_verdict(result: dict[str, Any], metrics: Sequence[str]
     gate result.
 
     The rows judged (:func:`judged_rows`): bad when one FAILs, good when all PASS.
-    Rows are ranked by their performance ratio (below 1 = slower, time metrics
-    included)."""
+    Rows are ranked by :func:`perf`."""
     rows = judged_rows(result, metrics)
     if not rows:
         return 'undecided', {'reason': 'no gated metric of --metric in the runs'}, []
-
-    def perf(m: dict) -> float:
-        return m['perf_ratio'] if m.get('perf_ratio') is not None else math.inf
     worst = min(rows, key=perf)
     fails = [m for m in rows if m['verdict'] == 'FAIL']
     if fails:
@@ -543,7 +550,7 @@ def at_cap(rows: list[dict], margin: float, pairs: int) -> tuple[str, dict, str]
         m, _, lo, _ = min(sides, key=lambda x: x[2])
         return 'good', m, (f'{head}like --good: the {CAP_CONFIDENCE:.0%} lower bound of the '
                            f'ratio, {lo:.3f}, is above it')
-    worst = min(rows, key=lambda m: m.get('perf_ratio') or math.inf) if rows else {}
+    worst = min(rows, key=perf) if rows else {}
     return 'skip', worst, (f'{head}the {CAP_CONFIDENCE:.0%} bounds straddle it: skipped, as '
                            f'git bisect skip')
 
@@ -714,8 +721,7 @@ def reference(state: State, builder: Builder, runs: Runs, good_build: Built, bad
             f'({step["reason"]}); a bisect would follow noise. Bisect a metric that FAILs, '
             f'with more pairs (--max-pairs), or give --bad-ratio; the measurement is kept in '
             f'{state.path} (remove it to measure again)')
-    fails = step['fails']
-    return max(fails.values()), sorted(fails)
+    return bad_ratio_of(step), sorted(step['fails'])
 
 
 def summarize(data: dict[str, Any], commits: list[Commit]) -> dict[str, Any]:
@@ -731,7 +737,7 @@ def summarize(data: dict[str, Any], commits: list[Commit]) -> dict[str, Any]:
         steps.append({'commit': sha, 'subject': c.subject, 'date': c.date, **s,
                       'build': b.get('status'), 'build_seconds': b.get('seconds')})
     first_bad = commits[hi]
-    bad_ratio = data.get('bad_ratio') or max(data['steps'][data['bad']]['fails'].values())
+    bad_ratio = data.get('bad_ratio') or bad_ratio_of(data['steps'][data['bad']])
     built = [b for b in data['builds'].values() if b['status'] == 'built']
     return {
         'good': data['good'], 'bad': data['bad'], 'repo': data['repo'],
