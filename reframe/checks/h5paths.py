@@ -94,9 +94,9 @@ def rows():
 #: than the fsynced write before it. One warm read (``-warm``) is shorter (0.03-0.2 s:
 #: memory moves at 1-4 GiB/s, and 0.5 s of it would need a 1 GB fsynced write per
 #: iteration), so a warm read phase reads the dataset several times
-#: (:data:`WARM_READ_REPEATS`). benchmarks/h5paths_noise.py prints each row's gated phase time;
-#: kernels/h5paths/README.md has the kernel's own defaults. ``size_factor`` scales the
-#: work.
+#: (:data:`WARM_READ_REPEATS`). benchmarks/h5paths_noise.py prints each row's gated
+#: phase time; kernels/h5paths/README.md has the kernel's own defaults. ``size_factor``
+#: scales the work.
 #:
 #: The metadata sizes were raised (many-datasets x10, attributes and open-close x2) after
 #: benchmarks/h5paths_noise.py measured their gated phases at 0.06-0.27 s, pair ln-ratio
