@@ -40,6 +40,13 @@ It measures and prints; it asserts nothing. Sections:
    consecutive nights of 20 (real nights, as they ran) and nights resampled
    from its pairs, gated at 20 pairs and through the rerun loop. Its A/A pair
    log-ratios are also a noise model (``pairs``) of sections 1 and 2.
+8. Two modes (issue 25; ``--only-modes``, ``--modes-nights`` (1000)): nights whose
+   runs land in one of two modes (15 % or 2x apart, a slowdown of both modes, or
+   the candidate landing in the slow mode more often), judged by the rule before
+   issue 25 (the modes of both builds' runs used whenever both are bimodal) and by
+   the gate's (only when each build agrees with them): FAIL, PASS, "slower", how
+   often the runs were measured from their modes. ``--share-level`` and
+   ``--centre-tolerance`` override ``modes`` in ``ci/gate.yaml``.
 
 Noise models: log-normal with the CV measured for IOR HDF5 writes on this VM
 (8 %) and on a parallel file system (10 %); ``shared`` (half the variance
@@ -53,6 +60,8 @@ Usage: python3 benchmarks/calibrate.py [--reps 4000] [--quick] [--real]
                                       [--only-table | --no-table] [--table-nights N]
                                       [--full] [--margin-confidence C]
                                       [--consistency-level L] [--no-modes]
+                                      [--only-modes] [--modes-nights N]
+                                      [--share-level P] [--centre-tolerance T]
 """
 
 from __future__ import annotations
@@ -155,7 +164,7 @@ def gate_night(noise: Noise, ratio: float, cfg: dict, pooled: stats.PooledVarian
     then :func:`h5regress.gate.decide` (one metric: Benjamini-Hochberg's q is its p)
     -- at ``n`` pairs, or at each of ``looks`` while INCONCLUSIVE (the nightly's
     loop). Returns (verdict, pairs used, whether it was "significantly slower, not
-    shown beyond the margin")."""
+    shown beyond the margin", whether the runs were measured from their modes)."""
     base: list[float] = []
     cand: list[float] = []
     for k in looks or [n]:
@@ -163,23 +172,25 @@ def gate_night(noise: Noise, ratio: float, cfg: dict, pooled: stats.PooledVarian
             a, b = noise.pair()
             base.append(a)
             cand.append(b * ratio)
-        comp, _ = gate.compare_pairs(base, cand, True, cfg, pooled)
+        comp, info = gate.compare_pairs(base, cand, True, cfg, pooled)
         verdict, reason = gate.decide(comp, comp.p_worse, cfg, looks)
         if verdict != 'INCONCLUSIVE':
             break
-    return verdict, len(base), gate.is_slower(verdict, reason)
+    return (verdict, len(base), gate.is_slower(verdict, reason),
+            bool(info['modes'] and info['modes']['centred']))
 
 
 def table_cell(tonight: Noise, history: Noise | None, ratio: float, cfg: dict, nights: int,
                looks: list[int] | None, n: int = 20) -> dict[str, float]:
     """Rates over ``nights`` nights (a fresh history of 30 A/A nights each when given)."""
-    out = {'FAIL': 0, 'PASS': 0, 'INCONCLUSIVE': 0, 'slower': 0, 'pairs': 0}
+    out = {'FAIL': 0, 'PASS': 0, 'INCONCLUSIVE': 0, 'slower': 0, 'pairs': 0, 'centred': 0}
     for _ in range(nights):
         pooled = past_nights(history, cfg=cfg) if history is not None else None
-        verdict, used, slower = gate_night(tonight, ratio, cfg, pooled, n, looks)
+        verdict, used, slower, centred = gate_night(tonight, ratio, cfg, pooled, n, looks)
         out[verdict] += 1
         out['slower'] += slower
         out['pairs'] += used
+        out['centred'] += centred
     return {k: v / nights for k, v in out.items()}
 
 
@@ -219,6 +230,51 @@ def section_table(cfg: dict, nights: int, seed: int, quick_models: bool = False)
                 print(f'{label:<34}{ratio:>6.2f}  {design:<16}{r["FAIL"]:>8.2%}'
                       f'{r["PASS"]:>8.1%}{r["INCONCLUSIVE"]:>8.1%}{r["slower"]:>8.1%}'
                       f'{r["pairs"]:>7.1f}', flush=True)
+
+
+# ------------------------------------------------------------ two modes
+#: the two-mode models of issue 25: (label, factor between the modes, CV within a
+#: mode, shares of the high mode (baseline, candidate), true within-mode ratios)
+MODE_MODELS = (
+    ('modes 15 % apart, CV 2 %', 1.15, 0.02, (0.5, 0.5), (1.0, 0.90, 0.80, 0.70)),
+    ('modes 15 % apart, CV 1 %', 1.15, 0.01, (0.5, 0.5), (1.0, 0.80)),
+    ('modes 15 %, high 30 %', 1.15, 0.02, (0.3, 0.3), (1.0, 0.80)),
+    ('modes 2x apart, CV 5 %', 2.0, 0.05, (0.5, 0.5), (1.0, 0.90, 0.80)),
+    ('modes 2x apart, CV 8 %', 2.0, 0.08, (0.5, 0.5), (1.0, 0.80)),
+    ('15 %, shares 0.7 -> 0.3', 1.15, 0.02, (0.7, 0.3), (1.0,)),
+    ('2x, shares 0.7 -> 0.3', 2.0, 0.05, (0.7, 0.3), (1.0,)),
+    ('2x, shares 0.6 -> 0.4', 2.0, 0.05, (0.6, 0.4), (1.0,)),
+)
+
+
+def section_modes(cfg: dict, nights: int, seed: int) -> None:
+    """Two-mode nights judged by the rule before issue 25 (the modes of both builds'
+    runs whenever both are bimodal) and by the rule of ``cfg`` (each build agrees)."""
+    mc = cfg['modes']
+    before = dict(cfg, modes=dict(mc, each_build=False))
+    print(f'\n== 8. Two modes (issue 25): one gated metric, {nights} nights per row, each run '
+          f'in the high mode with its build\'s share; "true" is the candidate\'s geometric '
+          f'mean over the baseline\'s (a shift of the shares included). Before: the modes of '
+          f'both builds\' runs whenever both are bimodal. After: only when each build agrees '
+          f'(centre_tolerance {mc["centre_tolerance"]}, share_level {mc["share_level"]}); '
+          f'"centred": nights whose last look measured the runs from their modes')
+    print(f'{"model":<26}{"true":>6}  {"design":<12}{"before: FAIL":>13}{"PASS":>7}'
+          f'{"slower":>7}{"centred":>8} |{"after: FAIL":>12}{"PASS":>7}{"slower":>7}'
+          f'{"centred":>8}{"pairs":>6}')
+    for label, gap, cv, shares, ratios in MODE_MODELS:
+        for ratio in ratios:
+            true = ratio * gap ** (shares[1] - shares[0])
+            for design, looks in (('20 pairs', None), (f'loop {LOOKS[0]}-{LOOKS[-1]}', LOOKS)):
+                cells = []
+                for rule in (before, cfg):
+                    noise = Noise('bimodal', cv, rng=random.Random(seed), gap=gap,
+                                  high_share=shares)
+                    cells.append(table_cell(noise, None, ratio, rule, nights, looks))
+                (b, a) = cells
+                print(f'{label:<26}{true:>6.3f}  {design:<12}{b["FAIL"]:>13.1%}{b["PASS"]:>7.1%}'
+                      f'{b["slower"]:>7.1%}{b["centred"]:>8.0%} |{a["FAIL"]:>12.1%}'
+                      f'{a["PASS"]:>7.1%}{a["slower"]:>7.1%}{a["centred"]:>8.0%}'
+                      f'{a["pairs"]:>6.1f}', flush=True)
 
 
 # ------------------------------------------------------------ with history
@@ -559,6 +615,14 @@ def main() -> int:
                     help='override history_variance.consistency_level '
                          f'({CFG["history_variance"]["consistency_level"]})')
     ap.add_argument('--no-modes', action='store_true', help='turn the two-mode check off')
+    ap.add_argument('--only-modes', action='store_true',
+                    help='run only the two-mode nights (section 8)')
+    ap.add_argument('--modes-nights', type=int, default=1000,
+                    help='nights per row of section 8 (1000)')
+    ap.add_argument('--share-level', type=float,
+                    help=f'override modes.share_level ({CFG["modes"]["share_level"]})')
+    ap.add_argument('--centre-tolerance', type=float,
+                    help=f'override modes.centre_tolerance ({CFG["modes"]["centre_tolerance"]})')
     args = ap.parse_args()
     if args.margin_confidence is not None:
         CFG['margin_confidence'] = args.margin_confidence
@@ -566,6 +630,14 @@ def main() -> int:
         CFG['history_variance']['consistency_level'] = args.consistency_level
     if args.no_modes:
         CFG['modes']['enabled'] = False
+    for key in ('share_level', 'centre_tolerance'):
+        if getattr(args, key) is not None:
+            CFG['modes'][key] = getattr(args, key)
+    if args.only_modes:
+        t0 = time.perf_counter()
+        section_modes(CFG, args.modes_nights, args.seed)
+        print(f'(two modes: {time.perf_counter() - t0:.0f} s)')
+        return 0
     reps = 600 if args.quick else args.reps
     rng = random.Random(args.seed)
     if not args.no_table:
@@ -598,6 +670,8 @@ def main() -> int:
     if not args.only_history:
         section_history([0.08], [20], reps, slowdowns, rng, model='heavy', mismatch=False)
         section_oracle(args.pairs, slowdowns, [0.08, 0.10])
+    if not args.only_history:
+        section_modes(CFG, args.modes_nights, args.seed)
     if args.pairs_from:
         section_real_pairs(args.pairs_from, reps, rng)
     if args.real:

@@ -12,7 +12,9 @@ Noise models (per run, multiplicative, mean 1):
   list passed in): whatever the two runs of a real pair share stays shared;
 * ``bimodal``: each run lands, on its own, in a low or a high mode a factor 2
   apart (half the runs in each: about 700 or 1400 MiB/s, as IOR's HDF5 writes
-  with 4 MiB transfers do on this VM), log-normal with the given CV within a mode.
+  with 4 MiB transfers do on this VM), log-normal with the given CV within a mode;
+  ``gap`` sets the factor between the modes and ``high_share`` the share of the
+  baseline's and of the candidate's runs in the high mode.
 
 The numbers are what ``h5regress.record.Record`` carries; values are MiB/s.
 """
@@ -35,8 +37,10 @@ def sigma_of_cv(cv: float) -> float:
 
 class Noise:
     def __init__(self, model: str = 'lognormal', cv: float = 0.08,
-                 residuals: list[float] | None = None, rng: random.Random | None = None):
+                 residuals: list[float] | None = None, rng: random.Random | None = None,
+                 gap: float = 2.0, high_share: tuple[float, float] = (0.5, 0.5)):
         self.model, self.cv, self.residuals = model, cv, residuals
+        self.gap, self.high_share = gap, high_share
         self.rng = rng or random.Random()
         self.sigma = sigma_of_cv(cv)
 
@@ -57,9 +61,10 @@ class Noise:
         if self.model == 'empirical':
             return (math.exp(r.choice(self.residuals)), math.exp(r.choice(self.residuals)))
         if self.model == 'bimodal':
-            def run() -> float:
-                return math.exp(r.gauss(-s * s / 2, s)) * (2.0 if r.random() < 0.5 else 1.0)
-            return run(), run()
+            def run(share: float) -> float:
+                return math.exp(r.gauss(-s * s / 2, s)) * (self.gap if r.random() < share
+                                                           else 1.0)
+            return run(self.high_share[0]), run(self.high_share[1])
         if self.model == 'pairs':
             return 1.0, math.exp(r.choice(self.residuals))
         raise ValueError(self.model)

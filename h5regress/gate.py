@@ -26,9 +26,13 @@ gated metrics.
 
 Two modes (``modes`` in the config): when the baseline's runs and the
 candidate's each fall in two modes (runs landing near one of two levels, as
-IOR's 4 MiB writes do on a VM: :func:`h5regress.stats.two_modes`), each run is
+IOR's 4 MiB writes do on a VM: :func:`h5regress.stats.two_modes`) and each
+build's own split agrees with the split of both builds' runs, each run is
 measured from the centre of its mode before the pairs are compared (signed-rank
-test; ``modes`` in each metric's result says what was found and done).
+test). A slowdown that moves a build's modes against the other's, or a
+candidate landing in the slow mode more often than the baseline, is compared
+as it is, so that it counts (``modes`` in each metric's result says what was
+found and done, ``centred`` whether the runs were measured from their modes).
 
 Variance from history (``history_variance`` in the config): when at least
 ``min_nights`` (8) of the newest ``window`` (20) past nights of the same
@@ -483,10 +487,11 @@ def compare_pairs(base: Sequence[float], cand: Sequence[float], higher_is_better
     both call this function.
 
     Two modes (:func:`_modes`): when the baseline's runs and the candidate's each
-    fall in two modes, each run is measured from the centre of its own mode
-    before the pair's log-ratio is taken (a pair of one fast and one slow run
-    says nothing about HDF5 until the modes' distance is taken out), and the
-    signed-rank test judges those. Otherwise the pooled-t test with the
+    fall in two modes, and each build agrees with the modes of both builds' runs,
+    each run is measured from the centre of its own mode before the pair's
+    log-ratio is taken (a pair of one fast and one slow run says nothing about
+    HDF5 until the modes' distance is taken out), and the signed-rank test
+    judges those. Otherwise the pooled-t test with the
     history's variance when tonight's spread agrees with it
     (:func:`_variance_choice`), else the signed-rank test.
     """
@@ -522,13 +527,17 @@ def _modes(lb: Sequence[float], lc: Sequence[float], cfg: Mapping[str, Any]
 
     The modes are those of *all* the night's runs (both builds): a run above
     the cut of their best two-group split is in the high mode, and each mode's
-    centre is the median of its runs. Neither changes when the two runs of a
-    pair swap places, so under "no change" the signs of the centred log-ratios
-    stay exchangeable and the signed-rank test keeps its exact level; under a
-    slowdown of both modes by one factor the centred log-ratios keep it (a pair
-    within one mode is unchanged; a pair across the modes loses the modes'
-    distance). Used when both builds' runs are bimodal: a slowdown makes the
-    pooled runs of two unimodal builds look like two modes, not each build's.
+    centre is the median of its runs. Used when both builds' runs are bimodal
+    (a slowdown makes the pooled runs of two unimodal builds look like two
+    modes, not each build's) and each build agrees with that split
+    (:func:`_modes_disagree`): a slowdown of both modes by one factor then
+    stays in the centred log-ratios (a pair within one mode is unchanged; a
+    pair across the modes loses the modes' distance, not the slowdown). A
+    slowdown about the modes' distance would instead put the cut between the
+    builds, each centred on its own runs, and subtract the slowdown out; and
+    a candidate landing in the slow mode more often would be hidden by the
+    centring: both are compared as they are. The level of the centred test
+    is measured, not exact: ``benchmarks/calibrate.py --only-modes``.
     """
     mc = cfg['modes']
     if not mc['enabled']:
@@ -538,6 +547,7 @@ def _modes(lb: Sequence[float], lc: Sequence[float], cfg: Mapping[str, Any]
     out: dict[str, Any] = {side: (t.as_dict() if t else None) for side, t in per.items()}
     out['bimodal'] = [side for side, t in per.items() if t and t.bimodal]
     out['same_mode_pairs'] = None
+    out['centred'] = False
     if not out['bimodal']:
         out['note'] = 'one mode' if all(per.values()) else 'too few runs to check for two modes'
         return out, None
@@ -550,13 +560,54 @@ def _modes(lb: Sequence[float], lc: Sequence[float], cfg: Mapping[str, Any]
     cut = stats.two_modes(both, min_d=0.0, min_share=kw['min_share']).cut
     low = stats.median([x for x in both if x <= cut])
     high = stats.median([x for x in both if x > cut])
-    centre = lambda x: x - (high if x > cut else low)  # noqa: E731
+    slow = sum(b > cut >= c for b, c in zip(lb, lc))     # baseline fast, candidate slow
+    fast = sum(c > cut >= b for b, c in zip(lb, lc))
     out.update({'cut': cut, 'low_centre': low, 'high_centre': high,
-                'same_mode_pairs': sum((b > cut) == (c > cut) for b, c in zip(lb, lc))})
-    out['note'] = (f'both builds\' runs fall in two modes (x{math.exp(high - low):.2f} apart): '
-                   f'each run measured from its mode\'s centre; {out["same_mode_pairs"]} of '
-                   f'{len(lb)} pairs had both runs in one mode')
+                'same_mode_pairs': len(lb) - slow - fast,
+                'share_shift': {'slow': slow, 'fast': fast,
+                                'p': stats.sign_test_p(slow, slow + fast)}})
+    apart = f'x{math.exp(high - low):.2f} apart'
+    why = _modes_disagree({'baseline': (lb, per['base']), 'candidate': (lc, per['cand'])},
+                          cut, low, high, mc) if mc['each_build'] else None
+    if why is None and mc['each_build'] and out['share_shift']['p'] <= mc['share_level']:
+        why = (f'the candidate\'s runs land in the slow mode more often ({slow} pairs with '
+               f'the baseline\'s run fast and the candidate\'s slow, {fast} the other way; '
+               f'sign test p={out["share_shift"]["p"]:.2g} <= {mc["share_level"]}): the '
+               f'shift of the modes\' shares counts')
+    if why is not None:
+        out['note'] = f'both builds\' runs fall in two modes ({apart}), but {why}: pairs ' \
+                      f'compared as they are'
+        return out, None
+    centre = lambda x: x - (high if x > cut else low)  # noqa: E731
+    out['centred'] = True
+    out['note'] = (f'both builds\' runs fall in two modes ({apart}): each run measured from '
+                   f'its mode\'s centre; {out["same_mode_pairs"]} of {len(lb)} pairs had both '
+                   f'runs in one mode')
     return out, [centre(c) - centre(b) for b, c in zip(lb, lc)]
+
+
+def _modes_disagree(builds: Mapping[str, tuple[Sequence[float], stats.TwoModes]],
+                    cut: float, low: float, high: float, mc: Mapping[str, Any]) -> str | None:
+    """Why a build's own two modes are not those of both builds' runs (None: they
+    are): its own split puts a run on the other side of the pooled cut (the cut
+    falls between the builds: a shift about the modes' distance), or one of its
+    mode centres lies more than ``centre_tolerance`` of the modes' distance from
+    the pooled one."""
+    tol = float(mc['centre_tolerance']) * (high - low)
+    for name, (vals, own) in builds.items():
+        moved = sum((x > cut) != (x > own.cut) for x in vals)
+        if moved:
+            return (f'the {name}\'s own split puts {moved} of its {len(vals)} runs in the '
+                    f'other mode than the split of both builds\' runs does (a shift between '
+                    f'the builds about the modes\' distance)')
+        for mode, centre, runs in (('low', low, [x for x in vals if x <= cut]),
+                                   ('high', high, [x for x in vals if x > cut])):
+            off = stats.median(runs) - centre
+            if abs(off) > tol:
+                return (f'the {name}\'s {mode} mode lies x{math.exp(off):.3f} from that of '
+                        f'both builds\' runs, beyond {mc["centre_tolerance"]} of the modes\' '
+                        f'distance')
+    return None
 
 
 def pooled_from_history(history: hist_mod.History, key: str,

@@ -693,3 +693,14 @@ def two_modes(values: Sequence[float], min_d: float = MODES_MIN_D,
     d = math.sqrt(2.0) * gap / math.sqrt(v) if v > 0 else (math.inf if gap > 0 else 0.0)
     return TwoModes(d >= min_d, float((lo[-1] + hi[0]) / 2), float(lo.mean()),
                     float(hi.mean()), len(lo), len(hi), d)
+
+
+def sign_test_p(k: int, n: int) -> float:
+    """One-sided exact sign test: P(X >= k) for X ~ Binomial(n, 1/2) (1.0 when n is 0).
+
+    McNemar's exact test when ``n`` are the discordant pairs of two paired
+    binary outcomes and ``k`` those discordant one way: under "no change" the
+    two runs of a pair are exchangeable, so each discordant pair is either way
+    with probability 1/2 (``scipy.stats.binomtest(k, n, alternative='greater')``).
+    """
+    return sum(math.comb(n, i) for i in range(k, n + 1)) / 2.0 ** n

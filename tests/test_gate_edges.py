@@ -161,3 +161,52 @@ def test_the_pairs_a_pass_would_need_are_in_the_json_and_the_report():
     assert m['pairs_for_pass'] == want
     text = report.summary(res)
     assert f'about {want} pairs' in text
+
+
+# ------------------------------------------------ two modes that each build must agree on
+def alternating(n, level_low, level_high, build, ratio=1.0, high=None):
+    """n runs of one build, pair i in the high mode when ``high(i)`` (alternating)."""
+    high = high or (lambda i: i % 2 == 1)
+    return [rec((level_high if high(i) else level_low) * ratio * (1 + 0.001 * (i % 3)),
+                build, i) for i in range(n)]
+
+
+def test_a_slowdown_about_the_modes_distance_is_not_centred_away():
+    # issue 25: baseline runs of 1000 and 1150 MiB/s, every candidate run x0.80: the
+    # cut of both builds' runs fell between the builds, each was centred on its own
+    # runs and the night PASSed at ratio 1.000 [1.000, 1.000]
+    recs = alternating(20, 1000.0, 1150.0, BASE) + alternating(20, 1000.0, 1150.0, CAND, 0.80)
+    res = run(recs)
+    (m,) = gated(res)
+    assert m['verdict'] == 'FAIL' and res['exit_code'] == gate.EXIT_FAIL
+    assert m['modes']['bimodal'] == ['base', 'cand'] and not m['modes']['centred']
+    assert 'own split' in m['modes']['note'] and 'as they are' in m['modes']['note']
+    assert 'mode-centred' not in m['method']
+    assert m['ratio'] == pytest.approx(0.80, abs=0.01)
+
+
+def test_a_shift_of_the_mode_shares_is_not_hidden():
+    # the candidate lands in the slow mode on 14 of 20 runs, the baseline on 6: each
+    # run measured from its mode's centre, the pairs said ratio 1 and PASS
+    recs = (alternating(20, 700.0, 1400.0, BASE, high=lambda i: i < 14)
+            + alternating(20, 700.0, 1400.0, CAND, high=lambda i: 6 <= i < 12))
+    (m,) = gated(run(recs))
+    assert m['verdict'] != 'PASS'
+    shift = m['modes']['share_shift']
+    assert (shift['slow'], shift['fast']) == (8, 0) and shift['p'] == pytest.approx(1 / 256)
+    assert not m['modes']['centred'] and 'slow mode more often' in m['modes']['note']
+    assert m['verdict'] == 'FAIL' or m['slower']
+    assert m['ratio'] < 0.95
+
+
+def test_an_a_a_night_in_two_modes_still_passes():
+    # both builds in the high mode on alternate pairs, each pair's runs in one mode but
+    # for four pairs, two each way: centred, and the centred pairs show ratio 1
+    def high(shift):
+        return lambda i: (i % 2 == 1) != (i in shift)
+    recs = (alternating(20, 700.0, 1400.0, BASE, high=high({2, 3}))
+            + alternating(20, 700.0, 1400.0, CAND, high=high({4, 5})))
+    (m,) = gated(run(recs))
+    assert m['modes']['centred'] and 'mode-centred' in m['method']
+    assert m['modes']['share_shift']['slow'] == m['modes']['share_shift']['fast'] == 2
+    assert m['verdict'] == 'PASS'

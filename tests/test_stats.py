@@ -321,3 +321,11 @@ def test_one_sided_bounds_of_the_rank_sum_are_its_interval_at_97_5():
     comp = stats.rank_sum(base, cand)
     assert comp.upper(0.975) == comp.hi and comp.lower(0.975) == comp.lo
     assert comp.lower(0.9) > comp.lo and comp.upper(0.9) < comp.hi
+
+
+def test_sign_test_p_is_scipys_one_sided_binomial_test():
+    from scipy.stats import binomtest
+    for n in range(0, 16):
+        for k in range(0, n + 1):
+            want = binomtest(k, n, 0.5, alternative='greater').pvalue if n else 1.0
+            assert stats.sign_test_p(k, n) == pytest.approx(want, rel=1e-12)
