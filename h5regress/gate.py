@@ -81,9 +81,14 @@ their data to the page cache alike) but is not called a storage figure: the row 
 ``not_flushed`` and the text output in a ``NOT FLUSHED`` line. Each row carries
 ``write_flush`` (None for reads and records made before the key existed).
 
+No candidate samples: a gated metric whose baseline has samples and whose
+candidate has none (each candidate run failed its sanity and left no record, or
+measured <= 0) is ERROR, naming the failed runs: the candidate breaks the
+benchmark, and no number of pairs would decide it (the night ERRORs, exit 4).
+
 Exit codes (:data:`EXIT_CODES`): 0 PASS, 1 FAIL, 2 INCONCLUSIVE, 3 DEGRADED
 (a canary far below its history: no verdict, rerun), 4 ERROR (bad usage,
-unreadable input, nothing to gate). argparse's own exit code 2 is replaced
+unreadable input, nothing to gate, a gated metric without candidate samples). argparse's own exit code 2 is replaced
 by 4 so that a usage error never reads as INCONCLUSIVE.
 
 Also: reference envelopes applied to the candidate (reported, not gating),
@@ -247,6 +252,9 @@ class _Group:
     tr_cand: set = dataclasses.field(default_factory=set)
     flush_base: set = dataclasses.field(default_factory=set)   # write_flush the records state
     flush_cand: set = dataclasses.field(default_factory=set)
+    # pair (or run) ids of the runs whose value was <= 0 (skipped, not samples), by side
+    non_positive: dict[str, set] = dataclasses.field(
+        default_factory=lambda: {'base': set(), 'cand': set()})
 
     def add(self, side: str, rec: Record) -> None:
         (self.tr_base if side == 'base' else self.tr_cand).add(_true_ratio(rec))
@@ -267,6 +275,8 @@ class _Night:
     problems: list[str]
     commits: dict[str, dict[str, int]]       # side -> HDF5 commit -> records
     last_ts: str = ''
+    # metric key -> side -> pair (or run) ids of the records skipped for a value <= 0
+    non_positive: dict[tuple, dict[str, set]] = dataclasses.field(default_factory=dict)
 
     def skip(self, count: str, problem: str | None = None) -> bool:
         self.counts[count] += 1
@@ -306,7 +316,7 @@ def collect(records: Iterable[Record], baseline: str, candidate: str,
         else:
             night.skip('other_build')
             continue
-        if not _admit(night, rec, seen):
+        if not _admit(night, rec, seen, side):
             continue
         g = night.groups[rec.key]
         if rec.result == 'perf_fail':
@@ -317,15 +327,20 @@ def collect(records: Iterable[Record], baseline: str, candidate: str,
         if c:
             night.commits[side][c] = night.commits[side].get(c, 0) + 1
         g.add(side, rec)
+    for key, ids in night.non_positive.items():
+        if key in night.groups:
+            night.groups[key].non_positive = ids
     return night
 
 
-def _admit(night: _Night, rec: Record, seen: set) -> bool:
+def _admit(night: _Night, rec: Record, seen: set, side: str) -> bool:
     """Whether a record of the two builds is a sample; counts and names those that are not."""
     if not isinstance(rec.params, Mapping) or not isinstance(rec.provenance, Mapping):
         return night.skip('malformed', f'run {rec.run_id}: params/provenance not mappings, '
                                        f'skipped')
     if rec.value <= 0:
+        night.non_positive.setdefault(rec.key, {'base': set(), 'cand': set()})[side].add(
+            str(rec.pair_id if rec.pair_id is not None else rec.run_id))
         return night.skip('non_positive', f'run {rec.run_id} {rec.operation} {rec.metric}: '
                                           f'value {rec.value} <= 0, skipped')
     ident = (rec.run_id, rec.hdf5_build, rec.key)
@@ -368,6 +383,7 @@ def compare(groups: Mapping[tuple, _Group], cfg: Mapping[str, Any],
                   if role != 'reported' else None)
         comp, info = _compare_samples(g, cfg, pooled)
         row = _describe(key, g, role, _known_ratio(g, role, aa))
+        row['no_candidate'] = _no_candidate_samples(g) if role == 'gated' else None
         row.update(info)
         row['base_median'] = stats.median(info['base']) if info['base'] else None
         row['cand_median'] = stats.median(info['cand']) if info['cand'] else None
@@ -376,6 +392,28 @@ def compare(groups: Mapping[tuple, _Group], cfg: Mapping[str, Any],
         row.update(_comparison_fields(comp, r.higher_is_better))
         out.append(MetricComparison(comp, row))
     return out
+
+
+def _no_candidate_samples(g: _Group) -> str | None:
+    """Why a metric whose baseline has samples and whose candidate has none cannot be
+    judged however many pairs come (None: the candidate has samples, or neither has).
+
+    The candidate's runs of the night are those of the pairs whose baseline run has a
+    sample, and those whose record measured <= 0: each of them failed -- it left no
+    record (its sanity failed, or it did not run) or a value <= 0."""
+    n_base = sum(map(len, g.base.values())) + len(g.base_free)
+    if g.cand or g.cand_free or not n_base:
+        return None
+    measured = g.non_positive['cand']
+    runs = (f'{len(set(g.base) | measured)} candidate run(s) failed ({len(measured)} '
+            f'measured <= 0, {len(set(g.base) - measured)} left no record: failed sanity '
+            f'or did not run)' if g.base else
+            f'{len(measured)} candidate record(s) measured <= 0 (runs without pair ids: '
+            f'those that left no record are not counted)')
+    return (f'no candidate samples: {runs}, against {n_base} baseline run(s) with samples'
+            + (f' ({len(g.non_positive["base"])} more measured <= 0)'
+               if g.non_positive['base'] else '')
+            + ': the candidate breaks this benchmark; more pairs will not decide it')
 
 
 def _known_ratio(g: _Group, role: str, aa: bool) -> float | None:
@@ -785,6 +823,8 @@ def decide_all(metrics: Sequence[MetricComparison], cfg: Mapping[str, Any],
     for m in metrics:
         if m.role != 'reported' and m.row['flush_conflict']:
             m.row['verdict'], m.row['reason'] = 'ERROR', m.row['flush_conflict']
+        elif m.row['no_candidate']:
+            m.row['verdict'], m.row['reason'] = 'ERROR', m.row['no_candidate']
     for family in (('gated',), ('canary', 'control')):
         judged = [m for m in metrics if m.role in family and m.comp is not None
                   and not m.row['flush_conflict']]

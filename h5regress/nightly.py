@@ -478,6 +478,8 @@ def look_summary(gate_json: Path, pairs: int, every_metric: bool,
         result = json.loads(gate_json.read_text())
     except (OSError, ValueError):
         return [f'{what} at {pairs} pairs: the gate wrote no {gate_json.name}']
+    if result.get('error'):     # why, not the ratios: more pairs will not change it
+        return [f'{what} at {pairs} pairs: {result["overall"]}: {result["error"]}']
     floor = 1 - result['config']['margin']
     gated = [m for m in result['metrics'] if m.get('role') == 'gated']
 

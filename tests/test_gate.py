@@ -322,11 +322,29 @@ def test_perf_fail_records_are_samples():
     assert gated(res)[0]['verdict'] == 'FAIL'
 
 
-def test_missing_candidate_is_inconclusive():
-    recs = [r for r in paired(10, 1.0) if r.hdf5_build == BASE]
-    res = run(recs)
-    assert gated(res)[0]['verdict'] == 'INCONCLUSIVE'
-    assert 'no candidate samples' in gated(res)[0]['reason']
+def test_a_gated_row_without_candidate_samples_is_an_error():
+    # issue 25: every candidate run of a gated row failed sanity (no record) or measured
+    # <= 0 while the baseline has samples: the row was INCONCLUSIVE ("no candidate
+    # samples"), so the nightly ran to its cap and a broken benchmark never FAILed
+    broken = [r for r in paired(10, 1.0) if r.hdf5_build == BASE]
+    broken += [rec(0.0, CAND, p) for p in (2, 5, 7)]
+    fine = paired(10, 1.0, seed=4, tool='h5bench', metric='observed_rate',
+                  extra={'benchmark': 'write'})
+    res = run(broken + fine)
+    assert res['overall'] == 'ERROR' and res['exit_code'] == gate.EXIT_ERROR
+    rows = {m['tool']: m for m in gated(res)}
+    assert rows['h5bench']['verdict'] != 'ERROR'
+    m = rows['ior']
+    assert m['verdict'] == 'ERROR' and m['n_base'] == 10 and m['n_cand'] == 0
+    assert m['reason'].startswith('no candidate samples: 10 candidate run(s) failed '
+                                  '(3 measured <= 0, 7 left no record')
+    assert 'against 10 baseline run(s)' in m['reason']
+    # the night's error names the row and the count
+    assert f'{m["label"]}: no candidate samples: 10 candidate run(s) failed' in res['error']
+    assert res['counts']['non_positive'] == 3
+    # a baseline without samples is no build breaking a benchmark: more pairs may come
+    (m,) = gated(run([r for r in paired(10, 1.0) if r.hdf5_build == CAND]))
+    assert m['verdict'] == 'INCONCLUSIVE' and m['reason'] == 'no baseline samples'
 
 
 # ------------------------------------------------------------------ CLI and exit codes

@@ -284,3 +284,52 @@ def test_help_prints_the_default_checks():
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert 'h5paths_check' in out.stdout
+
+
+def test_a_candidate_that_breaks_a_row_stops_the_loop_with_an_error(tmp_path, monkeypatch,
+                                                                    capfd):
+    """Issue 25: every candidate run of a gated row fails its sanity (no record) while
+    its other rows and the baseline have samples: the first look is ERROR (exit 4), no
+    pair is added, and the night's error names the row and the failed runs. ReFrame is
+    a stand-in writing records; the gate is the real one, on those records."""
+    from h5regress import nightly as nightly_mod
+    from test_gate import BASE, CAND, rec
+
+    monkeypatch.setattr(nightly_mod, 'prepare_builds',
+                        lambda args: (tmp_path / 'manifest.json', BASE, CAND))
+    (tmp_path / 'manifest.json').write_text('{}')
+    records = tmp_path / 'records.jsonl'
+    runs = []
+
+    def run_once(build, pair_id, args, env):
+        runs.append((build, pair_id))
+        # two gated IOR rows; the candidate's 4 MiB row fails its sanity: no record
+        sizes = ['1m'] + ([] if build == CAND else ['4m'])
+        with open(records, 'a') as fp:
+            for size in sizes:
+                r = rec(1000.0 * (1 + 0.01 * (len(runs) % 5)), build, None,
+                        chash=f'h-ior-{size}', run=f'{pair_id}-{build}-{size}',
+                        night='2026-11-22', extra={'transfer_size': size})
+                r.pair_id = pair_id
+                fp.write(r.to_json() + '\n')
+        return 1 if build == CAND else 0
+
+    monkeypatch.setattr(nightly_mod, 'run_once', run_once)
+    real_gate = nightly_mod.gate.main_gate
+
+    def gate_on_records(argv):
+        i = argv.index('--perflogs')
+        return real_gate(argv[:i] + ['--records', str(records)] + argv[i + 2:])
+
+    monkeypatch.setattr(nightly_mod.gate, 'main_gate', gate_on_records)
+    code = nightly_mod.main(['--stand-in', '--pairs', '10', '--max-pairs', '20', '--quiet',
+                             '--out', str(tmp_path / 'out'), '--night', '2026-11-22'])
+    assert code == gate.EXIT_ERROR
+    assert len(runs) == 20, 'pairs were added after the look said ERROR'
+    result = json.loads((tmp_path / 'out' / 'gate.json').read_text())
+    assert result['overall'] == 'ERROR'
+    (broken,) = [m for m in result['metrics'] if m['verdict'] == 'ERROR']
+    assert broken['config_hash'] == 'h-ior-4m' and broken['label'] in result['error']
+    assert 'no candidate samples: 10 candidate run(s) failed' in result['error']
+    err = capfd.readouterr().err
+    assert re.search(r'look at 10 pairs: ERROR: .*no candidate samples: 10 candidate run', err)
