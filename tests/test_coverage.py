@@ -1,0 +1,147 @@
+"""The coverage map and diff (issue 28), on a real coverage build of the project's
+h5paths kernel: two rows run against it, a commit that changes one function one row
+executes and one function no row executes."""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from h5regress import coverage
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNEL = ROOT / 'kernels' / 'h5paths'
+
+GCOVR_JSON = json.dumps({'gcovr/format_version': '0.15', 'files': [{
+    'file': 'src/demo.c',
+    'functions': [{'name': 'square', 'lineno': 3, 'execution_count': 2},
+                  {'name': 'cube', 'lineno': 4, 'execution_count': 0}],
+    'lines': [{'line_number': 3, 'function_name': 'square', 'count': 2},
+              {'line_number': 6, 'function_name': 'cube', 'count': 0},
+              {'line_number': 7, 'function_name': 'cube', 'count': 0},
+              {'line_number': 8, 'function_name': 'cube', 'count': 0}]}]})
+
+
+def test_gcovr_report_gives_executed_functions_and_every_extent():
+    row = coverage.parse_gcovr_json(GCOVR_JSON)
+    assert row.hits == [coverage.FunctionHit('src/demo.c', 'square', 2, 1, 1)]
+    assert coverage.FunctionExtent('src/demo.c', 'cube', 4, 8) in row.extents
+
+
+def test_a_report_that_is_not_gcovrs_is_named():
+    with pytest.raises(coverage.CoverageError, match='counters.json: not a gcovr JSON'):
+        coverage.parse_gcovr_json('{"x": 1}', 'counters.json')
+
+
+DIFF = """\
+diff --git a/src/a.c b/src/a.c
+--- a/src/a.c
++++ b/src/a.c
+@@ -10,2 +10,3 @@ int f(void)
+-x
+-y
++x1
++y1
++z1
+@@ -40 +41,0 @@ int g(void)
+-gone
+diff --git a/src/old.c b/src/old.c
+--- a/src/old.c
++++ /dev/null
+@@ -1,3 +0,0 @@
+-a
+-b
+-c
+"""
+
+
+def test_changed_ranges_are_the_new_sides_lines_and_a_deletion_touches_both_neighbours():
+    assert coverage.changed_ranges(DIFF) == {'src/a.c': [(10, 12), (41, 42)]}
+
+
+def test_a_function_is_changed_when_a_range_meets_its_extent():
+    cmap = coverage.CoverageMap(
+        'b', {'row1': [coverage.FunctionHit('src/a.c', 'f', 1, 3, 3)], 'row2': []},
+        [coverage.FunctionExtent('src/a.c', 'f', 8, 20),
+         coverage.FunctionExtent('src/a.c', 'g', 30, 42),
+         coverage.FunctionExtent('src/a.c', 'h', 50, 60)])
+    changed = coverage.changed_functions(coverage.changed_ranges(DIFF), cmap)
+    assert changed == [coverage.ChangedFunction('src/a.c', 'f', ('row1',)),
+                       coverage.ChangedFunction('src/a.c', 'g', ())]
+    line = coverage.blind_spot_line(changed)
+    assert line.startswith('this candidate changes 2 HDF5 function(s) since the baseline; '
+                           "tonight's rows execute 1 of them; not exercised: g (src/a.c)")
+
+
+def _tools_missing():
+    return [t for t in ('cmake', 'gcov', 'git', 'h5pcc') if not shutil.which(t)]
+
+
+def _git(repo, *args):
+    subprocess.run(['git', '-C', str(repo), '-c', 'user.name=t', '-c', 'user.email=t@t',
+                    *args], check=True, capture_output=True)
+
+
+@pytest.mark.skipif(bool(_tools_missing()), reason=f'needs {_tools_missing()} (ci/setup)')
+def test_map_and_diff_on_a_real_coverage_build_of_the_kernel(tmp_path):
+    # "bad" is the kernel as it is (what the coverage build compiles); "good" differs in
+    # prepare_subset (compound.c, run by the compound-subset row only) and in vds.c's
+    # first function (run by neither row).
+    repo = tmp_path / 'repo'
+    shutil.copytree(KERNEL, repo, ignore=shutil.ignore_patterns('build*'))
+    compound, vds = repo / 'src' / 'compound.c', repo / 'src' / 'vds.c'
+    bad_compound, bad_vds = compound.read_text(), vds.read_text()
+    assert 'static int prepare_subset(run_t *r) { return prepare(' in bad_compound
+    compound.write_text(bad_compound.replace(
+        'static int prepare_subset(run_t *r) { return prepare(',
+        'static int prepare_subset(run_t *r) { (void)0; return prepare('))
+    vds.write_text(bad_vds.replace('{', '{ (void)0;', 1))
+    _git(tmp_path, 'init', '-q', str(repo))
+    _git(repo, 'add', '-A')
+    _git(repo, 'commit', '-q', '-m', 'good')
+    compound.write_text(bad_compound)
+    vds.write_text(bad_vds)
+    _git(repo, 'commit', '-q', '-am', 'bad')
+
+    build = tmp_path / 'build'
+    env = dict(os.environ, HDF5_C_COMPILER_EXECUTABLE=shutil.which('h5pcc'))
+    subprocess.run(['cmake', '-S', str(repo), '-B', str(build), '-DCMAKE_BUILD_TYPE=Debug',
+                    '-DCMAKE_C_FLAGS=--coverage'], check=True, capture_output=True, env=env)
+    subprocess.run(['cmake', '--build', str(build)], check=True, capture_output=True)
+    rows = []
+    for row in ('compound-subset', 'many-datasets'):
+        prefix = tmp_path / f'gcda-{row}'
+        run = subprocess.run([str(build / 'h5paths'), '--path', row, '--elements', '1000',
+                              '--objects', '20', '--iterations', '1',
+                              f'{tmp_path}/data-'],
+                             env=dict(env, GCOV_PREFIX=str(prefix),
+                                      OMPI_ALLOW_RUN_AS_ROOT='1',
+                                      OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1'),
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        rows.append(f'{row}={prefix}')
+    out = tmp_path / 'map.json'
+    argv = ['map', '--build', 'h5paths-cov', '--build-dir', str(build), '--source', str(repo),
+            '-o', str(out)]
+    for row in rows:
+        argv += ['--row', row]
+    assert coverage.main(argv) == 0
+    cmap = coverage.CoverageMap.from_json(out.read_text(), str(out))
+    assert cmap.rows_executing('src/compound.c', 'prepare_subset') == ['compound-subset']
+    assert 'many-datasets' in cmap.rows_executing('src/metadata.c', 'create_datasets')
+
+    ranges = coverage.changed_ranges(coverage.git_diff(str(repo), 'HEAD~1', 'HEAD'))
+    changed = {(c.file, c.name): c.rows for c in coverage.changed_functions(ranges, cmap)}
+    assert changed[('src/compound.c', 'prepare_subset')] == ('compound-subset',)
+    vds_changed = [rows for (file, _), rows in changed.items() if file == 'src/vds.c']
+    assert vds_changed == [()]
+
+
+def test_a_map_that_is_missing_is_named(tmp_path, capsys):
+    code = coverage.main(['diff', '--map', str(tmp_path / 'none.json'), '--repo', '.',
+                          '--good', 'a', '--bad', 'b'])
+    assert code == 4
+    assert 'none.json' in capsys.readouterr().err
