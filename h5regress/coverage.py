@@ -20,10 +20,13 @@ import dataclasses
 import json
 import os
 import pathlib
+import shlex
 import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+
+from h5regress import manifest
 
 SCHEMA = 1
 
@@ -163,6 +166,72 @@ def collect_row(gcda_root: pathlib.Path, build_dir: pathlib.Path,
     return parse_gcovr_json(out.stdout, f'gcovr on {gcda_root}')
 
 
+# ------------------------------------------------------------------ running rows
+def coverage_manifest(src: pathlib.Path, build: str, hdf5_prefix: pathlib.Path,
+                      out: pathlib.Path) -> tuple[pathlib.Path, str]:
+    """A manifest of one build, ``<build>-cov``, whose tools run against the coverage
+    build of the same commit at ``hdf5_prefix``: each tool's wrapper preloads its
+    ``libhdf5`` (the tools' RPATH names the timed build's; the same soname, loaded
+    first, serves them) and sends the counters to ``out/gcda/<the job's stage
+    directory name>``, one tree per test case."""
+    data = json.loads(src.read_text())
+    try:
+        entry = data['builds'][build]
+    except KeyError:
+        raise CoverageError(f'{src}: no build {build!r} (it has: '
+                            f'{", ".join(data.get("builds", {}))})') from None
+    libs = sorted((hdf5_prefix / 'lib').glob('libhdf5.so.*'), key=lambda p: len(p.name))
+    if not libs:
+        raise CoverageError(f'{hdf5_prefix}/lib: no libhdf5.so.* (the coverage build\'s '
+                            f'install prefix?)')
+    label = entry['hdf5']['label'] + '-cov'
+    entry['hdf5'].update(label=label, prefix=str(hdf5_prefix),
+                         variants=entry['hdf5']['variants'] + ' +coverage')
+    entry.pop('darshan', None)
+    gcda = out / 'gcda'
+    manifest.wrap_tools(entry['tools'], out / 'wrappers', 'cov', [
+        f'export GCOV_PREFIX={shlex.quote(str(gcda))}/"$(basename "$PWD")"',
+        f'export LD_PRELOAD={shlex.quote(str(libs[0]))}${{LD_PRELOAD:+:$LD_PRELOAD}}'],
+        'the tool against a coverage build of its HDF5 (never a timed run)')
+    data['builds'] = {f'hdf5-{label}': entry}
+    return manifest.write(out / 'manifest.json', data), f'hdf5-{label}'
+
+
+def stage_names(report_text: str, where: str) -> dict[str, str]:
+    """ReFrame run report -> {stage directory name: display name} of the cases that
+    passed (a failed run's counters are not a row's coverage)."""
+    try:
+        cases = [c for run in json.loads(report_text)['runs'] for c in run['testcases']]
+    except (ValueError, KeyError, TypeError) as err:
+        raise CoverageError(f'{where}: not a ReFrame run report ({err})') from None
+    return {pathlib.Path(c['stagedir']).name: c['display_name'] for c in cases
+            if c.get('result') == 'pass' and c.get('stagedir')}
+
+
+def run_rows(manifest_path: pathlib.Path, build: str, checks: str,
+             out: pathlib.Path, system: str | None = None) -> dict[str, pathlib.Path]:
+    """One untimed ReFrame run of the selected checks against the coverage build;
+    {row: its counters' directory}."""
+    root = manifest.repo_root()
+    report = out / 'report.json'
+    cmd = [str(pathlib.Path(sys.executable).with_name('reframe')), '-c',
+           str(root / 'reframe' / 'checks'), '-n', f'(?=.*%hdf5_build={build}(%|$)){checks}',
+           '-r', '-s', str(out / 'stage'), '-o', str(out / 'output'),
+           '--report-file', str(report)]
+    if system:
+        cmd += ['--system', system]
+    env = dict(os.environ, H5REGRESS_MANIFEST=str(manifest_path),
+               H5REGRESS_PERFLOG_DIR=str(out / 'perflogs'))   # never a gate's samples
+    env.setdefault('RFM_CONFIG_FILES', str(root / 'reframe' / 'config' / 'settings.py'))
+    subprocess.run(cmd, env=env, check=False)
+    try:
+        names = stage_names(report.read_text(), str(report))
+    except OSError as err:
+        raise CoverageError(f'{report}: {err.strerror} (did ReFrame run?)') from None
+    return {row: out / 'gcda' / stage for stage, row in names.items()
+            if (out / 'gcda' / stage).is_dir()}
+
+
 # ------------------------------------------------------------------ changes
 @dataclasses.dataclass(frozen=True)
 class ChangedFunction:
@@ -203,7 +272,8 @@ def changed_functions(ranges: Mapping[str, Sequence[tuple[int, int]]],
 
 
 def git_diff(repo: str, good: str, bad: str, paths: Iterable[str] = ()) -> str:
-    out = subprocess.run(['git', '-C', repo, 'diff', '-U0', '--no-color', '--no-renames',
+    out = subprocess.run(['git', '-C', repo, 'diff', '-U0', '-w', '--ignore-blank-lines', '--no-color',
+                          '--no-renames',
                           good, bad, '--', *paths], capture_output=True, text=True,
                          check=False)
     if out.returncode != 0:
@@ -231,19 +301,68 @@ def _row_arg(text: str) -> tuple[str, pathlib.Path]:
     return name, pathlib.Path(path)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    from h5regress.cmdline import ArgParser, parse_args
+def _write_map(build: str, rows: Mapping[str, pathlib.Path], build_dir: pathlib.Path,
+               source: pathlib.Path, output: pathlib.Path) -> int:
+    if not rows:
+        raise CoverageError('no row left counters: nothing to map')
+    cmap = merge_rows(build, {name: collect_row(path, build_dir, source)
+                              for name, path in rows.items()})
+    tmp = output.with_name(output.name + '.tmp')
+    tmp.write_text(cmap.to_json())
+    os.replace(tmp, output)
+    print(f'{output}: {len(rows)} row(s), {len(cmap.extents)} function(s) seen')
+    return 0
+
+
+def _cmd_run(args) -> int:
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    path, build = coverage_manifest(args.manifest, args.build, args.hdf5_prefix.resolve(), out)
+    rows = run_rows(path, build, args.checks, out, args.system)
+    return _write_map(build, rows, args.build_dir, args.source, args.output or out / 'map.json')
+
+
+def _cmd_diff(args) -> int:
+    try:
+        cmap = CoverageMap.from_json(args.map.read_text(), str(args.map))
+    except OSError as err:
+        raise CoverageError(f'--map {args.map}: {err.strerror}') from None
+    changed = changed_functions(
+        changed_ranges(git_diff(args.repo, args.good, args.bad, args.paths)), cmap)
+    for c in changed:
+        print(json.dumps(dataclasses.asdict(c)) if args.json else
+              f'{c.file}:{c.name}: {", ".join(c.rows) or "NOT EXERCISED"}')
+    print(blind_spot_line(changed), file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
+def _parser():
+    from h5regress.cmdline import ArgParser
     ap = ArgParser(prog='h5regress coverage', description=__doc__.split('\n\n')[0])
     sub = ap.add_subparsers(dest='action', required=True)
-    m = sub.add_parser('map', help='per-row coverage map from the rows\' counters')
+    r = sub.add_parser('run', help='run checks once against a coverage build and map them')
+    r.add_argument('--manifest', type=pathlib.Path, default=manifest.default_path(),
+                   help='the Spack manifest (default: spack-env/manifest.json)')
+    r.add_argument('--build', required=True, help='the manifest build whose commit the '
+                                                  'coverage build compiled, e.g. hdf5-1.15.0')
+    r.add_argument('--hdf5-prefix', required=True, type=pathlib.Path,
+                   help='install prefix of the coverage build (lib/libhdf5.so.*)')
+    r.add_argument('--checks', default='.', help='ReFrame -n regex of the rows (default: '
+                                                 'every check)')
+    r.add_argument('--out', required=True, type=pathlib.Path,
+                   help='directory of the runs, counters and map')
+    r.add_argument('--system', help='ReFrame --system')
+    for p in (r, sub.add_parser('map', help='per-row coverage map from the rows\' counters')):
+        p.add_argument('--build-dir', required=True, type=pathlib.Path,
+                       help='the coverage build\'s build tree (its .gcno notes)')
+        p.add_argument('--source', required=True, type=pathlib.Path,
+                       help='the source tree it compiled (the map\'s paths are relative to it)')
+        p.add_argument('-o', '--output', type=pathlib.Path, required=p is not r,
+                       help='map file (JSON; run: default OUT/map.json)')
+    m = sub.choices['map']
     m.add_argument('--build', required=True, help='the coverage build\'s id (recorded)')
-    m.add_argument('--build-dir', required=True, type=pathlib.Path,
-                   help='the coverage build\'s build tree (its .gcno notes)')
-    m.add_argument('--source', required=True, type=pathlib.Path,
-                   help='the source tree the build compiled (paths are relative to it)')
     m.add_argument('--row', action='append', required=True, metavar='NAME=DIR',
                    help='a row and the GCOV_PREFIX directory of its run (repeat)')
-    m.add_argument('-o', '--output', required=True, type=pathlib.Path, help='map file (JSON)')
     d = sub.add_parser('diff', help='changed functions between two commits and the rows '
                                     'that execute them')
     d.add_argument('--map', required=True, type=pathlib.Path,
@@ -251,31 +370,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     d.add_argument('--repo', required=True, help='git repository of the sources')
     d.add_argument('--good', required=True)
     d.add_argument('--bad', required=True)
+    d.add_argument('--paths', nargs='+', default=['src'],
+                   help="the repository's paths to diff (default: src, HDF5's library; a "
+                        "public snapshot's missing test-data blobs stay out of it)")
     d.add_argument('--json', action='store_true', help='JSON lines instead of text')
-    args, code = parse_args(ap, argv)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Exit codes: 0 done, 4 bad input or a failed step (named on stderr)."""
+    from h5regress.cmdline import parse_args
+    args, code = parse_args(_parser(), argv)
     if args is None:
         return code
     try:
         if args.action == 'map':
-            rows = {name: collect_row(path, args.build_dir, args.source)
-                    for name, path in map(_row_arg, args.row)}
-            cmap = merge_rows(args.build, rows)
-            tmp = args.output.with_name(args.output.name + '.tmp')
-            tmp.write_text(cmap.to_json())
-            os.replace(tmp, args.output)
-            print(f'{args.output}: {len(rows)} row(s), {len(cmap.extents)} function(s) seen')
-            return 0
-        try:
-            cmap = CoverageMap.from_json(args.map.read_text(), str(args.map))
-        except OSError as err:
-            raise CoverageError(f'--map {args.map}: {err.strerror}') from None
-        changed = changed_functions(changed_ranges(git_diff(args.repo, args.good, args.bad)),
-                                    cmap)
-        for c in changed:
-            print(json.dumps(dataclasses.asdict(c)) if args.json else
-                  f'{c.file}:{c.name}: {", ".join(c.rows) or "NOT EXERCISED"}')
-        print(blind_spot_line(changed), file=sys.stderr if args.json else sys.stdout)
-        return 0
+            return _write_map(args.build, dict(map(_row_arg, args.row)), args.build_dir,
+                              args.source, args.output)
+        return _cmd_run(args) if args.action == 'run' else _cmd_diff(args)
     except CoverageError as err:
         print(f'h5regress coverage: error: {err}', file=sys.stderr)
         return 4

@@ -53,6 +53,7 @@ import json
 import os
 import pathlib
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -539,6 +540,21 @@ def write(path, manifest: dict) -> pathlib.Path:
     path = pathlib.Path(path)
     _validate(manifest, str(path))
     return atomic.write_text(path, json.dumps(manifest, indent=2, sort_keys=False) + "\n")
+
+
+def wrap_tools(tools: dict, dst_dir: pathlib.Path, suffix: str, exports: list[str],
+               comment: str) -> None:
+    """Replace each tool of a build's ``tools`` (a manifest's, in place) by a wrapper
+    script in ``dst_dir`` that runs ``exports`` (shell lines, e.g. ``export
+    LD_PRELOAD=...``) and then execs the tool: how an untimed run under Darshan or
+    against a coverage build puts its library and settings in front of the tool only."""
+    dst_dir.mkdir(parents=True, exist_ok=True)
+    for tool, path in list(tools.items()):
+        wrapper = dst_dir / f"{tool}-{suffix}"
+        wrapper.write_text(f"#!/bin/sh\n# h5regress: {comment}\n" + "".join(
+            line + "\n" for line in exports) + f'exec {shlex.quote(path)} "$@"\n')
+        wrapper.chmod(0o755)
+        tools[tool] = str(wrapper)
 
 
 # --------------------------------------------------------------------------
