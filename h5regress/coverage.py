@@ -94,9 +94,11 @@ class CoverageMap:
     build: str
     rows: dict[str, list[FunctionHit]]
     extents: list[FunctionExtent]
+    #: the HDF5 commit the coverage build compiled (None: not known, a kernel's map)
+    commit: str | None = None
 
     def to_json(self) -> str:
-        return json.dumps({'schema': SCHEMA, 'build': self.build,
+        return json.dumps({'schema': SCHEMA, 'build': self.build, 'commit': self.commit,
                            'rows': {r: [dataclasses.asdict(h) for h in hs]
                                     for r, hs in sorted(self.rows.items())},
                            'extents': [dataclasses.asdict(e) for e in self.extents]},
@@ -111,7 +113,7 @@ class CoverageMap:
                                     f'this version reads {SCHEMA}')
             return cls(data['build'],
                        {r: [FunctionHit(**h) for h in hs] for r, hs in data['rows'].items()},
-                       [FunctionExtent(**e) for e in data['extents']])
+                       [FunctionExtent(**e) for e in data['extents']], data.get('commit'))
         except (ValueError, KeyError, TypeError, AttributeError) as err:
             raise CoverageError(f'{where}: not a coverage map ({err})') from None
 
@@ -120,11 +122,12 @@ class CoverageMap:
                       if any(h.file == file and h.name == name for h in hs))
 
 
-def merge_rows(build: str, rows: Mapping[str, RowCoverage]) -> CoverageMap:
+def merge_rows(build: str, rows: Mapping[str, RowCoverage],
+               commit: str | None = None) -> CoverageMap:
     """One map from each row's coverage; an extent seen by several rows is kept once."""
     extents = {(e.file, e.name): e for rc in rows.values() for e in rc.extents}
     return CoverageMap(build, {r: rc.hits for r, rc in rows.items()},
-                       sorted(extents.values(), key=lambda e: (e.file, e.first_line)))
+                       sorted(extents.values(), key=lambda e: (e.file, e.first_line)), commit)
 
 
 # ------------------------------------------------------------------ collecting
@@ -164,6 +167,63 @@ def collect_row(gcda_root: pathlib.Path, build_dir: pathlib.Path,
         raise CoverageError(f'gcovr on {gcda_root} exited {out.returncode}: '
                             f'{out.stderr.strip()[-500:]}')
     return parse_gcovr_json(out.stdout, f'gcovr on {gcda_root}')
+
+
+# ------------------------------------------------------------------ the build
+#: where coverage builds live (outside any checkout, like Spack's install tree)
+DEFAULT_WORK = pathlib.Path('~/.cache/h5regress/coverage').expanduser()
+#: HDF5's CMake options of a coverage build: parallel like the timed builds, -O0 so
+#: that no static function is inlined away from the map, NDEBUG as in a release
+CMAKE_OPTIONS = ('-DCMAKE_BUILD_TYPE=Release', '-DCMAKE_C_FLAGS_RELEASE=-O0 -DNDEBUG',
+                 '-DCMAKE_C_FLAGS=--coverage', '-DCMAKE_EXE_LINKER_FLAGS=--coverage',
+                 '-DCMAKE_SHARED_LINKER_FLAGS=--coverage', '-DBUILD_STATIC_LIBS=OFF',
+                 '-DHDF5_ENABLE_PARALLEL=ON', '-DBUILD_TESTING=OFF', '-DHDF5_BUILD_TOOLS=OFF',
+                 '-DHDF5_BUILD_EXAMPLES=OFF', '-DHDF5_BUILD_CPP_LIB=OFF',
+                 '-DHDF5_BUILD_FORTRAN=OFF', '-DHDF5_BUILD_HL_LIB=ON',
+                 '-DHDF5_ENABLE_Z_LIB_SUPPORT=ON', '-DHDF5_ENABLE_SUBFILING_VFD=ON')
+
+
+@dataclasses.dataclass(frozen=True)
+class CoverageBuild:
+    """A coverage build's directory: the sources it compiled, its build tree (the
+    ``.gcno`` notes) and its install prefix."""
+    work: pathlib.Path
+
+    @property
+    def source(self) -> pathlib.Path:
+        return self.work / 'src'
+
+    @property
+    def build_dir(self) -> pathlib.Path:
+        return self.work / 'build'
+
+    @property
+    def prefix(self) -> pathlib.Path:
+        return self.work / 'install'
+
+
+def build_hdf5(commit: str, mirror: pathlib.Path, cov: CoverageBuild, jobs: int) -> None:
+    """Unpack HDF5 at ``commit`` from a Spack source mirror and build it for coverage."""
+    from h5regress.sources import Pin
+    tarball = Pin('hdf5', commit, 'cov').mirror_path(mirror)
+    if not tarball.is_file():
+        raise CoverageError(f'{tarball}: no tarball of HDF5 {commit} in the source mirror '
+                            f'{mirror} (spack-env/install --create-mirror, or a tarball of a '
+                            f'clone, see README "Coverage")')
+    shutil.rmtree(cov.work, ignore_errors=True)
+    cov.source.mkdir(parents=True)
+    steps = [['tar', '-xzf', str(tarball), '-C', str(cov.source), '--strip-components=1'],
+             ['cmake', '-S', str(cov.source), '-B', str(cov.build_dir), *CMAKE_OPTIONS,
+              f'-DCMAKE_INSTALL_PREFIX={cov.prefix}'],
+             ['cmake', '--build', str(cov.build_dir), f'-j{jobs}'],
+             ['cmake', '--install', str(cov.build_dir)]]
+    log = cov.work / 'build.log'
+    with open(log, 'w') as out:
+        for step in steps:
+            done = subprocess.run(step, stdout=out, stderr=subprocess.STDOUT,
+                                  env=dict(os.environ, CC=os.environ.get('CC', 'mpicc')))
+            if done.returncode:
+                raise CoverageError(f'{" ".join(step[:2])} exited {done.returncode}: see {log}')
 
 
 # ------------------------------------------------------------------ running rows
@@ -293,6 +353,36 @@ def blind_spot_line(changed: Sequence[ChangedFunction], limit: int = 8) -> str:
     return line
 
 
+def night_section(cmap_path: pathlib.Path, repo: str, baseline_commit: str | None,
+                  candidate_commit: str | None) -> dict:
+    """The coverage part of a night's result: the functions the candidate changes since
+    the baseline, those tonight's rows execute (by the map of a coverage build of the
+    candidate's commit) and the blind spots; ``available: False`` with the reason
+    when it cannot be said."""
+    try:
+        cmap = CoverageMap.from_json(cmap_path.read_text(), str(cmap_path))
+    except OSError as err:
+        return {'available': False, 'reason': f'coverage map {cmap_path}: {err.strerror}'}
+    except CoverageError as err:
+        return {'available': False, 'reason': str(err)}
+    if not (baseline_commit and candidate_commit):
+        return {'available': False, 'reason': 'the night has no commit of one build'}
+    if cmap.commit and cmap.commit != candidate_commit:
+        return {'available': False, 'reason': (
+            f'the coverage map {cmap_path} is of HDF5 {cmap.commit[:10]}, the candidate is '
+            f'{candidate_commit[:10]}: its line numbers do not fit the diff (h5regress '
+            f'coverage build/run of the candidate)')}
+    try:
+        changed = changed_functions(changed_ranges(
+            git_diff(repo, baseline_commit, candidate_commit, ['src'])), cmap)
+    except CoverageError as err:
+        return {'available': False, 'reason': str(err)}
+    return {'available': True, 'map': str(cmap_path), 'line': blind_spot_line(changed),
+            'changed': len(changed), 'executed': sum(1 for c in changed if c.rows),
+            'not_exercised': [f'{c.file}:{c.name}' for c in changed if not c.rows],
+            'functions': [dataclasses.asdict(c) for c in changed]}
+
+
 # ------------------------------------------------------------------ command line
 def _row_arg(text: str) -> tuple[str, pathlib.Path]:
     name, sep, path = text.partition('=')
@@ -302,11 +392,11 @@ def _row_arg(text: str) -> tuple[str, pathlib.Path]:
 
 
 def _write_map(build: str, rows: Mapping[str, pathlib.Path], build_dir: pathlib.Path,
-               source: pathlib.Path, output: pathlib.Path) -> int:
+               source: pathlib.Path, output: pathlib.Path, commit: str | None = None) -> int:
     if not rows:
         raise CoverageError('no row left counters: nothing to map')
     cmap = merge_rows(build, {name: collect_row(path, build_dir, source)
-                              for name, path in rows.items()})
+                              for name, path in rows.items()}, commit)
     tmp = output.with_name(output.name + '.tmp')
     tmp.write_text(cmap.to_json())
     os.replace(tmp, output)
@@ -314,12 +404,37 @@ def _write_map(build: str, rows: Mapping[str, pathlib.Path], build_dir: pathlib.
     return 0
 
 
+def _coverage_build(args) -> CoverageBuild:
+    return CoverageBuild((args.work or DEFAULT_WORK / f'{args.build}-cov').resolve())
+
+
+def _commit_of(manifest_path: pathlib.Path, build: str) -> str:
+    try:
+        return json.loads(manifest_path.read_text())['builds'][build]['hdf5']['commit']
+    except OSError as err:
+        raise CoverageError(f'--manifest {manifest_path}: {err.strerror}') from None
+    except (ValueError, KeyError, TypeError):
+        raise CoverageError(f'{manifest_path}: no build {build!r} with an HDF5 commit') from None
+
+
+def _cmd_build(args) -> int:
+    cov = _coverage_build(args)
+    build_hdf5(_commit_of(args.manifest, args.build), args.mirror, cov, args.jobs)
+    print(f'{cov.prefix}: HDF5 of {args.build} built for coverage (sources {cov.source})')
+    return 0
+
+
 def _cmd_run(args) -> int:
+    cov = _coverage_build(args)
+    if not cov.prefix.is_dir():
+        raise CoverageError(f'{cov.prefix}: no coverage build (h5regress coverage build '
+                            f'--build {args.build} first)')
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    path, build = coverage_manifest(args.manifest, args.build, args.hdf5_prefix.resolve(), out)
+    path, build = coverage_manifest(args.manifest, args.build, cov.prefix, out)
     rows = run_rows(path, build, args.checks, out, args.system)
-    return _write_map(build, rows, args.build_dir, args.source, args.output or out / 'map.json')
+    return _write_map(build, rows, cov.build_dir, cov.source, args.output or out / 'map.json',
+                      _commit_of(args.manifest, args.build))
 
 
 def _cmd_diff(args) -> int:
@@ -340,26 +455,30 @@ def _parser():
     from h5regress.cmdline import ArgParser
     ap = ArgParser(prog='h5regress coverage', description=__doc__.split('\n\n')[0])
     sub = ap.add_subparsers(dest='action', required=True)
+    b = sub.add_parser('build', help='build the HDF5 of a manifest build for coverage')
+    b.add_argument('--mirror', required=True, type=pathlib.Path,
+                   help='Spack source mirror holding the commit\'s tarball')
+    b.add_argument('--jobs', type=int, default=os.cpu_count() or 1)
     r = sub.add_parser('run', help='run checks once against a coverage build and map them')
-    r.add_argument('--manifest', type=pathlib.Path, default=manifest.default_path(),
-                   help='the Spack manifest (default: spack-env/manifest.json)')
-    r.add_argument('--build', required=True, help='the manifest build whose commit the '
-                                                  'coverage build compiled, e.g. hdf5-1.15.0')
-    r.add_argument('--hdf5-prefix', required=True, type=pathlib.Path,
-                   help='install prefix of the coverage build (lib/libhdf5.so.*)')
     r.add_argument('--checks', default='.', help='ReFrame -n regex of the rows (default: '
                                                  'every check)')
     r.add_argument('--out', required=True, type=pathlib.Path,
                    help='directory of the runs, counters and map')
     r.add_argument('--system', help='ReFrame --system')
-    for p in (r, sub.add_parser('map', help='per-row coverage map from the rows\' counters')):
-        p.add_argument('--build-dir', required=True, type=pathlib.Path,
-                       help='the coverage build\'s build tree (its .gcno notes)')
-        p.add_argument('--source', required=True, type=pathlib.Path,
-                       help='the source tree it compiled (the map\'s paths are relative to it)')
-        p.add_argument('-o', '--output', type=pathlib.Path, required=p is not r,
-                       help='map file (JSON; run: default OUT/map.json)')
-    m = sub.choices['map']
+    r.add_argument('-o', '--output', type=pathlib.Path, help='map file (default OUT/map.json)')
+    for p in (b, r):
+        p.add_argument('--manifest', type=pathlib.Path, default=manifest.default_path(),
+                       help='the Spack manifest (default: spack-env/manifest.json)')
+        p.add_argument('--build', required=True, help='the manifest\'s build whose commit '
+                                                      'is built for coverage, e.g. hdf5-1.15.0')
+        p.add_argument('--work', type=pathlib.Path, help='the coverage build\'s directory '
+                       '(default ~/.cache/h5regress/coverage/BUILD-cov)')
+    m = sub.add_parser('map', help='per-row coverage map from the rows\' counters')
+    m.add_argument('--build-dir', required=True, type=pathlib.Path,
+                   help='the coverage build\'s build tree (its .gcno notes)')
+    m.add_argument('--source', required=True, type=pathlib.Path,
+                   help='the source tree it compiled (the map\'s paths are relative to it)')
+    m.add_argument('-o', '--output', type=pathlib.Path, required=True, help='map file (JSON)')
     m.add_argument('--build', required=True, help='the coverage build\'s id (recorded)')
     m.add_argument('--row', action='append', required=True, metavar='NAME=DIR',
                    help='a row and the GCOV_PREFIX directory of its run (repeat)')
@@ -387,7 +506,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.action == 'map':
             return _write_map(args.build, dict(map(_row_arg, args.row)), args.build_dir,
                               args.source, args.output)
-        return _cmd_run(args) if args.action == 'run' else _cmd_diff(args)
+        return {'build': _cmd_build, 'run': _cmd_run, 'diff': _cmd_diff}[args.action](args)
     except CoverageError as err:
         print(f'h5regress coverage: error: {err}', file=sys.stderr)
         return 4

@@ -145,3 +145,41 @@ def test_a_map_that_is_missing_is_named(tmp_path, capsys):
                           '--good', 'a', '--bad', 'b'])
     assert code == 4
     assert 'none.json' in capsys.readouterr().err
+
+
+def _two_commit_repo(tmp_path):
+    repo = tmp_path / 'hdf5'
+    (repo / 'src').mkdir(parents=True)
+    code = ''.join(f'int f{i}(void)\n{{\n    return {i};\n}}\n' for i in range(3))
+    (repo / 'src' / 'H5x.c').write_text(code)
+    _git(tmp_path, 'init', '-q', str(repo))
+    _git(repo, 'add', '-A')
+    _git(repo, 'commit', '-q', '-m', 'good')
+    (repo / 'src' / 'H5x.c').write_text(code.replace('return 1;', 'return 1 + 0;')
+                                        .replace('return 2;', 'return 2 + 0;'))
+    _git(repo, 'commit', '-q', '-am', 'bad')
+    sha = lambda ref: subprocess.run(['git', '-C', str(repo), 'rev-parse', ref],  # noqa: E731
+                                     capture_output=True, text=True).stdout.strip()
+    return repo, sha('HEAD~1'), sha('HEAD')
+
+
+def test_a_nights_coverage_section_names_the_changed_functions_no_row_runs(tmp_path):
+    from h5regress import report
+    repo, good, bad = _two_commit_repo(tmp_path)
+    extents = [coverage.FunctionExtent('src/H5x.c', f'f{i}', 1 + 4 * i, 4 + 4 * i)
+               for i in range(3)]
+    cmap = coverage.CoverageMap('hdf5-x-cov', {'row-a': [
+        coverage.FunctionHit('src/H5x.c', 'f1', 3, 2, 2)]}, extents, bad)
+    path = tmp_path / 'map.json'
+    path.write_text(cmap.to_json())
+    section = coverage.night_section(path, str(repo), good, bad)
+    assert section['available'] and (section['changed'], section['executed']) == (2, 1)
+    assert section['not_exercised'] == ['src/H5x.c:f2']
+    text = report.blind_spot_text({'coverage': section})
+    assert text == ('Coverage: this candidate changes 2 HDF5 function(s) since the baseline; '
+                    "tonight's rows execute 1 of them; not exercised: f2 (src/H5x.c).")
+
+    other = coverage.night_section(path, str(repo), good, good)
+    assert not other['available'] and 'its line numbers do not fit' in other['reason']
+    assert report.blind_spot_text({'coverage': other}).startswith('Coverage: not known (')
+    assert report.blind_spot_text({}) == ''
