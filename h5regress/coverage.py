@@ -300,24 +300,61 @@ class ChangedFunction:
     rows: tuple[str, ...]      # the rows that execute it; () is a blind spot
 
 
+@dataclasses.dataclass(frozen=True)
+class Hunk:
+    """One hunk of a ``-U0`` diff: ``count`` lines from ``start`` on each side."""
+    old_start: int
+    old_count: int
+    new_start: int
+    new_count: int
+
+
+def _side(path: str, prefix: str) -> str | None:
+    path = path.strip()
+    return None if path == '/dev/null' else path[len(prefix):] if path.startswith(prefix) \
+        else path
+
+
+def parse_hunks(diff_text: str) -> dict[tuple[str | None, str | None], list[Hunk]]:
+    """The hunks of a unified diff made with ``-U0``, per (old path, new path)."""
+    out: dict[tuple[str | None, str | None], list[Hunk]] = {}
+    old = key = None
+    for line in diff_text.splitlines():
+        if line.startswith('--- '):
+            old = _side(line[4:], 'a/')
+        elif line.startswith('+++ '):
+            key = (old, _side(line[4:], 'b/'))
+            out.setdefault(key, [])
+        elif line.startswith('@@ ') and key is not None:
+            sides = line.split(' ')[1:3]            # -start[,count] +start[,count]
+            (a, b), (c, d) = ((int(x), int(n) if sep else 1) for x, sep, n in
+                              (side[1:].partition(',') for side in sides))
+            out[key].append(Hunk(a, b, c, d))
+    return out
+
+
 def changed_ranges(diff_text: str) -> dict[str, list[tuple[int, int]]]:
     """Changed line ranges of each file on the new side of a unified diff made
     with ``-U0``: ``{path: [(first, last), ...]}``. A pure deletion touches the
     lines on both sides of where it was."""
-    ranges: dict[str, list[tuple[int, int]]] = {}
-    path = None
-    for line in diff_text.splitlines():
-        if line.startswith('+++ '):
-            target = line[4:].strip()
-            path = None if target == '/dev/null' else target.split('/', 1)[-1] \
-                if target.startswith('b/') else target
-        elif line.startswith('@@ ') and path is not None:
-            new = line.split(' ')[2]            # +start[,count]
-            start, _, count = new[1:].partition(',')
-            first, n = int(start), int(count) if count else 1
-            ranges.setdefault(path, []).append((first, first + n - 1) if n else
-                                               (first, first + 1))
-    return ranges
+    return {new: [(h.new_start, h.new_start + h.new_count - 1) if h.new_count else
+                  (h.new_start, h.new_start + 1) for h in hs]
+            for (_, new), hs in parse_hunks(diff_text).items() if new is not None}
+
+
+def translate_line(hunks: Sequence[Hunk], line: int) -> int | None:
+    """Where ``line`` of the old side of a ``-U0`` diff is on its new side; None when the
+    diff changed that line. (A hunk of no old lines inserts after ``old_start``; one of
+    no new lines deletes after ``new_start``.)"""
+    shift = 0
+    for h in hunks:
+        old_end = h.old_start + h.old_count if h.old_count else h.old_start + 1
+        if h.old_count and h.old_start <= line < old_end:
+            return None
+        if line < old_end:
+            break
+        shift = (h.new_start + h.new_count if h.new_count else h.new_start + 1) - old_end
+    return line + shift
 
 
 def changed_functions(ranges: Mapping[str, Sequence[tuple[int, int]]],
@@ -331,14 +368,87 @@ def changed_functions(ranges: Mapping[str, Sequence[tuple[int, int]]],
     return out
 
 
-def git_diff(repo: str, good: str, bad: str, paths: Iterable[str] = ()) -> str:
-    out = subprocess.run(['git', '-C', repo, 'diff', '-U0', '-w', '--ignore-blank-lines', '--no-color',
-                          '--no-renames',
-                          good, bad, '--', *paths], capture_output=True, text=True,
+def git(repo: str, *args: str) -> str:
+    out = subprocess.run(['git', '-C', repo, *args], capture_output=True, text=True,
                          check=False)
     if out.returncode != 0:
-        raise CoverageError(f'git diff {good} {bad} in {repo}: {out.stderr.strip()}')
+        raise CoverageError(f'git {" ".join(args[:3])} in {repo}: {out.stderr.strip()}')
     return out.stdout
+
+
+def git_diff(repo: str, good: str, bad: str, paths: Iterable[str] = (),
+             renames: bool = False) -> str:
+    """``git diff -U0`` ignoring whitespace-only changes (a reformatting commit changes
+    no code)."""
+    return git(repo, 'diff', '-U0', '-w', '--ignore-blank-lines', '--no-color',
+               '-M' if renames else '--no-renames', good, bad, '--', *paths)
+
+
+def functions_touched(repo: str, commit: str, cmap: CoverageMap,
+                      paths: Sequence[str] = ('src',)) -> set[tuple[str, str]]:
+    """The map's functions holding lines that ``commit`` changed (against its first
+    parent), each line followed to the map's commit; lines changed again since are
+    lost, so a function rewritten later counts only through its other lines."""
+    if not cmap.commit:
+        raise CoverageError(f'the map of {cmap.build} does not say its commit')
+    ranges = changed_ranges(git_diff(repo, f'{commit}^1', commit, paths))
+    forward = {old: (new, hunks) for (old, new), hunks in
+               parse_hunks(git_diff(repo, commit, cmap.commit, paths, renames=True)).items()}
+    by_file: dict[str, list[FunctionExtent]] = {}
+    for e in cmap.extents:
+        by_file.setdefault(e.file, []).append(e)
+    touched = set()
+    for file, spans in ranges.items():
+        new_file, hunks = forward.get(file, (file, []))
+        for lo, hi in spans:
+            lines = {translate_line(hunks, n) for n in range(lo, hi + 1)} - {None}
+            touched |= {(e.file, e.name) for e in by_file.get(new_file or '', ())
+                        if any(e.first_line <= n <= e.last_line for n in lines)}
+    return touched
+
+
+@dataclasses.dataclass(frozen=True)
+class ProneRule:
+    """Which commits make the regression-prone set: first-parent history of ``head``
+    since ``since`` touching ``paths``, whose message matches ``message``."""
+    since: str
+    paths: tuple[str, ...]
+    message: str
+    exclude: tuple[str, ...] = ()
+
+
+def prone_commits(repo: str, head: str, rule: ProneRule) -> list[dict[str, str]]:
+    import re
+    pattern = re.compile(rule.message)
+    log = git(repo, 'log', '--first-parent', f'--since={rule.since}', '--date=short',
+              '--format=%H%x1f%ad%x1f%s%x1f%B%x1e', head, '--', *rule.paths)
+    out = []
+    for entry in log.split('\x1e'):
+        fields = entry.strip('\n').split('\x1f')
+        if len(fields) == 4 and pattern.search(fields[3]) and \
+                not any(fields[0].startswith(x) for x in rule.exclude):
+            out.append({'commit': fields[0], 'date': fields[1], 'subject': fields[2]})
+    return out
+
+
+def prone_report(repo: str, commits: Sequence[Mapping[str, str]], cmap: CoverageMap
+                 ) -> tuple[list[str], float | None]:
+    """Lines of the regression-prone functions the map's rows execute and miss, grouped
+    by source file, and the fraction executed."""
+    touched: set[tuple[str, str]] = set()
+    for c in commits:
+        touched |= functions_touched(repo, c['commit'], cmap)
+    executed = {(h.file, h.name) for hs in cmap.rows.values() for h in hs}
+    hit = sorted(touched & executed)
+    missed: dict[str, list[str]] = {}
+    for file, name in sorted(touched - executed):
+        missed.setdefault(file, []).append(name)
+    fraction = len(hit) / len(touched) if touched else None
+    lines = [f'{len(commits)} regression-prone commit(s) touch {len(touched)} function(s) of '
+             f'{cmap.build}; its rows execute {len(hit)}'
+             + (f' ({fraction:.0%})' if fraction is not None else '')]
+    lines += [f'  missed in {file}: {", ".join(names)}' for file, names in missed.items()]
+    return lines, fraction
 
 
 def blind_spot_line(changed: Sequence[ChangedFunction], limit: int = 8) -> str:
@@ -438,10 +548,7 @@ def _cmd_run(args) -> int:
 
 
 def _cmd_diff(args) -> int:
-    try:
-        cmap = CoverageMap.from_json(args.map.read_text(), str(args.map))
-    except OSError as err:
-        raise CoverageError(f'--map {args.map}: {err.strerror}') from None
+    cmap = _read_map(args.map)
     changed = changed_functions(
         changed_ranges(git_diff(args.repo, args.good, args.bad, args.paths)), cmap)
     for c in changed:
@@ -449,6 +556,45 @@ def _cmd_diff(args) -> int:
               f'{c.file}:{c.name}: {", ".join(c.rows) or "NOT EXERCISED"}')
     print(blind_spot_line(changed), file=sys.stderr if args.json else sys.stdout)
     return 0
+
+
+#: the regression-prone set's rule and commits (data)
+PRONE_FILE = manifest.repo_root() / 'ci' / 'regression-prone.yaml'
+
+
+def load_prone(path: pathlib.Path) -> tuple[ProneRule, list[dict[str, str]]]:
+    import yaml
+    try:
+        data = yaml.safe_load(path.read_text(encoding='utf-8'))
+        rule = ProneRule(str(data['rule']['since']), tuple(data['rule']['paths']),
+                         data['rule']['message'], tuple(data['rule'].get('exclude') or ()))
+        return rule, list(data.get('commits') or [])
+    except OSError as err:
+        raise CoverageError(f'{path}: {err.strerror}') from None
+    except (yaml.YAMLError, UnicodeDecodeError, KeyError, TypeError) as err:
+        raise CoverageError(f'{path}: not a regression-prone file ({err})') from None
+
+
+def _cmd_prone(args) -> int:
+    import yaml
+    rule, commits = load_prone(args.rule)
+    cmap = _read_map(args.map)
+    if args.refresh:
+        commits = prone_commits(args.repo, args.refresh, rule)
+        text = args.rule.read_text(encoding='utf-8')
+        head = text[:text.index('commits:')] if 'commits:' in text else text
+        args.rule.write_text(head + yaml.safe_dump({'commits': commits}, sort_keys=False,
+                                                   width=100))
+    lines, _ = prone_report(args.repo, commits, cmap)
+    print('\n'.join(lines))
+    return 0
+
+
+def _read_map(path: pathlib.Path) -> CoverageMap:
+    try:
+        return CoverageMap.from_json(path.read_text(), str(path))
+    except OSError as err:
+        raise CoverageError(f'--map {path}: {err.strerror}') from None
 
 
 def _parser():
@@ -493,6 +639,14 @@ def _parser():
                    help="the repository's paths to diff (default: src, HDF5's library; a "
                         "public snapshot's missing test-data blobs stay out of it)")
     d.add_argument('--json', action='store_true', help='JSON lines instead of text')
+    p = sub.add_parser('prone', help='the regression-prone functions a map\'s rows execute')
+    p.add_argument('--map', required=True, type=pathlib.Path, help='coverage map (with its '
+                   'commit: h5regress coverage run)')
+    p.add_argument('--repo', required=True, help='git repository of HDF5\'s history')
+    p.add_argument('--rule', type=pathlib.Path, default=PRONE_FILE,
+                   help='the rule and commits (default ci/regression-prone.yaml)')
+    p.add_argument('--refresh', metavar='HEAD', help='find the commits anew by the rule in '
+                   'the first-parent history of HEAD and rewrite the file\'s list')
     return ap
 
 
@@ -506,7 +660,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.action == 'map':
             return _write_map(args.build, dict(map(_row_arg, args.row)), args.build_dir,
                               args.source, args.output)
-        return {'build': _cmd_build, 'run': _cmd_run, 'diff': _cmd_diff}[args.action](args)
+        return {'build': _cmd_build, 'run': _cmd_run, 'diff': _cmd_diff,
+                'prone': _cmd_prone}[args.action](args)
     except CoverageError as err:
         print(f'h5regress coverage: error: {err}', file=sys.stderr)
         return 4

@@ -183,3 +183,47 @@ def test_a_nights_coverage_section_names_the_changed_functions_no_row_runs(tmp_p
     assert not other['available'] and 'its line numbers do not fit' in other['reason']
     assert report.blind_spot_text({'coverage': other}).startswith('Coverage: not known (')
     assert report.blind_spot_text({}) == ''
+
+
+def test_a_line_is_followed_through_a_diff_and_lost_where_the_diff_changed_it():
+    old = [f'l{i}' for i in range(1, 21)]
+    new = old[:2] + ['ins1', 'ins2'] + old[2:5] + old[7:12] + ['x', 'y', 'z'] + old[13:]
+    with_text = {i + 1: text for i, text in enumerate(new)}
+    hunks = [coverage.Hunk(2, 0, 3, 2), coverage.Hunk(6, 2, 7, 0), coverage.Hunk(13, 1, 13, 3)]
+    for n, text in enumerate(old, 1):
+        moved = coverage.translate_line(hunks, n)
+        if text in ('l6', 'l7', 'l13'):
+            assert moved is None, text
+        else:
+            assert with_text[moved] == text, (text, moved)
+
+
+def test_the_regression_prone_set_follows_a_performance_commits_lines_to_the_map(tmp_path):
+    repo, _, _ = _two_commit_repo(tmp_path)
+    src = repo / 'src' / 'H5x.c'
+    src.write_text(src.read_text().replace('return 0;', 'return 0 - 0;'))
+    _git(repo, 'commit', '-q', '-am', 'Improve performance of f0 (#1)')
+    src.write_text('/* a header */\n/* moved */\n' + src.read_text())
+    _git(repo, 'commit', '-q', '-am', 'Comments')
+    head = subprocess.run(['git', '-C', str(repo), 'rev-parse', 'HEAD'], capture_output=True,
+                          text=True).stdout.strip()
+    rule = coverage.ProneRule('2000-01-01', ('src',), r'(?i)improve.{0,20}performance')
+    commits = coverage.prone_commits(str(repo), head, rule)
+    assert [c['subject'] for c in commits] == ['Improve performance of f0 (#1)']
+    # the map's commit has two lines more at the top: f0 is lines 3-6 there
+    extents = [coverage.FunctionExtent('src/H5x.c', f'f{i}', 3 + 4 * i, 6 + 4 * i)
+               for i in range(3)]
+    cmap = coverage.CoverageMap('hdf5-x-cov', {'row-a': [
+        coverage.FunctionHit('src/H5x.c', 'f1', 3, 2, 2)]}, extents, head)
+    assert coverage.functions_touched(str(repo), commits[0]['commit'], cmap) == \
+        {('src/H5x.c', 'f0')}
+    lines, fraction = coverage.prone_report(str(repo), commits, cmap)
+    assert fraction == 0.0
+    assert lines == ['1 regression-prone commit(s) touch 1 function(s) of hdf5-x-cov; its rows '
+                     'execute 0 (0%)', '  missed in src/H5x.c: f0']
+
+
+def test_the_shipped_regression_prone_file_loads():
+    rule, commits = coverage.load_prone(coverage.PRONE_FILE)
+    assert rule.paths == ('src',) and len(commits) >= 9
+    assert all(len(c['commit']) == 40 for c in commits)
