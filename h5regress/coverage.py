@@ -249,7 +249,7 @@ def coverage_manifest(src: pathlib.Path, build: str, hdf5_prefix: pathlib.Path,
                          variants=entry['hdf5']['variants'] + ' +coverage')
     entry.pop('darshan', None)
     gcda = out / 'gcda'
-    manifest.wrap_tools(entry['tools'], out / 'wrappers', 'cov', [
+    manifest.wrap_tools(entry['tools'], out / 'wrappers', [
         f'export GCOV_PREFIX={shlex.quote(str(gcda))}/"$(basename "$PWD")"',
         f'export LD_PRELOAD={shlex.quote(str(libs[0]))}${{LD_PRELOAD:+:$LD_PRELOAD}}'],
         'the tool against a coverage build of its HDF5 (never a timed run)')

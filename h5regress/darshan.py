@@ -128,7 +128,7 @@ def wrapped_manifest(src: Path, dst_dir: Path, libraries: Mapping[str, str]) -> 
     for build, library in libraries.items():
         logs = dst_dir / build / 'logs'
         logs.mkdir(parents=True, exist_ok=True)
-        manifest.wrap_tools(data['builds'][build]['tools'], dst_dir / build, 'darshan', [
+        manifest.wrap_tools(data['builds'][build]['tools'], dst_dir / build / 'tools', [
             f'export DARSHAN_LOGPATH={shlex.quote(str(logs))}',
             f'export LD_PRELOAD={shlex.quote(library)}${{LD_PRELOAD:+:$LD_PRELOAD}}'],
             'the tool under Darshan (not a timed run)')

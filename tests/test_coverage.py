@@ -227,3 +227,14 @@ def test_the_shipped_regression_prone_file_loads():
     rule, commits = coverage.load_prone(coverage.PRONE_FILE)
     assert rule.paths == ('src',) and len(commits) >= 9
     assert all(len(c['commit']) == 40 for c in commits)
+
+
+def test_a_wrapper_keeps_the_tools_file_name_and_says_what_it_runs(tmp_path):
+    from h5regress import manifest
+    tools = {'macsio': '/opt/macsio/macsio', 'h5bench_write': '/opt/h5b/bin/h5bench_write'}
+    manifest.wrap_tools(tools, tmp_path, ['export X=1'], 'a test')
+    assert tools['macsio'] == str(tmp_path / 'macsio' / 'macsio')
+    assert manifest.wrapped_tool(tools['h5bench_write']) == '/opt/h5b/bin/h5bench_write'
+    assert manifest.wrapped_tool('/bin/sh') == '/bin/sh'
+    text = Path(tools['macsio']).read_text()
+    assert text.startswith('#!/bin/sh\n') and 'export X=1\nexec /opt/macsio/macsio "$@"' in text
