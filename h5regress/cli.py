@@ -7,6 +7,7 @@
     h5regress refs ...               reference envelopes from history
     h5regress manifest ...           the Spack environment's tool manifest
     h5regress bisect ...             the first HDF5 commit behind a FAIL (noise-aware)
+    h5regress coverage ...           which HDF5 functions each row executes; changed ones no row runs
 
 Exit codes of ``parse``: 0 all runs parsed; 1 some output shows a failed or
 incomplete run (named on stderr; the good ones are still printed); 2 usage or
@@ -122,6 +123,7 @@ DELEGATED = {
     'manifest': ('h5regress.manifest', 'main'),
     'bisect': ('h5regress.bisect', 'main'),
     'study': ('h5regress.study', 'main'),
+    'coverage': ('h5regress.coverage', 'main'),
 }
 
 

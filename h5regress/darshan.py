@@ -128,16 +128,10 @@ def wrapped_manifest(src: Path, dst_dir: Path, libraries: Mapping[str, str]) -> 
     for build, library in libraries.items():
         logs = dst_dir / build / 'logs'
         logs.mkdir(parents=True, exist_ok=True)
-        tools = data['builds'][build]['tools']
-        for tool, path in list(tools.items()):
-            wrapper = dst_dir / build / f'{tool}-darshan'
-            wrapper.write_text(
-                '#!/bin/sh\n# h5regress: the tool under Darshan (not a timed run)\n'
-                f'export DARSHAN_LOGPATH={shlex.quote(str(logs))}\n'
-                f'export LD_PRELOAD={shlex.quote(library)}${{LD_PRELOAD:+:$LD_PRELOAD}}\n'
-                f'exec {shlex.quote(path)} "$@"\n')
-            wrapper.chmod(0o755)
-            tools[tool] = str(wrapper)
+        manifest.wrap_tools(data['builds'][build]['tools'], dst_dir / build / 'tools', [
+            f'export DARSHAN_LOGPATH={shlex.quote(str(logs))}',
+            f'export LD_PRELOAD={shlex.quote(library)}${{LD_PRELOAD:+:$LD_PRELOAD}}'],
+            'the tool under Darshan (not a timed run)')
     out = dst_dir / 'manifest.json'
     manifest.write(out, data)
     return out

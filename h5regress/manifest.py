@@ -53,6 +53,7 @@ import json
 import os
 import pathlib
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -539,6 +540,42 @@ def write(path, manifest: dict) -> pathlib.Path:
     path = pathlib.Path(path)
     _validate(manifest, str(path))
     return atomic.write_text(path, json.dumps(manifest, indent=2, sort_keys=False) + "\n")
+
+
+#: the line of a wrapper (:func:`wrap_tools`) that names the tool it runs
+WRAPS = "# h5regress-wraps: "
+
+
+def wrapped_tool(path: str) -> str:
+    """The tool a wrapper of :func:`wrap_tools` runs, else ``path`` itself: what to
+    inspect (``ldd``, its strings) for what a tool was built with."""
+    try:
+        with open(path, "rb") as fp:
+            head = fp.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return path
+    if not head.startswith("#!"):
+        return path
+    for line in head.splitlines():
+        if line.startswith(WRAPS):
+            return line[len(WRAPS):].strip()
+    return path
+
+
+def wrap_tools(tools: dict, dst_dir: pathlib.Path, exports: list[str], comment: str) -> None:
+    """Replace each tool of a build's ``tools`` (a manifest's, in place) by a wrapper
+    script ``dst_dir/<tool>/<the tool's file name>`` that runs ``exports`` (shell
+    lines, e.g. ``export LD_PRELOAD=...``) and then execs the tool: how an untimed run
+    under Darshan or against a coverage build puts its library and settings in front
+    of the tool only. The wrapper keeps the tool's file name: parsers find a tool's
+    command line in the job script by it."""
+    for tool, path in list(tools.items()):
+        wrapper = dst_dir / tool / pathlib.Path(path).name
+        wrapper.parent.mkdir(parents=True, exist_ok=True)
+        wrapper.write_text(f"#!/bin/sh\n# h5regress: {comment}\n{WRAPS}{path}\n" + "".join(
+            line + "\n" for line in exports) + f'exec {shlex.quote(path)} "$@"\n')
+        wrapper.chmod(0o755)
+        tools[tool] = str(wrapper)
 
 
 # --------------------------------------------------------------------------

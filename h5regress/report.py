@@ -249,7 +249,8 @@ def markdown(result: Mapping[str, Any], ctx: Mapping[str, Any] | None = None) ->
     ctx = ctx or collect_context(result)
     lines = [f'# {_title(result)}', '', f'**{summary(result).split(": ", 1)[1]}**', '']
     lines += [f'{text}\n' for text in (change_point_text(result),
-                                       change_point_text(result, 'better')) if text]
+                                       change_point_text(result, 'better'),
+                                       blind_spot_text(result)) if text]
     lines += [f'- candidate: `{result["candidate"]}` at '
               f'`{_commit_label(result, "candidate", ctx)}`',
               f'- baseline: `{result["baseline"]}` at `{_commit_label(result, "baseline", ctx)}`',
@@ -470,6 +471,15 @@ def change_point_text(result: Mapping[str, Any], direction: str = 'worse') -> st
 
 # ------------------------------------------------------------------ plots
 _TEMPLATE = 'none'      # plotly's default template would add ~10 KiB per figure
+
+
+def blind_spot_text(result: Mapping[str, Any]) -> str:
+    """Which of the candidate's changed HDF5 functions tonight's rows run (issue 28): a
+    blind spot is not a PASS."""
+    cov = result.get('coverage') or {}
+    if cov.get('available'):
+        return f'Coverage: {cov["line"]}.'
+    return f'Coverage: not known ({cov["reason"]}).' if cov.get('reason') else ''
 
 
 def _perf(m: Mapping[str, Any]) -> tuple[Any, Any, Any]:
@@ -845,6 +855,8 @@ def first_screen(result: Mapping[str, Any], ctx: Mapping[str, Any]) -> str:
     if change_point_text(result, 'better'):
         out.append(f'<p class="note" id="change-points-better">'
                    f'{e(change_point_text(result, "better"))}</p>')
+    if blind_spot_text(result):
+        out.append(f'<p class="summary" id="blind-spots">{e(blind_spot_text(result))}</p>')
     out += ['</div>', '<div>',
            '<h3>Tonight per gated metric: ratio and 95% interval against the margin</h3>']
     if _rows(result, 'gated'):

@@ -51,6 +51,7 @@ REPOSITORIES = {
     'json-cwx': 'LLNL/json-cwx',
     'macsio': 'LLNL/MACSio',
     'h5bench': 'hpc-io/h5bench',
+    'hdf5': 'HDFGroup/hdf5',
 }
 
 _PIN = re.compile(r'^(?P<name>[A-Za-z0-9_-]*)@git\.(?P<commit>[0-9a-f]{40})=(?P<label>[^\s%^+~]+)')

@@ -52,6 +52,7 @@ from h5regress import tools
 from h5regress.builds import BuiltByFixture, Prebuilt, build_h5bench
 from h5regress.checkbase import HDF5Benchmark, shell_word
 from h5regress.durability import WRITE_FLUSH
+from h5regress.manifest import wrapped_tool
 from h5regress.parsers import ParsedRun, RunFailed
 from h5regress.parsers import h5bench as h5bench_parser
 from h5regress.probe import linked_hdf5
@@ -82,6 +83,7 @@ NO_SUBFILING_MESSAGE = b'HDF5 version does not support SUBFILING'
 
 def subfiling_support(binary: str) -> str | None:
     """Why the HDF5 that ``binary`` loads cannot do SUBFILING, or None when it can."""
+    binary = wrapped_tool(binary)
     lib, version = linked_hdf5(binary)
     if not lib:
         return f'{binary} is not linked with a shared libhdf5 ({version})'
@@ -114,6 +116,7 @@ def async_connector(binary: str, plugin_path: str) -> tuple[str | None, str]:
     h5bench reports ASYNC only when built with the connector (``-DWITH_ASYNC_VOL=ON``,
     which links ``libasynchdf5``), and HDF5 loads the connector from the plugin path.
     """
+    binary = wrapped_tool(binary)
     try:
         linked = subprocess.run(['ldd', binary], capture_output=True, text=True,
                                 timeout=30).stdout

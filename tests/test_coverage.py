@@ -1,0 +1,240 @@
+"""The coverage map and diff (issue 28), on a real coverage build of the project's
+h5paths kernel: two rows run against it, a commit that changes one function one row
+executes and one function no row executes."""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from h5regress import coverage
+
+ROOT = Path(__file__).resolve().parents[1]
+KERNEL = ROOT / 'kernels' / 'h5paths'
+
+GCOVR_JSON = json.dumps({'gcovr/format_version': '0.15', 'files': [{
+    'file': 'src/demo.c',
+    'functions': [{'name': 'square', 'lineno': 3, 'execution_count': 2},
+                  {'name': 'cube', 'lineno': 4, 'execution_count': 0}],
+    'lines': [{'line_number': 3, 'function_name': 'square', 'count': 2},
+              {'line_number': 6, 'function_name': 'cube', 'count': 0},
+              {'line_number': 7, 'function_name': 'cube', 'count': 0},
+              {'line_number': 8, 'function_name': 'cube', 'count': 0}]}]})
+
+
+def test_gcovr_report_gives_executed_functions_and_every_extent():
+    row = coverage.parse_gcovr_json(GCOVR_JSON)
+    assert row.hits == [coverage.FunctionHit('src/demo.c', 'square', 2, 1, 1)]
+    assert coverage.FunctionExtent('src/demo.c', 'cube', 4, 8) in row.extents
+
+
+def test_a_report_that_is_not_gcovrs_is_named():
+    with pytest.raises(coverage.CoverageError, match='counters.json: not a gcovr JSON'):
+        coverage.parse_gcovr_json('{"x": 1}', 'counters.json')
+
+
+DIFF = """\
+diff --git a/src/a.c b/src/a.c
+--- a/src/a.c
++++ b/src/a.c
+@@ -10,2 +10,3 @@ int f(void)
+-x
+-y
++x1
++y1
++z1
+@@ -40 +41,0 @@ int g(void)
+-gone
+diff --git a/src/old.c b/src/old.c
+--- a/src/old.c
++++ /dev/null
+@@ -1,3 +0,0 @@
+-a
+-b
+-c
+"""
+
+
+def test_changed_ranges_are_the_new_sides_lines_and_a_deletion_touches_both_neighbours():
+    assert coverage.changed_ranges(DIFF) == {'src/a.c': [(10, 12), (41, 42)]}
+
+
+def test_a_function_is_changed_when_a_range_meets_its_extent():
+    cmap = coverage.CoverageMap(
+        'b', {'row1': [coverage.FunctionHit('src/a.c', 'f', 1, 3, 3)], 'row2': []},
+        [coverage.FunctionExtent('src/a.c', 'f', 8, 20),
+         coverage.FunctionExtent('src/a.c', 'g', 30, 42),
+         coverage.FunctionExtent('src/a.c', 'h', 50, 60)])
+    changed = coverage.changed_functions(coverage.changed_ranges(DIFF), cmap)
+    assert changed == [coverage.ChangedFunction('src/a.c', 'f', ('row1',)),
+                       coverage.ChangedFunction('src/a.c', 'g', ())]
+    line = coverage.blind_spot_line(changed)
+    assert line.startswith('this candidate changes 2 HDF5 function(s) since the baseline; '
+                           "tonight's rows execute 1 of them; not exercised: g (src/a.c)")
+
+
+def _tools_missing():
+    return [t for t in ('cmake', 'gcov', 'git', 'h5pcc') if not shutil.which(t)]
+
+
+def _git(repo, *args):
+    subprocess.run(['git', '-C', str(repo), '-c', 'user.name=t', '-c', 'user.email=t@t',
+                    *args], check=True, capture_output=True)
+
+
+@pytest.mark.skipif(bool(_tools_missing()), reason=f'needs {_tools_missing()} (ci/setup)')
+def test_map_and_diff_on_a_real_coverage_build_of_the_kernel(tmp_path):
+    # "bad" is the kernel as it is (what the coverage build compiles); "good" differs in
+    # prepare_subset (compound.c, run by the compound-subset row only) and in vds.c's
+    # first function (run by neither row).
+    repo = tmp_path / 'repo'
+    shutil.copytree(KERNEL, repo, ignore=shutil.ignore_patterns('build*'))
+    compound, vds = repo / 'src' / 'compound.c', repo / 'src' / 'vds.c'
+    bad_compound, bad_vds = compound.read_text(), vds.read_text()
+    assert 'static int prepare_subset(run_t *r) { return prepare(' in bad_compound
+    compound.write_text(bad_compound.replace(
+        'static int prepare_subset(run_t *r) { return prepare(',
+        'static int prepare_subset(run_t *r) { (void)0; return prepare('))
+    vds.write_text(bad_vds.replace('{', '{ (void)0;', 1))
+    _git(tmp_path, 'init', '-q', str(repo))
+    _git(repo, 'add', '-A')
+    _git(repo, 'commit', '-q', '-m', 'good')
+    compound.write_text(bad_compound)
+    vds.write_text(bad_vds)
+    _git(repo, 'commit', '-q', '-am', 'bad')
+
+    build = tmp_path / 'build'
+    env = dict(os.environ, HDF5_C_COMPILER_EXECUTABLE=shutil.which('h5pcc'))
+    subprocess.run(['cmake', '-S', str(repo), '-B', str(build), '-DCMAKE_BUILD_TYPE=Debug',
+                    '-DCMAKE_C_FLAGS=--coverage'], check=True, capture_output=True, env=env)
+    subprocess.run(['cmake', '--build', str(build)], check=True, capture_output=True)
+    rows = []
+    for row in ('compound-subset', 'many-datasets'):
+        prefix = tmp_path / f'gcda-{row}'
+        run = subprocess.run([str(build / 'h5paths'), '--path', row, '--elements', '1000',
+                              '--objects', '20', '--iterations', '1',
+                              f'{tmp_path}/data-'],
+                             env=dict(env, GCOV_PREFIX=str(prefix),
+                                      OMPI_ALLOW_RUN_AS_ROOT='1',
+                                      OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1'),
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        rows.append(f'{row}={prefix}')
+    out = tmp_path / 'map.json'
+    argv = ['map', '--build', 'h5paths-cov', '--build-dir', str(build), '--source', str(repo),
+            '-o', str(out)]
+    for row in rows:
+        argv += ['--row', row]
+    assert coverage.main(argv) == 0
+    cmap = coverage.CoverageMap.from_json(out.read_text(), str(out))
+    assert cmap.rows_executing('src/compound.c', 'prepare_subset') == ['compound-subset']
+    assert 'many-datasets' in cmap.rows_executing('src/metadata.c', 'create_datasets')
+
+    ranges = coverage.changed_ranges(coverage.git_diff(str(repo), 'HEAD~1', 'HEAD'))
+    changed = {(c.file, c.name): c.rows for c in coverage.changed_functions(ranges, cmap)}
+    assert changed[('src/compound.c', 'prepare_subset')] == ('compound-subset',)
+    vds_changed = [rows for (file, _), rows in changed.items() if file == 'src/vds.c']
+    assert vds_changed == [()]
+
+
+def test_a_map_that_is_missing_is_named(tmp_path, capsys):
+    code = coverage.main(['diff', '--map', str(tmp_path / 'none.json'), '--repo', '.',
+                          '--good', 'a', '--bad', 'b'])
+    assert code == 4
+    assert 'none.json' in capsys.readouterr().err
+
+
+def _two_commit_repo(tmp_path):
+    repo = tmp_path / 'hdf5'
+    (repo / 'src').mkdir(parents=True)
+    code = ''.join(f'int f{i}(void)\n{{\n    return {i};\n}}\n' for i in range(3))
+    (repo / 'src' / 'H5x.c').write_text(code)
+    _git(tmp_path, 'init', '-q', str(repo))
+    _git(repo, 'add', '-A')
+    _git(repo, 'commit', '-q', '-m', 'good')
+    (repo / 'src' / 'H5x.c').write_text(code.replace('return 1;', 'return 1 + 0;')
+                                        .replace('return 2;', 'return 2 + 0;'))
+    _git(repo, 'commit', '-q', '-am', 'bad')
+    sha = lambda ref: subprocess.run(['git', '-C', str(repo), 'rev-parse', ref],  # noqa: E731
+                                     capture_output=True, text=True).stdout.strip()
+    return repo, sha('HEAD~1'), sha('HEAD')
+
+
+def test_a_nights_coverage_section_names_the_changed_functions_no_row_runs(tmp_path):
+    from h5regress import report
+    repo, good, bad = _two_commit_repo(tmp_path)
+    extents = [coverage.FunctionExtent('src/H5x.c', f'f{i}', 1 + 4 * i, 4 + 4 * i)
+               for i in range(3)]
+    cmap = coverage.CoverageMap('hdf5-x-cov', {'row-a': [
+        coverage.FunctionHit('src/H5x.c', 'f1', 3, 2, 2)]}, extents, bad)
+    path = tmp_path / 'map.json'
+    path.write_text(cmap.to_json())
+    section = coverage.night_section(path, str(repo), good, bad)
+    assert section['available'] and (section['changed'], section['executed']) == (2, 1)
+    assert section['not_exercised'] == ['src/H5x.c:f2']
+    text = report.blind_spot_text({'coverage': section})
+    assert text == ('Coverage: this candidate changes 2 HDF5 function(s) since the baseline; '
+                    "tonight's rows execute 1 of them; not exercised: f2 (src/H5x.c).")
+
+    other = coverage.night_section(path, str(repo), good, good)
+    assert not other['available'] and 'its line numbers do not fit' in other['reason']
+    assert report.blind_spot_text({'coverage': other}).startswith('Coverage: not known (')
+    assert report.blind_spot_text({}) == ''
+
+
+def test_a_line_is_followed_through_a_diff_and_lost_where_the_diff_changed_it():
+    old = [f'l{i}' for i in range(1, 21)]
+    new = old[:2] + ['ins1', 'ins2'] + old[2:5] + old[7:12] + ['x', 'y', 'z'] + old[13:]
+    with_text = {i + 1: text for i, text in enumerate(new)}
+    hunks = [coverage.Hunk(2, 0, 3, 2), coverage.Hunk(6, 2, 7, 0), coverage.Hunk(13, 1, 13, 3)]
+    for n, text in enumerate(old, 1):
+        moved = coverage.translate_line(hunks, n)
+        if text in ('l6', 'l7', 'l13'):
+            assert moved is None, text
+        else:
+            assert with_text[moved] == text, (text, moved)
+
+
+def test_the_regression_prone_set_follows_a_performance_commits_lines_to_the_map(tmp_path):
+    repo, _, _ = _two_commit_repo(tmp_path)
+    src = repo / 'src' / 'H5x.c'
+    src.write_text(src.read_text().replace('return 0;', 'return 0 - 0;'))
+    _git(repo, 'commit', '-q', '-am', 'Improve performance of f0 (#1)')
+    src.write_text('/* a header */\n/* moved */\n' + src.read_text())
+    _git(repo, 'commit', '-q', '-am', 'Comments')
+    head = subprocess.run(['git', '-C', str(repo), 'rev-parse', 'HEAD'], capture_output=True,
+                          text=True).stdout.strip()
+    rule = coverage.ProneRule('2000-01-01', ('src',), r'(?i)improve.{0,20}performance')
+    commits = coverage.prone_commits(str(repo), head, rule)
+    assert [c['subject'] for c in commits] == ['Improve performance of f0 (#1)']
+    # the map's commit has two lines more at the top: f0 is lines 3-6 there
+    extents = [coverage.FunctionExtent('src/H5x.c', f'f{i}', 3 + 4 * i, 6 + 4 * i)
+               for i in range(3)]
+    cmap = coverage.CoverageMap('hdf5-x-cov', {'row-a': [
+        coverage.FunctionHit('src/H5x.c', 'f1', 3, 2, 2)]}, extents, head)
+    assert coverage.functions_touched(str(repo), commits[0]['commit'], cmap) == \
+        {('src/H5x.c', 'f0')}
+    lines, fraction = coverage.prone_report(str(repo), commits, cmap)
+    assert fraction == 0.0
+    assert lines == ['1 regression-prone commit(s) touch 1 function(s) of hdf5-x-cov; its rows '
+                     'execute 0 (0%)', '  missed in src/H5x.c: f0']
+
+
+def test_the_shipped_regression_prone_file_loads():
+    rule, commits = coverage.load_prone(coverage.PRONE_FILE)
+    assert rule.paths == ('src',) and len(commits) >= 9
+    assert all(len(c['commit']) == 40 for c in commits)
+
+
+def test_a_wrapper_keeps_the_tools_file_name_and_says_what_it_runs(tmp_path):
+    from h5regress import manifest
+    tools = {'macsio': '/opt/macsio/macsio', 'h5bench_write': '/opt/h5b/bin/h5bench_write'}
+    manifest.wrap_tools(tools, tmp_path, ['export X=1'], 'a test')
+    assert tools['macsio'] == str(tmp_path / 'macsio' / 'macsio')
+    assert manifest.wrapped_tool(tools['h5bench_write']) == '/opt/h5b/bin/h5bench_write'
+    assert manifest.wrapped_tool('/bin/sh') == '/bin/sh'
+    text = Path(tools['macsio']).read_text()
+    assert text.startswith('#!/bin/sh\n') and 'export X=1\nexec /opt/macsio/macsio "$@"' in text
