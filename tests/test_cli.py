@@ -44,3 +44,36 @@ def test_a_failed_run_exits_1_and_names_it_but_keeps_the_good_ones():
 def test_bad_input_exits_2_with_a_clear_error(args, message):
     out = h5regress(*args)
     assert out.returncode == 2 and message in out.stderr
+
+
+# -- a summary file named alone (issue 29) ---------------------------------------------
+
+FULL_DISK = OWN_FIXTURES / 'ior' / 'fail-own-mpiio-full-disk'
+
+
+def test_a_summary_file_of_a_failed_run_is_refused_by_its_captures_beside_it():
+    """IOR wrote a complete summary after ENOSPC under MPI-IO: only stderr.txt beside it
+    shows the failure, as the directory form sees."""
+    out = h5regress('parse', 'ior', str(FULL_DISK / 'summary.json'))
+    assert out.returncode == 1 and out.stdout == ''
+    assert 'failed run' in out.stderr and 'ENOSPC' in out.stderr
+    assert str(FULL_DISK / 'summary.json') in out.stderr
+
+
+def test_a_summary_file_without_its_captures_is_refused_unless_trusted(tmp_path):
+    alone = tmp_path / 'summary.json'
+    alone.write_text((FULL_DISK / 'summary.json').read_text())
+    out = h5regress('parse', 'ior', str(alone))
+    assert out.returncode == 2 and out.stdout == ''
+    assert str(alone) in out.stderr and 'alone cannot show the run succeeded' in out.stderr
+    assert '--trust-summary' in out.stderr
+    trusted = h5regress('parse', 'ior', '--trust-summary', str(alone))
+    assert trusted.returncode == 0 and trusted.stdout.strip()
+
+
+def test_a_summary_file_of_a_good_run_with_its_captures_parses():
+    good = OWN_FIXTURES / 'ior' / 'own-hdf5-coll-ssf-b16m' / 'summary.json'
+    out = h5regress('parse', 'ior', str(good))
+    assert out.returncode == 0, out.stderr
+    assert {json.loads(line)['operation'] for line in out.stdout.splitlines()} == \
+        {'write', 'read'}
