@@ -162,6 +162,11 @@ def cmd_parse(args) -> int:
 
 def cmd_perflog(args) -> int:
     from h5regress import perflog
+    missing = [path for path in args.paths if not os.path.exists(path)]
+    for path in missing:
+        print(f'h5regress perflog: {path}: no such file or directory', file=sys.stderr)
+    if missing:
+        return 2
     records, problems = perflog.read(args.paths)
     for record in records:
         print(record.to_json())

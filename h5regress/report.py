@@ -1055,11 +1055,22 @@ def _parser() -> ArgParser:
     return parser
 
 
+def missing_inputs(args: Any) -> list[str]:
+    """``--perflogs`` and ``--manifest`` given on the command line that do not exist
+    (the report would only lack the "Where" it was asked for)."""
+    given = [('--perflogs', args.perflogs), ('--manifest', args.manifest)]
+    return [f'{option} {path}: no such file or directory' for option, path in given
+            if path is not None and not Path(path).exists()]
+
+
 def _main_index(args: Any) -> int:
     try:
         hdir = hist_mod.resolve_dir(args.history, load_config(args.config))
         if not hdir:
             raise ValueError(f'--index needs --history or ${hist_mod.ENV}')
+        if not Path(hdir).is_dir():
+            raise ValueError(f'history {hdir}: no such directory (an index of no night '
+                             f'would be an empty page)')
         path = write_index(hist_mod.load(hdir), args.out)
     except (OSError, ValueError, ConfigError) as err:
         print(f'h5regress report: error: {err}', file=sys.stderr)
@@ -1073,6 +1084,10 @@ def main_report(argv: Sequence[str] | None = None) -> int:
     args, code = parse_args(_parser(), argv)
     if args is None:
         return code
+    for problem in missing_inputs(args):
+        print(f'h5regress report: error: {problem}', file=sys.stderr)
+    if missing_inputs(args):
+        return EXIT_ERROR
     if args.index:
         return _main_index(args)
     if not args.result:

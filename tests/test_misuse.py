@@ -183,3 +183,37 @@ def test_run_suite_keeps_reframes_table_when_asked(monkeypatch):
     chosen.clear()
     module.main(['--performance-report'])
     assert '--performance-report' in chosen['execve'] and 'summary' not in chosen
+
+
+# -- a path that does not exist is an error naming it (issue 29) -----------------------
+
+def h5regress(*args):
+    return subprocess.run([sys.executable, '-m', 'h5regress.cli', *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_perflog_of_a_missing_path_is_an_error_naming_it(tmp_path):
+    missing = tmp_path / 'no-such-perflogs'
+    out = h5regress('perflog', str(missing))
+    assert out.returncode == 2 and out.stdout == ''
+    assert f'{missing}: no such file or directory' in out.stderr
+
+
+def test_report_index_of_a_missing_history_is_an_error_naming_it(tmp_path):
+    missing = tmp_path / 'no-such-history'
+    out = h5regress('report', '--index', '--history', str(missing),
+                    '--out', str(tmp_path / 'site'))
+    assert out.returncode == gate.EXIT_ERROR
+    assert f'history {missing}: no such directory' in out.stderr
+    assert not (tmp_path / 'site').exists()
+
+
+@pytest.mark.parametrize('option', ['--perflogs', '--manifest'])
+def test_report_with_a_missing_perflogs_or_manifest_is_an_error_naming_it(tmp_path, option):
+    result = tmp_path / 'gate.json'
+    result.write_text('{}')
+    missing = tmp_path / 'no-such-input'
+    out = h5regress('report', str(result), option, str(missing),
+                    '--out', str(tmp_path / 'report'))
+    assert out.returncode == gate.EXIT_ERROR
+    assert f'{option} {missing}: no such file or directory' in out.stderr
