@@ -217,3 +217,13 @@ def test_report_with_a_missing_perflogs_or_manifest_is_an_error_naming_it(tmp_pa
                     '--out', str(tmp_path / 'report'))
     assert out.returncode == gate.EXIT_ERROR
     assert f'{option} {missing}: no such file or directory' in out.stderr
+
+
+def test_run_suite_with_a_manifest_variable_naming_no_file_stops_before_running(tmp_path):
+    missing = tmp_path / 'no-such-manifest.json'
+    out = subprocess.run([str(REPO / 'ci' / 'run-suite'), '-n', 'fio_check', '-l'], cwd=REPO,
+                         env={**os.environ, 'H5REGRESS_MANIFEST': str(missing)},
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stdout[-2000:]
+    assert f'H5REGRESS_MANIFEST={missing}: no such file' in out.stderr
+    assert 'Found' not in out.stdout          # ReFrame never started
