@@ -227,3 +227,32 @@ def test_run_suite_with_a_manifest_variable_naming_no_file_stops_before_running(
     assert out.returncode == 2, out.stdout[-2000:]
     assert f'H5REGRESS_MANIFEST={missing}: no such file' in out.stderr
     assert 'Found' not in out.stdout          # ReFrame never started
+
+
+# -- a -S variable no selected check has (issue 29) --------------------------------------
+
+@pytest.mark.parametrize('setting, named', [
+    ('fio_check.nonexistent=3', 'fio_check.nonexistent'),
+    ('nosuchvariable=1', 'nosuchvariable'),
+])
+def test_run_suite_refuses_a_setvar_no_selected_check_has(tmp_path, setting, named):
+    """ReFrame 4.10 only warns ("the following variables were not set") and runs."""
+    out = subprocess.run([str(REPO / 'ci' / 'run-suite'), '-n', 'fio_check.*direct',
+                          '-S', setting, '--dry-run', '-s', str(tmp_path / 'stage'),
+                          '-o', str(tmp_path / 'output')], cwd=REPO,
+                         env={**os.environ, 'H5REGRESS_MANIFEST': 'none'},
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2, out.stdout[-2000:]
+    assert f'-S {named}: no such variable in the selected checks' in out.stderr
+    assert not (tmp_path / 'stage').exists()
+
+
+def test_an_unprefixed_setvar_one_selected_check_has_is_kept():
+    listing = ("WARNING: test 'fio_check': the following variables were not set: "
+               "'repetitions', 'nosuch'\n- ior_check %api=HDF5 /1\n- fio_check %x=1 /2\n"
+               "WARNING: test 'ior_check': the following variables were not set: 'nosuch'")
+    module = run_suite_module()
+    assert module.unknown_setvars(listing, ['repetitions=5', 'nosuch=1',
+                                            'fio_check.repetitions=2',
+                                            'ior_check.repetitions=2']) == \
+        ['nosuch', 'fio_check.repetitions']
