@@ -256,3 +256,14 @@ def test_an_unprefixed_setvar_one_selected_check_has_is_kept():
                                             'fio_check.repetitions=2',
                                             'ior_check.repetitions=2']) == \
         ['nosuch', 'fio_check.repetitions']
+
+
+def test_study_analyse_only_of_an_empty_folder_is_an_error_writing_nothing(tmp_path,
+                                                                         monkeypatch, capsys):
+    from h5regress import study
+    monkeypatch.setenv('H5REGRESS_MANIFEST', 'none')
+    code = study.main(['scaling', '--analyse-only', '--out', str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == gate.EXIT_ERROR
+    assert f'--analyse-only: no record under {tmp_path / "perflogs"}' in err
+    assert list(tmp_path.iterdir()) == []
