@@ -267,3 +267,17 @@ def test_study_analyse_only_of_an_empty_folder_is_an_error_writing_nothing(tmp_p
     assert code == gate.EXIT_ERROR
     assert f'--analyse-only: no record under {tmp_path / "perflogs"}' in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_run_suite_exits_2_on_an_invalid_reference_file(monkeypatch, capsys):
+    """README: before anything runs ci/run-suite exits 2 when a reference file is
+    invalid; it returned `h5regress refs --check`'s ERROR, 4."""
+    module = run_suite_module()
+    monkeypatch.setattr(module.subprocess, 'run',
+                        lambda *a, **k: subprocess.CompletedProcess(a, 4))
+    monkeypatch.setattr(module.os, 'execve', lambda *a: pytest.fail('ReFrame started'))
+    with pytest.raises(SystemExit) as stop:
+        module.main(['-l'])
+    assert stop.value.code == 2
+    assert 'reference files in reframe/config/references are invalid' in \
+        capsys.readouterr().err
