@@ -175,6 +175,15 @@ def cmd_perflog(args) -> int:
     return 0
 
 
+def package_version() -> str:
+    """The installed h5regress package's version (pyproject.toml's)."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version('h5regress')
+    except PackageNotFoundError:
+        return 'unknown (not installed: pip install -e .)'
+
+
 #: subcommands whose implementation lives in its own module: name -> (module, function)
 DELEGATED = {
     'gate': ('h5regress.gate', 'main_gate'),
@@ -194,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(prog='h5regress', description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--version', action='version', version=f'h5regress {package_version()}')
     sub = ap.add_subparsers(dest='command', required=True)
     p = sub.add_parser('parse', help='outputs made outside ReFrame -> records')
     p.add_argument('tool', help=f'one of: {", ".join(tools())}')

@@ -687,7 +687,14 @@ def main(argv: list[str] | None = None) -> int:
         return main_write(argv[1:])
     if argv and argv[0] == "show":
         return main_show(argv[1:])
-    print("usage: python -m h5regress.manifest write|show [options]", file=sys.stderr)
+    usage = ("usage: h5regress manifest write|show [options]\n\n"
+             "  write  generate the manifest from the installed Spack environment\n"
+             "  show   validate the manifest and list its builds and tools\n\n"
+             "h5regress manifest write --help, h5regress manifest show --help: their options")
+    if argv in (["-h"], ["--help"]):
+        print(usage)
+        return 0
+    print(usage, file=sys.stderr)
     return 2
 
 

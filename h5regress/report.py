@@ -38,7 +38,7 @@ from xml.sax.saxutils import quoteattr
 from h5regress import atomic
 from h5regress import history as hist_mod
 from h5regress import followup, perflog, stats
-from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
+from h5regress.cmdline import EXIT_ERROR, GATE_CONFIG_HELP, ArgParser, parse_args
 from h5regress.gateconfig import ConfigError, load_config
 from h5regress.record import Record
 
@@ -1042,8 +1042,8 @@ def _parser() -> ArgParser:
                     'listing every night of the history (OUT/index.html).')
     parser.add_argument('result', nargs='?', help='gate result JSON (h5regress gate --json)')
     parser.add_argument('--history', help=f'history directory (default ${hist_mod.ENV})')
-    parser.add_argument('--config', help="a site's gate config YAML, layered over "
-                        'ci/gate.yaml (for "history:")')
+    parser.add_argument('--config', metavar='GATE_YAML',
+                        help=GATE_CONFIG_HELP + ' (read for "history:")')
     parser.add_argument('--out', default='report', help='output directory (./report)')
     parser.add_argument('--perflogs', help="tonight's perflog directory, for where the "
                         'metrics ran (default: perflogs/<attempt> beside the result)')

@@ -77,3 +77,33 @@ def test_a_summary_file_of_a_good_run_with_its_captures_parses():
     assert out.returncode == 0, out.stderr
     assert {json.loads(line)['operation'] for line in out.stdout.splitlines()} == \
         {'write', 'read'}
+
+
+# -- help and version (issue 29) --------------------------------------------------------
+
+def test_version_is_the_package_version():
+    from importlib.metadata import version
+    out = h5regress('--version')
+    assert out.returncode == 0 and out.stdout.strip() == f'h5regress {version("h5regress")}'
+
+
+def test_manifest_help_exits_0_and_names_its_subcommands():
+    out = h5regress('manifest', '--help')
+    assert out.returncode == 0, out.stderr
+    assert 'write' in out.stdout and 'show' in out.stdout
+
+
+@pytest.mark.parametrize('command', ['gate', 'report', 'refs'])
+def test_each_config_help_says_it_is_the_gate_yaml(command):
+    out = h5regress(command, '--help')
+    assert out.returncode == 0
+    text = ' '.join(out.stdout.split())
+    assert '--config GATE_YAML' in text and 'not a ReFrame configuration' in text
+
+
+def test_the_nightly_config_help_says_it_is_reframes_chain():
+    out = subprocess.run([sys.executable, '-m', 'h5regress.nightly', '--help'],
+                         capture_output=True, text=True)
+    text = ' '.join(out.stdout.split())
+    assert out.returncode == 0
+    assert '--config REFRAME_FILE[:FILE...]' in text and "not the gate's YAML" in text
