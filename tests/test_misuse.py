@@ -281,3 +281,17 @@ def test_run_suite_exits_2_on_an_invalid_reference_file(monkeypatch, capsys):
     assert stop.value.code == 2
     assert 'reference files in reframe/config/references are invalid' in \
         capsys.readouterr().err
+
+
+def test_run_suite_says_why_the_build_checks_select_nothing(tmp_path):
+    """With a Spack manifest every *_build_check stands down as it loads: the selection
+    `-n _build_check` is empty, and ci/run-suite says why instead of only that."""
+    from test_build_fixtures import one_build_manifest
+    from test_reliability import run_suite
+    out = run_suite(['-n', 'ior_build_check'], tmp_path,
+                    env={'H5REGRESS_MANIFEST': str(one_build_manifest(tmp_path))})
+    assert out.returncode == 2, out.stdout[-2000:]
+    assert 'no check matches the selection -n ior_build_check' in out.stderr
+    assert 'ior_build_check: the Spack manifest has HDF5 builds: ior_check runs its ior' \
+        in out.stderr
+    assert not (tmp_path / 'stage').exists()
