@@ -295,3 +295,22 @@ def test_run_suite_says_why_the_build_checks_select_nothing(tmp_path):
     assert 'ior_build_check: the Spack manifest has HDF5 builds: ior_check runs its ior' \
         in out.stderr
     assert not (tmp_path / 'stage').exists()
+
+
+def test_run_suite_summary_gives_each_skip_its_reason(tmp_path):
+    """ReFrame's run report has no reason for a skipped test case (fail_reason null):
+    the summary line of a check skipped for a missing tool used to end at its name."""
+    from reframe_run import reframe_env
+    from test_build_fixtures import path_without_tools
+    env = {**reframe_env(tmp_path), 'PATH': path_without_tools(), 'RFM_COLORIZE': 'y'}
+    env.pop('RFM_REPORT_FILE', None)
+    out = subprocess.run([str(REPO / 'ci' / 'run-suite'), '-n',
+                          'macsio_check.*hdf5-SIF-collective$', '-s', str(tmp_path / 'stage'),
+                          '-o', str(tmp_path / 'output')], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    summary = out.stdout.split('\nSUMMARY (', 1)[1].splitlines()[1:]
+    skips = [line for line in summary if line.startswith('skip')]
+    assert len(skips) == 1, summary
+    assert '-- skipped: macsio not found on PATH' in skips[0]
+    assert 'Ran 0/1 test case(s)' in out.stdout        # ReFrame's own output still shown
