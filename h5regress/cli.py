@@ -9,9 +9,11 @@
     h5regress bisect ...             the first HDF5 commit behind a FAIL (noise-aware)
     h5regress coverage ...           which HDF5 functions each row executes; changed ones no row runs
 
-Exit codes of ``parse``: 0 all runs parsed; 1 some output shows a failed or
-incomplete run (named on stderr; the good ones are still printed); 2 usage or
-unreadable input.
+Exit codes of ``parse`` and ``perflog``: 0 all runs parsed; 1 some output shows a
+failed or incomplete run (named on stderr; the good ones are still printed); 2 usage,
+unreadable or missing input, or a summary file that alone cannot show its run
+succeeded (``parse``: without the run's stdout/stderr beside it, unless
+``--trust-summary``).
 """
 
 from __future__ import annotations
@@ -65,6 +67,54 @@ def read_outputs(path: str, wanted) -> dict[str, str]:
     return files
 
 
+def is_capture_name(name: str) -> bool:
+    """A job's stdout or stderr capture (``stdout*``, ``stderr*``, ``*.out``, ``*.err``)."""
+    return name.startswith(('stdout', 'stderr')) or name.endswith(('.out', '.err'))
+
+
+def captures_beside(path: str, wanted) -> dict[str, str]:
+    """The stdout/stderr captures in the directory of the file ``path`` (not itself)."""
+    folder = os.path.dirname(path) or '.'
+    names = sorted(n for n in os.listdir(folder) if is_capture_name(n) and wanted(n)
+                   and n != os.path.basename(path)
+                   and os.path.isfile(os.path.join(folder, n)))
+    captures = {}
+    for name in names:
+        try:
+            captures[name] = read_text(os.path.join(folder, name))
+        except InputRefused as err:
+            print(f'h5regress parse: skipped {err}', file=sys.stderr)
+    return captures
+
+
+class SummaryUnproven(ValueError):
+    """A summary file whose run's stdout/stderr are not beside it (named, with the fix)."""
+
+
+def file_failure(path: str, files: dict[str, str], parser, tool: str,
+                 trust_summary: bool) -> None:
+    """For a file named on the command line: :class:`RunFailed` when the captures beside
+    it show a failed run (the directory form's sanity); :class:`SummaryUnproven` when the
+    tool's summary files cannot show a failure and no capture is there."""
+    (name, text), = files.items()
+    captures = captures_beside(path, parser.wanted)
+    if captures:
+        try:
+            parser.parse({name: text, **captures})
+        except ParseError as err:
+            if isinstance(err, RunFailed):
+                raise
+        return
+    if is_capture_name(name) or trust_summary or \
+            getattr(parser, 'SUMMARY_SHOWS_FAILURE', True):
+        return
+    raise SummaryUnproven(
+        f'{path}: a summary file alone cannot show the run succeeded ({tool} writes a '
+        f'full summary after failed writes, and says so only on stdout/stderr), and no '
+        f'stdout/stderr capture (stdout*, stderr*, *.out, *.err) is beside it: parse the '
+        f'run directory, keep the captures beside the file, or pass --trust-summary')
+
+
 def cmd_parse(args) -> int:
     try:
         parser = parser_for(args.tool)
@@ -89,7 +139,13 @@ def cmd_parse(args) -> int:
             status = max(status, 2)
             continue
         try:
+            if os.path.isfile(path):
+                file_failure(path, files, parser, args.tool, args.trust_summary)
             runs = parser.parse(files)
+        except SummaryUnproven as err:
+            print(f'h5regress parse: {err}', file=sys.stderr)
+            status = 2
+            continue
         except RunFailed as err:
             print(f'h5regress parse: {path}: failed run: {err}', file=sys.stderr)
             status = max(status, 1)
@@ -107,12 +163,26 @@ def cmd_parse(args) -> int:
 
 def cmd_perflog(args) -> int:
     from h5regress import perflog
+    missing = [path for path in args.paths if not os.path.exists(path)]
+    for path in missing:
+        print(f'h5regress perflog: {path}: no such file or directory', file=sys.stderr)
+    if missing:
+        return 2
     records, problems = perflog.read(args.paths)
     for record in records:
         print(record.to_json())
     for problem in problems:
         print(f'h5regress perflog: skipped: {problem}', file=sys.stderr)
     return 0
+
+
+def package_version() -> str:
+    """The installed h5regress package's version (pyproject.toml's)."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version('h5regress')
+    except PackageNotFoundError:
+        return 'unknown (not installed: pip install -e .)'
 
 
 #: subcommands whose implementation lives in its own module: name -> (module, function)
@@ -135,12 +205,16 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(prog='h5regress', description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--version', action='version', version=f'h5regress {package_version()}')
     sub = ap.add_subparsers(dest='command', required=True)
     p = sub.add_parser('parse', help='outputs made outside ReFrame -> records')
     p.add_argument('tool', help=f'one of: {", ".join(tools())}')
     p.add_argument('paths', nargs='+', metavar='PATH', help='output file or run directory')
     p.add_argument('--hdf5-build', default='unknown',
                    help='HDF5 build id to put in the records (default: unknown)')
+    p.add_argument('--trust-summary', action='store_true',
+                   help="take a summary file named alone (IOR's -O summaryFile) as a "
+                        "successful run without its stdout/stderr beside it")
     p.set_defaults(func=cmd_parse)
     p = sub.add_parser('perflog', help='ReFrame perflogs -> records')
     p.add_argument('paths', nargs='+', metavar='PATH', help='perflog file or directory')

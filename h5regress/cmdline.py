@@ -19,6 +19,13 @@ EXIT_CODES = {'PASS': EXIT_PASS, 'FAIL': EXIT_FAIL, 'INCONCLUSIVE': EXIT_INCONCL
               'DEGRADED': EXIT_DEGRADED, 'ERROR': EXIT_ERROR}
 
 
+#: ``--config`` of gate, report and refs: the gate's YAML (ci/nightly's ``--config`` and
+#: ci/run-suite's ``-C`` take ReFrame's configuration instead)
+GATE_CONFIG_HELP = ("a site's gate config YAML, layered over ci/gate.yaml (keys it leaves "
+                    "out keep the shipped values); not a ReFrame configuration, which "
+                    "ci/nightly --config and ci/run-suite -C take")
+
+
 class UsageError(Exception):
     pass
 

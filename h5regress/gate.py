@@ -121,7 +121,7 @@ from h5regress import stats
 # (gate.EXIT_FAIL, gate.load_config, ...): imported from where they live
 from h5regress.cmdline import (EXIT_CODES, EXIT_DEGRADED, EXIT_ERROR,  # noqa: F401
                                EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, ArgParser,
-                               UsageError, parse_args)
+                               GATE_CONFIG_HELP, UsageError, parse_args)
 from h5regress.gateconfig import (CONFIG_FILE, REFERENCES_DIR, ConfigError,  # noqa: F401
                                   load_config, looks_arg)
 from h5regress.record import Record, read_jsonl
@@ -1219,8 +1219,7 @@ def build_parser() -> ArgParser:
                    help='JSON-lines record files (or directories of *.jsonl)')
     p.add_argument('--perflogs', nargs='+', default=[], metavar='DIR',
                    help='ReFrame perflog directories')
-    p.add_argument('--config', help=f'a site\'s gate config YAML, layered over {CONFIG_FILE} '
-                   '(keys it leaves out keep the shipped values)')
+    p.add_argument('--config', metavar='GATE_YAML', help=GATE_CONFIG_HELP)
     p.add_argument('--margin', type=float, help='tolerated slowdown (default 0.05)')
     p.add_argument('--alpha', type=float, help='Benjamini-Hochberg FDR level (default 0.01)')
     p.add_argument('--confidence', type=float, help='interval confidence (default 0.95)')

@@ -122,6 +122,33 @@ def default_env_dir() -> pathlib.Path:
     return repo_root() / "spack-env"
 
 
+#: the value of $H5REGRESS_MANIFEST that says "no manifest: the checks take their
+#: tools from PATH" (a path that does not exist is an error, not that)
+NO_MANIFEST = "none"
+
+
+def configured_path() -> pathlib.Path | None:
+    """The manifest the checks take their tools from, or None (tools from PATH):
+    $H5REGRESS_MANIFEST (``none``: no manifest), else spack-env/manifest.json if present.
+
+    A $H5REGRESS_MANIFEST naming no file is a ManifestError naming the variable and
+    the path: falling back to PATH would run other tools (the distribution's HDF5)
+    under build ids nobody asked for.
+    """
+    env = os.environ.get(ENV_VAR)
+    if env == NO_MANIFEST:
+        return None
+    if env:
+        if not pathlib.Path(env).is_file():
+            raise ManifestError(
+                f"{ENV_VAR}={env}: no such file (set it to a manifest, to "
+                f"'{NO_MANIFEST}' for the tools on PATH, or unset it for "
+                f"spack-env/manifest.json)")
+        return pathlib.Path(env)
+    path = default_path()
+    return path if path.exists() else None
+
+
 def default_path() -> pathlib.Path:
     """$H5REGRESS_MANIFEST if set, else <repo>/spack-env/manifest.json."""
     env = os.environ.get(ENV_VAR)
@@ -697,7 +724,14 @@ def main(argv: list[str] | None = None) -> int:
         return main_write(argv[1:])
     if argv and argv[0] == "show":
         return main_show(argv[1:])
-    print("usage: python -m h5regress.manifest write|show [options]", file=sys.stderr)
+    usage = ("usage: h5regress manifest write|show [options]\n\n"
+             "  write  generate the manifest from the installed Spack environment\n"
+             "  show   validate the manifest and list its builds and tools\n\n"
+             "h5regress manifest write --help, h5regress manifest show --help: their options")
+    if argv in (["-h"], ["--help"]):
+        print(usage)
+        return 0
+    print(usage, file=sys.stderr)
     return 2
 
 

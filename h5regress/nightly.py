@@ -583,8 +583,10 @@ def parse_args(argv):
                     help="gate's tolerated slowdown (default: ci/gate.yaml's)")
     ap.add_argument('--system', help='ReFrame system:partition to run on')
     ap.add_argument('--config', default=str(SETTINGS),
-                    help='ReFrame config files FILE[:FILE...], later ones on top '
-                    '(default reframe/config/settings.py)')
+                    metavar='REFRAME_FILE[:FILE...]',
+                    help='ReFrame configuration files, later ones on top (default '
+                    "reframe/config/settings.py); not the gate's YAML: the nightly's gate "
+                    'reads ci/gate.yaml')
     ap.add_argument('--salloc', metavar='ARGS',
                     help="take the night's allocation: run under salloc ARGS (e.g. "
                     "'-N2 -p compute --exclusive'); a failed salloc is ERROR (4)")

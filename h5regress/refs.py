@@ -63,7 +63,7 @@ import yaml
 from h5regress import atomic, catalog
 from h5regress import history as hist_mod
 from h5regress import stats
-from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
+from h5regress.cmdline import EXIT_ERROR, GATE_CONFIG_HELP, ArgParser, parse_args
 from h5regress.gateconfig import CHECKS_DIR, REFERENCES_DIR, ConfigError, load_config
 
 
@@ -812,8 +812,7 @@ def main_refs(argv: Sequence[str] | None = None) -> int:
     parser.add_argument('--out', default=None,
                         help='references directory (default reframe/config/references '
                              'of this checkout)')
-    parser.add_argument('--config', help="a site's gate config YAML, layered over "
-                        'ci/gate.yaml')
+    parser.add_argument('--config', metavar='GATE_YAML', help=GATE_CONFIG_HELP)
     parser.add_argument('--window', type=int, default=30, help='nights of history (30)')
     parser.add_argument('--percentiles', type=float, nargs=2, default=(5.0, 95.0),
                         metavar=('LO', 'HI'), help='envelope percentiles (5 95)')

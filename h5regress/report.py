@@ -38,7 +38,7 @@ from xml.sax.saxutils import quoteattr
 from h5regress import atomic
 from h5regress import history as hist_mod
 from h5regress import followup, perflog, stats
-from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
+from h5regress.cmdline import EXIT_ERROR, GATE_CONFIG_HELP, ArgParser, parse_args
 from h5regress.gateconfig import ConfigError, load_config
 from h5regress.record import Record
 
@@ -1054,8 +1054,8 @@ def _parser() -> ArgParser:
                     'listing every night of the history (OUT/index.html).')
     parser.add_argument('result', nargs='?', help='gate result JSON (h5regress gate --json)')
     parser.add_argument('--history', help=f'history directory (default ${hist_mod.ENV})')
-    parser.add_argument('--config', help="a site's gate config YAML, layered over "
-                        'ci/gate.yaml (for "history:")')
+    parser.add_argument('--config', metavar='GATE_YAML',
+                        help=GATE_CONFIG_HELP + ' (read for "history:")')
     parser.add_argument('--out', default='report', help='output directory (./report)')
     parser.add_argument('--perflogs', help="tonight's perflog directory, for where the "
                         'metrics ran (default: perflogs/<attempt> beside the result)')
@@ -1067,11 +1067,22 @@ def _parser() -> ArgParser:
     return parser
 
 
+def missing_inputs(args: Any) -> list[str]:
+    """``--perflogs`` and ``--manifest`` given on the command line that do not exist
+    (the report would only lack the "Where" it was asked for)."""
+    given = [('--perflogs', args.perflogs), ('--manifest', args.manifest)]
+    return [f'{option} {path}: no such file or directory' for option, path in given
+            if path is not None and not Path(path).exists()]
+
+
 def _main_index(args: Any) -> int:
     try:
         hdir = hist_mod.resolve_dir(args.history, load_config(args.config))
         if not hdir:
             raise ValueError(f'--index needs --history or ${hist_mod.ENV}')
+        if not Path(hdir).is_dir():
+            raise ValueError(f'history {hdir}: no such directory (an index of no night '
+                             f'would be an empty page)')
         path = write_index(hist_mod.load(hdir), args.out)
     except (OSError, ValueError, ConfigError) as err:
         print(f'h5regress report: error: {err}', file=sys.stderr)
@@ -1085,6 +1096,10 @@ def main_report(argv: Sequence[str] | None = None) -> int:
     args, code = parse_args(_parser(), argv)
     if args is None:
         return code
+    for problem in missing_inputs(args):
+        print(f'h5regress report: error: {problem}', file=sys.stderr)
+    if missing_inputs(args):
+        return EXIT_ERROR
     if args.index:
         return _main_index(args)
     if not args.result:

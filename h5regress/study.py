@@ -499,6 +499,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if (args.out / 'perflogs').exists() else ([], [])
     for problem in problems:
         print(f'h5regress study: skipped: {problem}', file=sys.stderr)
+    if args.analyse_only and not records:
+        print(f'h5regress study: --analyse-only: no record under {args.out / "perflogs"}: '
+              f'nothing to analyse (give the --out of a study that ran); nothing written',
+              file=sys.stderr)
+        return EXIT_ERROR
     result = {'study': study.name, 'system': args.system, 'build': args.build,
               'runs': args.runs, 'seconds': time.monotonic() - start, 'cases': cases,
               'analysis': study.analyse(records, args)}

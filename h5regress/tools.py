@@ -2,8 +2,8 @@
 
 Contract (owned by the foundation issue): checks never search for binaries
 themselves. They ask :func:`find` for a tool of an HDF5 build. The Spack
-environment's manifest (``spack-env/manifest.json``, or ``$H5REGRESS_MANIFEST``;
-see :mod:`h5regress.manifest`) answers when there is one; otherwise the tool
+environment's manifest (``spack-env/manifest.json``, or ``$H5REGRESS_MANIFEST``, which
+must exist; see :mod:`h5regress.manifest`) answers when there is one; otherwise the tool
 is looked up on ``PATH`` and the record says so (``tool_source: PATH``,
 build ``path``).
 """
@@ -42,10 +42,8 @@ class Tool:
 
 def _manifest_builds():
     from h5regress import manifest
-    path = manifest.default_path()
-    if not path.exists():
-        return None
-    return manifest.load(path)
+    path = manifest.configured_path()
+    return None if path is None else manifest.load(path)
 
 
 def builds() -> list[str]:

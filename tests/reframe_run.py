@@ -31,7 +31,7 @@ def reframe_env(workdir: Path, env: dict | None = None) -> dict:
     """
     return {**os.environ, 'RFM_CONFIG_FILES': str(SETTINGS),
             'H5REGRESS_PERFLOG_DIR': str(workdir / 'perflogs'),
-            'H5REGRESS_MANIFEST': str(workdir / 'no-spack-manifest.json'),
+            'H5REGRESS_MANIFEST': 'none',
             'H5REGRESS_REQUIRE_TOOLS': '', **(env or {})}
 
 

@@ -181,7 +181,8 @@ def test_no_mirror_and_no_network_names_the_url_and_the_setting(tmp_path):
         in out.stdout
 
 
-def test_with_a_manifest_the_build_checks_stand_down(tmp_path):
+def one_build_manifest(tmp_path: Path) -> Path:
+    """A manifest of one HDF5 build whose only tool is a stub ior."""
     import hashlib
 
     from h5regress import manifest
@@ -197,6 +198,11 @@ def test_with_a_manifest_the_build_checks_stand_down(tmp_path):
             'hdf5': {'version': '1.14.1', 'label': '1.14.1', 'commit': 'a' * 40,
                      'variants': '+mpi+hl', 'hash': 'x', 'prefix': str(tmp_path)},
             'tools': {'ior': str(bindir / 'ior')}}}})
+    return path
+
+
+def test_with_a_manifest_the_build_checks_stand_down(tmp_path):
+    path = one_build_manifest(tmp_path)
     out = run_reframe(['-c', 'reframe/checks/ior.py', '-c', 'reframe/checks/mdtest.py',
                        '-l'], tmp_path, env={'H5REGRESS_MANIFEST': str(path)})
     assert out.returncode == 0, out.stdout + out.stderr

@@ -437,8 +437,20 @@ def test_an_hdf5_tool_of_the_path_build_never_comes_from_a_manifest_build(env, m
 def test_without_a_manifest_the_checks_use_path(monkeypatch, tmp_path):
     from h5regress import tools
 
-    monkeypatch.setenv(mf.ENV_VAR, str(tmp_path / "none.json"))
+    monkeypatch.setenv(mf.ENV_VAR, mf.NO_MANIFEST)
     assert tools.builds() == [tools.PATH_BUILD]
+
+
+def test_a_manifest_variable_naming_no_file_is_an_error_not_path(monkeypatch, tmp_path):
+    """It used to fall back silently to the tools on PATH (Debian's HDF5)."""
+    from h5regress import tools
+
+    missing = tmp_path / "no-such-manifest.json"
+    monkeypatch.setenv(mf.ENV_VAR, str(missing))
+    with pytest.raises(mf.ManifestError, match=f"H5REGRESS_MANIFEST={missing}: no such file"):
+        tools.builds()
+    with pytest.raises(mf.ManifestError, match="H5REGRESS_MANIFEST"):
+        tools.find("ior", tools.PATH_BUILD, any_build=True)
 
 
 # ------------------------------------------- Darshan's runtime library per build

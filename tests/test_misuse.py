@@ -183,3 +183,134 @@ def test_run_suite_keeps_reframes_table_when_asked(monkeypatch):
     chosen.clear()
     module.main(['--performance-report'])
     assert '--performance-report' in chosen['execve'] and 'summary' not in chosen
+
+
+# -- a path that does not exist is an error naming it (issue 29) -----------------------
+
+def h5regress(*args):
+    return subprocess.run([sys.executable, '-m', 'h5regress.cli', *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_perflog_of_a_missing_path_is_an_error_naming_it(tmp_path):
+    missing = tmp_path / 'no-such-perflogs'
+    out = h5regress('perflog', str(missing))
+    assert out.returncode == 2 and out.stdout == ''
+    assert f'{missing}: no such file or directory' in out.stderr
+
+
+def test_report_index_of_a_missing_history_is_an_error_naming_it(tmp_path):
+    missing = tmp_path / 'no-such-history'
+    out = h5regress('report', '--index', '--history', str(missing),
+                    '--out', str(tmp_path / 'site'))
+    assert out.returncode == gate.EXIT_ERROR
+    assert f'history {missing}: no such directory' in out.stderr
+    assert not (tmp_path / 'site').exists()
+
+
+@pytest.mark.parametrize('option', ['--perflogs', '--manifest'])
+def test_report_with_a_missing_perflogs_or_manifest_is_an_error_naming_it(tmp_path, option):
+    result = tmp_path / 'gate.json'
+    result.write_text('{}')
+    missing = tmp_path / 'no-such-input'
+    out = h5regress('report', str(result), option, str(missing),
+                    '--out', str(tmp_path / 'report'))
+    assert out.returncode == gate.EXIT_ERROR
+    assert f'{option} {missing}: no such file or directory' in out.stderr
+
+
+def test_run_suite_with_a_manifest_variable_naming_no_file_stops_before_running(tmp_path):
+    missing = tmp_path / 'no-such-manifest.json'
+    out = subprocess.run([str(REPO / 'ci' / 'run-suite'), '-n', 'fio_check', '-l'], cwd=REPO,
+                         env={**os.environ, 'H5REGRESS_MANIFEST': str(missing)},
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stdout[-2000:]
+    assert f'H5REGRESS_MANIFEST={missing}: no such file' in out.stderr
+    assert 'Found' not in out.stdout          # ReFrame never started
+
+
+# -- a -S variable no selected check has (issue 29) --------------------------------------
+
+@pytest.mark.parametrize('setting, named', [
+    ('fio_check.nonexistent=3', 'fio_check.nonexistent'),
+    ('nosuchvariable=1', 'nosuchvariable'),
+])
+def test_run_suite_refuses_a_setvar_no_selected_check_has(tmp_path, setting, named):
+    """ReFrame 4.10 only warns ("the following variables were not set") and runs."""
+    out = subprocess.run([str(REPO / 'ci' / 'run-suite'), '-n', 'fio_check.*direct',
+                          '-S', setting, '--dry-run', '-s', str(tmp_path / 'stage'),
+                          '-o', str(tmp_path / 'output')], cwd=REPO,
+                         env={**os.environ, 'H5REGRESS_MANIFEST': 'none'},
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2, out.stdout[-2000:]
+    assert f'-S {named}: no such variable in the selected checks' in out.stderr
+    assert not (tmp_path / 'stage').exists()
+
+
+def test_an_unprefixed_setvar_one_selected_check_has_is_kept():
+    listing = ("WARNING: test 'fio_check': the following variables were not set: "
+               "'repetitions', 'nosuch'\n- ior_check %api=HDF5 /1\n- fio_check %x=1 /2\n"
+               "WARNING: test 'ior_check': the following variables were not set: 'nosuch'")
+    module = run_suite_module()
+    assert module.unknown_setvars(listing, ['repetitions=5', 'nosuch=1',
+                                            'fio_check.repetitions=2',
+                                            'ior_check.repetitions=2']) == \
+        ['nosuch', 'fio_check.repetitions']
+
+
+def test_study_analyse_only_of_an_empty_folder_is_an_error_writing_nothing(tmp_path,
+                                                                         monkeypatch, capsys):
+    from h5regress import study
+    monkeypatch.setenv('H5REGRESS_MANIFEST', 'none')
+    code = study.main(['scaling', '--analyse-only', '--out', str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == gate.EXIT_ERROR
+    assert f'--analyse-only: no record under {tmp_path / "perflogs"}' in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_run_suite_exits_2_on_an_invalid_reference_file(monkeypatch, capsys):
+    """README: before anything runs ci/run-suite exits 2 when a reference file is
+    invalid; it returned `h5regress refs --check`'s ERROR, 4."""
+    module = run_suite_module()
+    monkeypatch.setattr(module.subprocess, 'run',
+                        lambda *a, **k: subprocess.CompletedProcess(a, 4))
+    monkeypatch.setattr(module.os, 'execve', lambda *a: pytest.fail('ReFrame started'))
+    with pytest.raises(SystemExit) as stop:
+        module.main(['-l'])
+    assert stop.value.code == 2
+    assert 'reference files in reframe/config/references are invalid' in \
+        capsys.readouterr().err
+
+
+def test_run_suite_says_why_the_build_checks_select_nothing(tmp_path):
+    """With a Spack manifest every *_build_check stands down as it loads: the selection
+    `-n _build_check` is empty, and ci/run-suite says why instead of only that."""
+    from test_build_fixtures import one_build_manifest
+    from test_reliability import run_suite
+    out = run_suite(['-n', 'ior_build_check'], tmp_path,
+                    env={'H5REGRESS_MANIFEST': str(one_build_manifest(tmp_path))})
+    assert out.returncode == 2, out.stdout[-2000:]
+    assert 'no check matches the selection -n ior_build_check' in out.stderr
+    assert 'ior_build_check: the Spack manifest has HDF5 builds: ior_check runs its ior' \
+        in out.stderr
+    assert not (tmp_path / 'stage').exists()
+
+
+def test_run_suite_summary_gives_each_skip_its_reason(tmp_path):
+    """ReFrame's run report has no reason for a skipped test case (fail_reason null):
+    the summary line of a check skipped for a missing tool used to end at its name."""
+    from reframe_run import reframe_env
+    from test_build_fixtures import path_without_tools
+    env = {**reframe_env(tmp_path), 'PATH': path_without_tools(), 'RFM_COLORIZE': 'y'}
+    env.pop('RFM_REPORT_FILE', None)
+    out = subprocess.run([str(REPO / 'ci' / 'run-suite'), '-n',
+                          'macsio_check.*hdf5-SIF-collective$', '-s', str(tmp_path / 'stage'),
+                          '-o', str(tmp_path / 'output')], cwd=REPO, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    summary = out.stdout.split('\nSUMMARY (', 1)[1].splitlines()[1:]
+    skips = [line for line in summary if line.startswith('skip')]
+    assert len(skips) == 1, summary
+    assert '-- skipped: macsio not found on PATH' in skips[0]
+    assert 'Ran 0/1 test case(s)' in out.stdout        # ReFrame's own output still shown

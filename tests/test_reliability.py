@@ -357,7 +357,7 @@ RUN_SUITE = REPO / 'ci' / 'run-suite'
 def run_suite(args: list[str], workdir: Path, env: dict | None = None,
               cwd: Path | None = None) -> subprocess.CompletedProcess:
     full_env = {**os.environ, 'H5REGRESS_PERFLOG_DIR': str(workdir / 'perflogs'),
-                'H5REGRESS_MANIFEST': str(workdir / 'no-spack-manifest.json'),
+                'H5REGRESS_MANIFEST': 'none',
                 **(env or {})}
     full_env.pop('RFM_CONFIG_FILES', None)
     return subprocess.run([str(RUN_SUITE)] + args + [

@@ -144,7 +144,7 @@ def test_a_mistyped_build_is_an_error_naming_the_builds(capsys):
 
 def run_study(tmp_path, *args, path=None):
     env = {**os.environ, 'RFM_CONFIG_FILES': str(SETTINGS),
-           'H5REGRESS_MANIFEST': str(tmp_path / 'no-spack-manifest.json')}
+           'H5REGRESS_MANIFEST': 'none'}
     if path:
         env['PATH'] = path
     proc = subprocess.run([sys.executable, '-m', 'h5regress.cli', 'study', *args,
@@ -184,7 +184,7 @@ def test_hdf5_vs_mpiio_for_real(tmp_path):
 def test_scaling_through_the_test_slurm_on_1_and_2_nodes(slurm_cluster, tmp_path):
     path = path_with_tools('ior')
     env = {**os.environ, **slurm_cluster.env, 'RFM_CONFIG_FILES': str(SETTINGS),
-           'H5REGRESS_MANIFEST': str(tmp_path / 'no-spack-manifest.json'), 'PATH': path}
+           'H5REGRESS_MANIFEST': 'none', 'PATH': path}
     proc = subprocess.run([sys.executable, '-m', 'h5regress.cli', 'study', 'scaling',
                            '--runs', '1', '--system', 'ci-slurm:squeue-srun',
                            '--out', str(tmp_path / 'out'), '--quiet'],
