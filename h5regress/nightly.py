@@ -80,7 +80,7 @@ import time
 import traceback
 from pathlib import Path
 
-from h5regress import atomic, darshan, gate, history, manifest, report
+from h5regress import atomic, coverage, darshan, gate, history, manifest, report
 from h5regress.cmdline import UsageError, config_files
 
 REPO = Path(__file__).resolve().parents[1]
@@ -603,6 +603,12 @@ def parse_args(argv):
     ap.add_argument('--mirror', action='append', default=[], metavar='URL',
                     help='Spack source mirror of the night\'s and the bisect\'s builds '
                          '(spack-env/install --mirror; repeatable)')
+    ap.add_argument('--coverage-map', type=Path, metavar='MAP',
+                    help="coverage map of the candidate's commit (h5regress coverage run): "
+                    "the report then says which of the candidate's changed HDF5 functions "
+                    "the night's rows execute")
+    ap.add_argument('--coverage-repo', metavar='PATH', help='local HDF5 clone for that diff '
+                    '(default --bisect-repo, else --hdf5-repo, when a local directory)')
     ap.add_argument('-S', '--setvar', action='append', default=[],
                     help='passed to ReFrame as -S (repeatable)')
     ap.add_argument('--history', type=Path, default=os.environ.get('H5REGRESS_HISTORY'),
@@ -739,12 +745,35 @@ def night(args) -> int:
     if injected:
         log(injected_delay(args.out / 'stand-in', args.inject_slowdown))
     code = final_gate(baseline, candidate, args)
+    if args.coverage_map:
+        add_coverage(args)
     if code == gate.EXIT_INCONCLUSIVE:
         log(f'warning: still INCONCLUSIVE after {done} pairs (the cap)')
     if code == gate.EXIT_FAIL:
         after_fail(manifest_path, args, env)
     log(f'verdict: exit {code}; artifacts in {args.out}')
     return code
+
+
+def add_coverage(args) -> None:
+    """The blind-spot line (issue 28) into the gate's JSON and the report: which of the
+    candidate's changed HDF5 functions the map's rows execute. The verdict stands
+    whatever happens here."""
+    gate_json = args.out / 'gate.json'
+    result = json.loads(gate_json.read_text())
+    repo = args.coverage_repo or args.bisect_repo or args.hdf5_repo
+    if not os.path.isdir(repo or ''):
+        result['coverage'] = {'available': False, 'reason': (
+            f'{repo} is not a local clone (--coverage-repo PATH)')}
+    else:
+        result['coverage'] = coverage.night_section(
+            args.coverage_map, repo, result.get('baseline_commit'),
+            result.get('candidate_commit'))
+    log(report.blind_spot_text(result))
+    with uninterrupted():
+        atomic.write_text(gate_json, gate.dumps(result))
+        report.write_all(result, history.load(args.history, exclude_night=args.night)
+                         if args.history else None, args.out / 'report')
 
 
 def after_fail(manifest_path: Path, args, env: dict) -> None:

@@ -238,3 +238,29 @@ def test_a_wrapper_keeps_the_tools_file_name_and_says_what_it_runs(tmp_path):
     assert manifest.wrapped_tool('/bin/sh') == '/bin/sh'
     text = Path(tools['macsio']).read_text()
     assert text.startswith('#!/bin/sh\n') and 'export X=1\nexec /opt/macsio/macsio "$@"' in text
+
+
+def test_the_nightly_puts_the_blind_spot_line_into_its_result_and_report(tmp_path,
+                                                                         monkeypatch):
+    import argparse
+    from h5regress import nightly, report
+    repo, good, bad = _two_commit_repo(tmp_path)
+    cmap = coverage.CoverageMap('hdf5-x-cov', {'row-a': []}, [
+        coverage.FunctionExtent('src/H5x.c', 'f1', 5, 8)], bad)
+    (tmp_path / 'map.json').write_text(cmap.to_json())
+    out = tmp_path / 'night'
+    out.mkdir()
+    (out / 'gate.json').write_text(json.dumps({'baseline_commit': good,
+                                               'candidate_commit': bad}))
+    written = []
+    monkeypatch.setattr(report, 'write_all', lambda result, *a: written.append(result))
+    args = argparse.Namespace(out=out, coverage_map=tmp_path / 'map.json',
+                              coverage_repo=str(repo), bisect_repo=None, hdf5_repo='x',
+                              history=None, night='n')
+    nightly.add_coverage(args)
+    section = json.loads((out / 'gate.json').read_text())['coverage']
+    assert section['not_exercised'] == ['src/H5x.c:f1']
+    assert written[0]['coverage']['line'] == section['line']
+    args.coverage_repo = 'https://example.invalid/hdf5.git'
+    nightly.add_coverage(args)
+    assert 'is not a local clone' in written[1]['coverage']['reason']
