@@ -46,7 +46,7 @@ from reframe.core.builtins import (deferrable, parameter, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import ReframeError, ReframeFatalError, SanityError
 
-from h5regress import catalog, proof, runresults, tools, toolversion
+from h5regress import catalog, loadedhdf5, proof, runresults, tools, toolversion
 from h5regress.parsers import ParsedRun, ParseError, parser_for
 from h5regress.parsers import base as parser_base
 from h5regress.gateconfig import REFERENCES_DIR
@@ -517,10 +517,23 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
                               + '; '.join(problems))
         return True
 
+    def loaded_hdf5_problems(self) -> list[str]:
+        """How the HDF5 the run loaded differs from its build's (HDF5 tools only)."""
+        return []
+
+    @deferrable
+    def assert_loaded_hdf5(self):
+        """The run loaded the HDF5 of the build its records are labelled with."""
+        problems = self.loaded_hdf5_problems()
+        if problems:
+            raise SanityError('the wrong HDF5 ran: ' + '; '.join(problems))
+        return True
+
     @sanity_function
     def validate(self):
         return sn.all([self.assert_tool_exit(), self.assert_no_error_lines(),
-                       self.assert_parsed(), self.assert_proof_of_work()])
+                       self.assert_parsed(), self.assert_loaded_hdf5(),
+                       self.assert_proof_of_work()])
 
     @deferrable
     def measured(self, operation: str, metric: str):
@@ -609,3 +622,29 @@ class HDF5Benchmark(IOBenchmark):
     #: HDF5 build the tool comes from: the manifest's build ids, or ``path``
     #: (tools on PATH) when there is no manifest.
     hdf5_build = parameter(tools.builds(), loggable=True)
+
+    def loaded_hdf5(self) -> list[loadedhdf5.Loaded]:
+        """What the run says it loaded: the tool itself (``H5get_libversion``; a kernel's
+        ``dladdr`` file), the job's probe (``ldd`` in the job's environment)."""
+        run, probe = self.parsed_run().provenance, self.probe()
+        library = run.get('hdf5_library', '')
+        loaded = [loadedhdf5.Loaded(
+            f'{self.tool} itself ({run.get("hdf5_library_source") or "H5get_libversion"})',
+            str(run.get('hdf5_version', '')),
+            os.path.realpath(os.path.join(self.stagedir, library)) if library else '')]
+        if probe.get('hdf5_library'):
+            version = str(probe.get('hdf5_library_version', ''))
+            loaded.append(loadedhdf5.Loaded(
+                'the job (ldd of the binary in its environment)',
+                version if version[:1].isdigit() else '',
+                os.path.realpath(probe['hdf5_library'])))
+        return loaded
+
+    def loaded_hdf5_problems(self) -> list[str]:
+        tool = self.resolved_tool
+        if tool.source != 'spack-manifest' or not tool.hdf5_version:
+            return []
+        prefixes = tuple(dict.fromkeys(p for p in (tool.hdf5_prefix,
+                                                    os.path.realpath(tool.hdf5_prefix)) if p))
+        return loadedhdf5.problems(tool.build, tool.hdf5_version, prefixes,
+                                   self.loaded_hdf5())

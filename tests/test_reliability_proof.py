@@ -1,4 +1,4 @@
-"""Issue 31, item 1: no sample without proof of the work.
+"""Issue 31, items 1 and 2: no sample without proof of the work; the HDF5 that really ran.
 
 A stand-in tool on ``PATH`` that writes a real run's summary (a recorded fixture) where
 the check asks for it and exits 0, without writing any data, must fail sanity through
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from h5regress import perflog, proof
+from h5regress import loadedhdf5, perflog, probe, proof
 from reframe_run import OWN_FIXTURES, run_reframe
 
 #: a tool that writes a recorded summary where it is asked to and nothing else:
@@ -117,3 +117,57 @@ def test_a_tool_that_removes_its_files_must_leave_nothing_and_change_the_directo
 @pytest.mark.parametrize('line', ['', 'garbage', 'x y'])
 def test_lines_that_are_no_listing_lines_are_ignored(line):
     assert proof.parse_listing(line + '\n5 a\n') == {'a': 5}
+
+
+# ------------------------------------------------------------------ the HDF5 that really ran
+
+def test_a_kernel_running_another_builds_hdf5_fails_naming_both(tmp_path):
+    """Issue 31, item 2: the h5paths kernel of one build, made to load another build's
+    libhdf5 (``LD_PRELOAD``, HDF5's own check silenced), fails sanity naming both."""
+    from test_spack_tools import MANIFEST, manifest_builds
+
+    builds = manifest_builds()
+    if len(builds) < 2:
+        pytest.skip(f'one HDF5 build in the manifest ({", ".join(builds)}): nothing to '
+                    'preload in its place')
+    labelled, other = sorted(builds)[:2]
+    library = Path(builds[other].prefix) / 'lib' / 'libhdf5.so'
+    out = run_reframe(['-c', 'reframe/checks/h5paths.py', '-r', '-n',
+                       f'h5paths_check.*{labelled}.*%benchmark=compound-same-hdf5-collective-'
+                       'contiguous-earliest$', '-S', 'iterations=1',
+                       '-S', 'size_factor=0.0625'], tmp_path,
+                      env={'H5REGRESS_MANIFEST': str(MANIFEST), 'H5REGRESS_REQUIRE_TOOLS': '1',
+                           'LD_PRELOAD': str(library), 'HDF5_DISABLE_VERSION_CHECK': '1'},
+                      timeout=600)
+    assert out.returncode != 0, out.stdout
+    assert 'the wrong HDF5 ran' in out.stdout, out.stdout
+    assert f'loaded HDF5 {builds[other].hdf5_version} from {library}' in out.stdout
+    assert f'labelled {labelled}: HDF5 {builds[labelled].hdf5_version}' in out.stdout
+    assert records_of(tmp_path) == []
+
+
+def test_loaded_hdf5_against_the_build():
+    prefix = ('/spack/hdf5-1.14.1',)
+    same = [loadedhdf5.Loaded('kernel', '1.14.1', '/spack/hdf5-1.14.1/lib/libhdf5.so.310')]
+    assert loadedhdf5.problems('hdf5-1.14.1', '1.14.1', prefix, same) == []
+    other = [loadedhdf5.Loaded('kernel', '1.15.0', '/spack/hdf5-1.15.0/lib/libhdf5.so')]
+    assert loadedhdf5.problems('hdf5-1.14.1', '1.14.1', prefix, other) == [
+        'kernel loaded HDF5 1.15.0 from /spack/hdf5-1.15.0/lib/libhdf5.so, but the records '
+        'would be labelled hdf5-1.14.1: HDF5 1.14.1 of /spack/hdf5-1.14.1']
+    # the same version from another prefix (another build of it) is another build
+    copy = [loadedhdf5.Loaded('job', '1.14.1', '/elsewhere/lib/libhdf5.so.310')]
+    assert len(loadedhdf5.problems('hdf5-1.14.1', '1.14.1', prefix, copy)) == 1
+    # a source that cannot say the file is judged by its version alone
+    assert loadedhdf5.problems('hdf5-1.14.1', '1.14.1', prefix,
+                               [loadedhdf5.Loaded('ior', '1.14.1')]) == []
+
+
+def test_the_probe_reads_a_preloaded_libhdf5_first():
+    ldd = ('\tlinux-vdso.so.1 (0x00007f2ce6bf8000)\n'
+           '\t/spack/hdf5-1.15.0/lib/libhdf5.so (0x00007f2ce6600000)\n'
+           '\tlibhdf5.so.310 => /spack/hdf5-1.14.1/lib/libhdf5.so.310 (0x00007f2ce6200000)\n')
+    assert probe.loaded_libhdf5(ldd) == '/spack/hdf5-1.15.0/lib/libhdf5.so'
+    linked = ('\tlibhdf5_hl.so.310 => /spack/hdf5-1.14.1/lib/libhdf5_hl.so.310 (0x1)\n'
+              '\tlibhdf5.so.310 => /spack/hdf5-1.14.1/lib/libhdf5.so.310 (0x2)\n')
+    assert probe.loaded_libhdf5(linked) == '/spack/hdf5-1.14.1/lib/libhdf5.so.310'
+    assert probe.loaded_libhdf5('\tlibhdf5.so.310 => not found\n') == ''
