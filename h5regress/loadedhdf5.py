@@ -42,6 +42,7 @@ def problems(build: str, version: str, prefixes: tuple[str, ...],
     ``version`` installed in one of ``prefixes`` (the prefix as written and resolved);
     empty when every source agrees with the build."""
     found = []
+    where = prefixes[0] if prefixes else '(prefix unknown)'
     for lib in loaded:
         wrong_version = bool(lib.version) and lib.version.split('-')[0] != version
         wrong_file = bool(lib.library) and bool(prefixes) and \
@@ -49,5 +50,5 @@ def problems(build: str, version: str, prefixes: tuple[str, ...],
         if wrong_version or wrong_file:
             found.append(f'{lib.source} loaded HDF5 {lib.version or "(version unknown)"} '
                          f'from {lib.library or "(file unknown)"}, but the records would '
-                         f'be labelled {build}: HDF5 {version} of {prefixes[0] if prefixes else "?"}')
+                         f'be labelled {build}: HDF5 {version} of {where}')
     return found
