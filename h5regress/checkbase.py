@@ -12,6 +12,10 @@ lives here, once:
 - data go to a fresh directory under the partition's ``scratch``; a shell trap
   removes it and syncs after the run, also after a failure; the files written are
   listed first (``h5r-files.txt``) for sanity;
+- a sample needs proof of the work: each check declares, from its row's parameters,
+  what its run must leave there (:meth:`IOBenchmark.expected_output`, a
+  :class:`h5regress.proof.Expectation`), and sanity holds the listing to it, whatever
+  the tool printed;
 - the MPI-IO layer is set explicitly and the hints file passed through;
 - a probe records what no tool reports (node list, file system type, MPI, the
   HDF5 library the binary loads);
@@ -42,7 +46,7 @@ from reframe.core.builtins import (deferrable, parameter, run_after, run_before,
                                    sanity_function, variable)
 from reframe.core.exceptions import ReframeError, ReframeFatalError, SanityError
 
-from h5regress import catalog, runresults, tools, toolversion
+from h5regress import catalog, loadedhdf5, proof, runresults, tools, toolversion
 from h5regress.parsers import ParsedRun, ParseError, parser_for
 from h5regress.parsers import base as parser_base
 from h5regress.gateconfig import REFERENCES_DIR
@@ -54,6 +58,9 @@ CACHE_MARK = 'h5regress-page-cache:'
 PROBE_FILE = runresults.PROBE_FILE
 FILES_LIST = runresults.FILES_LIST
 HINTS_FILE = 'h5r-mpiio-hints'
+#: touched in the stage directory just before the tool starts: the data directory
+#: modified after it was changed by the run (:data:`h5regress.proof.CHANGED_MARK`)
+START_STAMP = 'h5r-tool-start'
 #: set (to anything) where every tool must be there (CI with the Spack bundle): a check
 #: whose tool is missing fails, naming it, instead of being skipped
 REQUIRE_TOOLS_ENV = 'H5REGRESS_REQUIRE_TOOLS'
@@ -317,9 +324,14 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
             prerun.append(f'lfs setstripe -c {int(extras.get("stripe_count", 1))} {data}')
         prerun.append(f'{shlex.quote(sys.executable)} -m h5regress.probe {PROBE_FILE} '
                       f'--data-dir {data} --binary {shlex.quote(self.executable)}')
+        stamp = shlex.quote(os.path.join(self.stagedir, START_STAMP))
+        prerun.append(f'touch {stamp}')
         self.prerun_cmds = prerun + self.prerun_cmds
+        stage = shlex.quote(self.stagedir)
+        # the proof of the work, listed on the node before the trap removes the data
         self.postrun_cmds = ['h5r_rc=$?'] + self.postrun_cmds + [
-            f'find {data} -type f -printf "%s %P\\n" > {FILES_LIST}',
+            f'find {data} -type f -printf "%s %P\\n" > {stage}/{FILES_LIST}',
+            f'find {data} -maxdepth 0 -newer {stamp} > {stage}/{proof.CHANGED_MARK}',
             f'echo "{EXIT_MARK} $h5r_rc"',
         ]
 
@@ -473,10 +485,55 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
             raise SanityError(f'{self.tool} failed: {line}')
         return True
 
+    def expected_output(self, params: dict[str, object]) -> proof.Expectation | None:
+        """What the run of a row with ``params`` must leave in its data directory,
+        from the parameters alone (never from what the tool printed). Every check
+        declares it: ``None`` fails sanity."""
+        return None
+
+    def stage_text(self, name: str) -> str | None:
+        """A file of the stage directory, or ``None`` when the job did not write it."""
+        try:
+            with open(os.path.join(self.stagedir, name), errors='replace') as fp:
+                return fp.read()
+        except FileNotFoundError:
+            return None
+
+    def proof_problems(self) -> list[str]:
+        """What the listing of the data directory lacks against :meth:`expected_output`."""
+        expectation = self.expected_output(self.test_params)
+        if expectation is None:
+            return [f'{type(self).__name__} declares nothing its run must leave '
+                    '(expected_output)']
+        return proof.check(expectation, self.stage_text(FILES_LIST),
+                           self.stage_text(proof.CHANGED_MARK), where=self.data_dir)
+
+    @deferrable
+    def assert_proof_of_work(self):
+        """The run left what its row asked for: a summary alone is no proof."""
+        problems = self.proof_problems()
+        if problems:
+            raise SanityError(f'{self.tool}: no proof of the work in the data directory: '
+                              + '; '.join(problems))
+        return True
+
+    def loaded_hdf5_problems(self) -> list[str]:
+        """How the HDF5 the run loaded differs from its build's (HDF5 tools only)."""
+        return []
+
+    @deferrable
+    def assert_loaded_hdf5(self):
+        """The run loaded the HDF5 of the build its records are labelled with."""
+        problems = self.loaded_hdf5_problems()
+        if problems:
+            raise SanityError('the wrong HDF5 ran: ' + '; '.join(problems))
+        return True
+
     @sanity_function
     def validate(self):
         return sn.all([self.assert_tool_exit(), self.assert_no_error_lines(),
-                       self.assert_parsed()])
+                       self.assert_parsed(), self.assert_loaded_hdf5(),
+                       self.assert_proof_of_work()])
 
     @deferrable
     def measured(self, operation: str, metric: str):
@@ -565,3 +622,29 @@ class HDF5Benchmark(IOBenchmark):
     #: HDF5 build the tool comes from: the manifest's build ids, or ``path``
     #: (tools on PATH) when there is no manifest.
     hdf5_build = parameter(tools.builds(), loggable=True)
+
+    def loaded_hdf5(self) -> list[loadedhdf5.Loaded]:
+        """What the run says it loaded: the tool itself (``H5get_libversion``; a kernel's
+        ``dladdr`` file), the job's probe (``ldd`` in the job's environment)."""
+        run, probe = self.parsed_run().provenance, self.probe()
+        library = run.get('hdf5_library', '')
+        loaded = [loadedhdf5.Loaded(
+            f'{self.tool} itself ({run.get("hdf5_library_source") or "H5get_libversion"})',
+            str(run.get('hdf5_version', '')),
+            os.path.realpath(os.path.join(self.stagedir, library)) if library else '')]
+        if probe.get('hdf5_library'):
+            version = str(probe.get('hdf5_library_version', ''))
+            loaded.append(loadedhdf5.Loaded(
+                'the job (ldd of the binary in its environment)',
+                version if version[:1].isdigit() else '',
+                os.path.realpath(probe['hdf5_library'])))
+        return loaded
+
+    def loaded_hdf5_problems(self) -> list[str]:
+        tool = self.resolved_tool
+        if tool.source != 'spack-manifest' or not tool.hdf5_version:
+            return []
+        prefixes = tuple(dict.fromkeys(p for p in (tool.hdf5_prefix,
+                                                    os.path.realpath(tool.hdf5_prefix)) if p))
+        return loadedhdf5.problems(tool.build, tool.hdf5_version, prefixes,
+                                   self.loaded_hdf5())

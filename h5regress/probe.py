@@ -14,6 +14,7 @@ import ctypes
 import json
 import os
 import platform
+import posixpath
 import re
 import socket
 import subprocess
@@ -69,11 +70,9 @@ def mpi_library() -> str:
 
 def linked_hdf5(binary: str) -> tuple[str, str]:
     """(path, version) of the libhdf5 that ``binary`` loads, asking the library itself."""
-    out = _run(['ldd', binary])
-    m = re.search(r'(libhdf5[^\s]*\.so[^\s]*)\s*=>\s*(\S+)', out)
-    if not m:
+    lib = loaded_libhdf5(_run(['ldd', binary]))
+    if not lib:
         return '', 'not linked'
-    lib = m.group(2)
     try:
         h5 = ctypes.CDLL(lib)
         major, minor, release = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
@@ -83,6 +82,20 @@ def linked_hdf5(binary: str) -> tuple[str, str]:
         return lib, f'{major.value}.{minor.value}.{release.value}'
     except OSError as err:
         return lib, f'unknown ({err})'
+
+
+def loaded_libhdf5(ldd_output: str) -> str:
+    """The libhdf5 the loader would give the binary, from ``ldd``'s output in this
+    environment: a preloaded one (``LD_PRELOAD``: listed first, without ``=>``) wins
+    over the one the binary links; ``libhdf5_hl`` is not the library."""
+    for line in ldd_output.splitlines():
+        m = re.match(r'\s*(?:(\S+)\s+=>\s+)?(/\S+|\S+/\S+)\s', line + ' ')
+        if not m:
+            continue
+        name = posixpath.basename(m.group(1) or m.group(2))
+        if re.match(r'libhdf5(?!_hl)[^/\s]*\.so', name):
+            return m.group(2)
+    return ''
 
 
 def nodelist() -> str:

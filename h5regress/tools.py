@@ -38,6 +38,8 @@ class Tool:
     hdf5_commit: str = ''
     hdf5_version: str = ''
     spec_hash: str = ''
+    #: HDF5 install prefix of the build ('' from PATH): where its libhdf5 must come from
+    hdf5_prefix: str = ''
 
 
 def _manifest_builds():
@@ -71,7 +73,7 @@ def find(name: str, build: str = PATH_BUILD, any_build: bool = False) -> Tool:
             raise ToolNotFound(f'{name} is not installed for HDF5 build {build!r}: '
                                f'{HOW_TO_GET}')
         return Tool(name, b.tools[name], build, 'spack-manifest', b.hdf5_commit,
-                    b.hdf5_version, b.spec_hash)
+                    b.hdf5_version, b.spec_hash, b.prefix)
 
     path = shutil.which(name, path=os.environ.get('PATH'))
     if path is not None:
@@ -81,5 +83,5 @@ def find(name: str, build: str = PATH_BUILD, any_build: bool = False) -> Tool:
     for build_id, b in sorted(((_manifest_builds() or {}) if any_build else {}).items()):
         if name in b.tools:
             return Tool(name, b.tools[name], build_id, 'spack-manifest', b.hdf5_commit,
-                        b.hdf5_version, b.spec_hash)
+                        b.hdf5_version, b.spec_hash, b.prefix)
     raise ToolNotFound(f'{name} not found on PATH: {HOW_TO_GET}')

@@ -252,3 +252,14 @@ def test_a_read_phase_of_repeated_warm_reads_moved_each_reads_bytes():
     with pytest.raises(RunFailed, match=re.escape(
             f'iteration 0 read moved {one_read} B, {4 * one_read} B asked')):
         h5paths.parse(edited('compound-subset-warm-repeats-1.14-ok', once))
+
+
+def test_the_library_the_kernel_loaded_is_kept():
+    """Kernel 1.2.0 names the libhdf5 it loaded (``dladdr``), here another build's,
+    preloaded: the parser keeps it and the version beside it, as the kernel says them
+    (the check, not the parser, holds them to the build)."""
+    run, = h5paths.parse(case_files('compound-same-preloaded-1.15.0'))
+    assert run.provenance['kernel_version'] == '1.2.0'
+    assert run.provenance['hdf5_version'] == '1.15.0'
+    assert run.provenance['hdf5_library'] == 'hdf5-1.15.0/lib/libhdf5.so'
+    assert run.provenance['hdf5_library_source'] == 'dladdr(H5get_libversion)'

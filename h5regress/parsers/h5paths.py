@@ -205,7 +205,7 @@ def _from_json(path: str, d: dict[str, Any]) -> ParsedRun:
                                             rates))
         measurements.append(Measurement(phase, 'time', _mean(seconds), 's', False, seconds))
     prov = {k: d[k] for k in ('kernel_version', 'hdf5_version', 'hdf5_version_source',
-                              'read_cache') if k in d}
+                              'hdf5_library', 'hdf5_library_source', 'read_cache') if k in d}
     prov['files'] = [{'name': PurePosixPath(f['name']).name, 'bytes': int(f['bytes'])}
                      for f in d.get('files') or []]
     prov['read_cache_check'] = d.get('read_cache_check')

@@ -18,7 +18,7 @@ import reframe.utility.typecheck as typ
 from reframe.core.backends import getlauncher
 from reframe.core.builtins import parameter, run_after, variable
 
-from h5regress import presets
+from h5regress import presets, proof
 from h5regress.checkbase import IOBenchmark, shell_word
 from h5regress.durability import DIRECT, READ_PAGE_CACHE
 
@@ -107,6 +107,14 @@ class fio_check(IOBenchmark):
 
     def row_data_bytes(self, p):
         return p['size'] * p['numjobs']
+
+    def expected_output(self, p):
+        """Each phase's files, one per job (fio's ``<name>.<job>.0``), each of the size
+        asked: the read phase's job lays its file out when it is not there."""
+        return proof.Expectation(tuple(
+            proof.FileSet(f"fio's {rw} files, one per job", f'seq{rw}.*.0',
+                          count=p['numjobs'], min_each=p['size'])
+            for rw in ('write', 'read')))
 
     @run_after('init')
     def check_file_state(self):

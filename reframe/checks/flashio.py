@@ -22,13 +22,19 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import (deferrable, fixture, parameter, sanity_function,
                                    variable)
 
-from h5regress import tools
+from h5regress import proof, tools
 from h5regress.builds import BuiltByFixture, KernelBuild
 from h5regress.checkbase import HDF5Benchmark, shell_word
 from h5regress.parsers import flashio
 
 SUMMARY = 'flashio.json'
 KINDS = {'checkpoint': 'checkpoint', 'plot': 'plotfile', 'corner': 'corner'}
+#: each kind's files (``flash_<api>_<name>_NNNN``, one per iteration)
+FILE_NAMES = {'checkpoint': 'chk', 'plot': 'plt_cnt', 'corner': 'plt_crn'}
+#: FLASH's fewest blocks per rank (80 + rank mod 3), when the row does not set them
+FLASH_MIN_BLOCKS = 80
+#: unknowns of a checkpoint block's zone, 8 bytes each
+CHECKPOINT_UNKNOWNS = 24
 
 
 class build_flashio(KernelBuild):
@@ -107,6 +113,17 @@ class flashio_base(HDF5Benchmark):
     def row_data_bytes(self, p):
         blocks = (p['blocks_per_rank'] or 81) * self.num_nodes * self.tasks_per_node
         return p['iterations'] * blocks * p['zones_per_block'] ** 3 * 24 * 8
+
+    def expected_output(self, p):
+        """One file per kind and iteration (``--keep``); a checkpoint holds at least
+        every rank's blocks of every unknown."""
+        blocks = (p['blocks_per_rank'] or FLASH_MIN_BLOCKS) * self.num_tasks
+        checkpoint = blocks * p['zones_per_block'] ** 3 * CHECKPOINT_UNKNOWNS * 8
+        return proof.Expectation(tuple(
+            proof.FileSet(f'FLASH-IO {KINDS[kind]} files, one per iteration',
+                          f'flash_{p["api"]}_{FILE_NAMES[kind]}_*', count=p['iterations'],
+                          min_each=checkpoint if kind == 'checkpoint' else 1)
+            for kind in p['files'].split(',')))
 
     def perf_table(self, p):
         return {f'{kind}_{metric}': (kind, metric, unit)

@@ -48,7 +48,7 @@ import reframe as rfm
 import reframe.utility.typecheck as typ
 from reframe.core.builtins import fixture, parameter, run_after, variable
 
-from h5regress import tools
+from h5regress import proof, tools
 from h5regress.builds import BuiltByFixture, Prebuilt, build_h5bench
 from h5regress.checkbase import HDF5Benchmark, shell_word
 from h5regress.durability import WRITE_FLUSH
@@ -318,6 +318,16 @@ class h5bench_pattern_base(h5bench_base):
                 f'{op}_metadata_time': (op, 'metadata_time', 's'),
                 f'{op}_size': (op, 'size', 'B')}
 
+    def expected_output(self, p):
+        """The data file (and the subfiling VFD's ``<file>.subfile_*`` beside it) with
+        every rank's particles of every time step; less where the row writes less
+        (compressed, strided, or particles drawn per rank)."""
+        exact = self.cfg.get('COMPRESS') != 'YES' and 'STDEV_DIM_1' not in self.cfg and \
+            self.cfg['FILE_PATTERN'] != 'STRIDED'
+        return proof.Expectation((proof.FileSet(
+            "h5bench's data file", f'{DATA_FILE}*',
+            min_total=self.row_data_bytes(p) if exact else 1),))
+
     @run_after('setup')
     def write_config_file(self):
         self.write_cfg(self.cfg_name, self.cfg, self.csv_name)
@@ -506,6 +516,11 @@ class h5bench_exerciser_base(h5bench_base):
                 'dataset_create_time': ('dataset_create', f'time_{largest}B', 's'),
                 'file_open_time': ('file_open', f'time_{largest}B', 's')}
 
+    def expected_output(self, p):
+        """The exerciser removes the file it made in the data directory: the directory
+        changed while it ran, and nothing is left."""
+        return proof.Expectation(nothing_else=True, changed=True)
+
     @run_after('setup')
     def in_data_dir(self):
         # the exerciser makes (and removes) its file in the working directory
@@ -564,6 +579,14 @@ class h5bench_metadata_base(h5bench_base):
 
     def command_options(self):
         return [os.path.join(self.stagedir, self.INI)]
+
+    def expected_output(self, p):
+        """hdf5_iotest's file: every rank's block of doubles of every array and step."""
+        s = self.settings()
+        data = 8 * int(s['steps']) * int(s['arrays']) * int(s['rows']) * \
+            int(s['columns']) * self.num_tasks
+        return proof.Expectation((proof.FileSet(
+            "hdf5_iotest's file", self.data_file, count=1, min_each=data),))
 
     def perf_table(self, p):
         return {'total_time': ('total', 'time', 's'),

@@ -24,7 +24,7 @@ import reframe.utility.sanity as sn
 from reframe.core.builtins import (deferrable, fixture, parameter, run_before,
                                    sanity_function, variable)
 
-from h5regress import tools
+from h5regress import proof, tools
 from h5regress.builds import BuiltByFixture, KernelBuild
 from h5regress.checkbase import HDF5Benchmark, shell_word
 from h5regress.parsers import h5paths
@@ -218,6 +218,14 @@ class h5paths_base(HDF5Benchmark):
         # are evicted (checked with mincore) before every read phase; when it cannot
         # evict, the parser's warning says so.
         return 0
+
+    def expected_output(self, p):
+        """The kernel's files (``--keep``); the compound and conversion paths' at least
+        every rank's records of 4 bytes or more."""
+        data = p['path'].startswith(('compound-', 'convert-'))
+        return proof.Expectation((proof.FileSet(
+            "h5paths' files", 'h5p_*',
+            min_total=p['elements'] * self.num_tasks * 4 if data else 1),))
 
     def perf_table(self, p):
         return {f'{phase}_{metric}': (phase, metric, unit)

@@ -33,7 +33,7 @@ import os
 import reframe as rfm
 from reframe.core.builtins import fixture, parameter, run_after, variable
 
-from h5regress import presets, runresults, tools
+from h5regress import presets, proof, runresults, tools
 from h5regress.builds import BuiltByFixture, Prebuilt, build_ior
 from h5regress.checkbase import CACHE_MARK, HDF5Benchmark
 from h5regress.parsers import ParseError
@@ -45,6 +45,8 @@ SUMMARY = 'ior.json'
 #: ``ior-read-<repetition>.json`` after it
 WRITE_SUMMARY = 'ior-write.json'
 READ_SUMMARY = 'ior-read.json'
+#: IOR's data file in the data directory (``ior.dat.<rank, 8 digits>`` with ``-F``)
+DATA_FILE = 'ior.dat'
 
 
 def read_summary(repetition: int) -> str:
@@ -193,16 +195,30 @@ class ior_base(HDF5Benchmark):
         return {f'{op}_{metric}': (op, metric, 'MiB/s') for op in ('write', 'read')
                 for metric in ('bw_mean', 'bw_max', 'bw_min', 'bw_std')}
 
+    def expected_output(self, p):
+        """IOR's file (``-k`` keeps it): one shared ``ior.dat`` of every rank's blocks,
+        or ``ior.dat.<rank>`` per rank (``-F``) of its own. Through HDF5 the file holds
+        more than the data (its metadata); a stonewalled write (``-D``) may end early."""
+        per_rank = 0 if p['stonewall'] else p['block_size'] * p['segments']
+        if p['layout'] == 'fpp':
+            return proof.Expectation((proof.FileSet(
+                "IOR's files, one per rank (-F)", f'{DATA_FILE}.*', count=self.num_tasks,
+                min_each=max(1, per_rank)),))
+        return proof.Expectation((proof.FileSet(
+            "IOR's shared file", DATA_FILE, count=1,
+            min_each=max(1, per_rank * self.num_tasks)),))
+
     @run_after('setup')
     def set_phases(self):
-        target = ['-o', os.path.join(self.data_dir, 'ior.dat')]
+        target = ['-o', os.path.join(self.data_dir, DATA_FILE)]
 
         def summary(name):
             return ['-O', 'summaryFormat=JSON', '-O', f'summaryFile={name}']
 
         if self.num_nodes > 1:
-            # -C: each node reads another node's data, not its own page cache
-            self.executable_opts = self.tool_options + ['-w', '-r'] + target + \
+            # -C: each node reads another node's data, not its own page cache; -k keeps
+            # the file for the listing (the proof of the work), the trap removes it after
+            self.executable_opts = self.tool_options + ['-w', '-r', '-k'] + target + \
                 summary(SUMMARY)
             self.output_files = [SUMMARY, 'stdout']
             return

@@ -37,7 +37,7 @@ import sys
 import reframe as rfm
 from reframe.core.builtins import fixture, parameter, run_after, variable
 
-from h5regress import flush, presets, tools
+from h5regress import flush, presets, proof, tools
 from h5regress.builds import BuiltByFixture, Prebuilt, build_macsio
 from h5regress.checkbase import HDF5Benchmark, shell_word
 from h5regress.durability import FSYNC, WRITE_FLUSH
@@ -145,6 +145,14 @@ class macsio_base(HDF5Benchmark):
     def row_data_bytes(self, p):
         return int(p['part_size'] * p['vars_per_part'] * p['avg_num_parts'] * self.num_tasks *
                    p['num_dumps'])
+
+    def expected_output(self, p):
+        """Its data files (``<filebase>_<hdf5|json>_...``) for every dump, holding at
+        least 90 % of the mesh's bytes unless compressed."""
+        tag = 'hdf5' if p['interface'] == 'hdf5' else 'json'
+        data = 0 if p['compression'] else int(0.9 * self.row_data_bytes(p))
+        return proof.Expectation((proof.FileSet(
+            "MACSio's data files", f'macsio_{tag}_*', min_total=max(1, data)),))
 
     def perf_table(self, p):
         return {'write_bw': ('write', 'bw', 'MiB/s'),

@@ -20,6 +20,7 @@ there is no manifest and no ``mdtest`` on PATH; ``mdtest_check`` then skips nami
 import reframe as rfm
 from reframe.core.builtins import fixture, parameter, run_after, variable
 
+from h5regress import proof
 from h5regress.builds import BuiltByFixture, Prebuilt, build_ior
 from h5regress.checkbase import IOBenchmark
 
@@ -71,6 +72,12 @@ class mdtest_base(IOBenchmark):
 
     def row_data_bytes(self, p):
         return p['items'] * p['write_bytes'] * self.num_tasks
+
+    def expected_output(self, p):
+        """mdtest removes every item it made (its remove phase): the proof it leaves is
+        the data directory changed while it ran (its tree made and removed there) and
+        nothing left behind. How many items it made only its output says."""
+        return proof.Expectation(nothing_else=True, changed=True)
 
     def perf_table(self, p):
         return {f'{op}_rate': (op, 'rate_mean', 'ops/s') for op in OPERATIONS}

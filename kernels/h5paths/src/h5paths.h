@@ -21,7 +21,7 @@
 #error "h5paths needs a parallel HDF5 (H5_HAVE_PARALLEL is not defined)"
 #endif
 
-#define H5PATHS_VERSION "1.1.0"
+#define H5PATHS_VERSION "1.2.0"
 /* the headers' version (H5_VERS_STR is newer than 1.10) */
 #define H5PATHS_STR2(x) #x
 #define H5PATHS_STR(x) H5PATHS_STR2(x)

@@ -7,6 +7,8 @@
  */
 #include "h5paths.h"
 
+#include <dlfcn.h>   /* dladdr: _GNU_SOURCE is set by CMakeLists.txt */
+
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -258,6 +260,7 @@ typedef struct {
     int nerr;                /* error lines of all ranks (rank 0) */
     char (*err)[512];
     char hdf5_version[32];
+    char hdf5_library[4096]; /* the libhdf5 this process loaded (dladdr), or "unknown" */
     char mpi_version[256];
     long long *file_bytes;   /* [nfiles], -1 if absent */
     int ok;
@@ -309,8 +312,11 @@ static int write_json(const run_t *r, const summary_t *s, long total_errors)
     }
     fprintf(f, "{\"tool\": \"h5paths\", \"kernel_version\": \"%s\", \"hdf5_version\": \"%s\", "
                "\"hdf5_version_source\": \"H5get_libversion\", \"hdf5_header_version\": \"%s\",\n"
-               "  \"mpi_library_version\": ",
+               "  \"hdf5_library\": ",
             H5PATHS_VERSION, s->hdf5_version, H5PATHS_HEADER_VERSION);
+    jstr(f, s->hdf5_library);
+    fprintf(f, ", \"hdf5_library_source\": \"dladdr(H5get_libversion)\",\n"
+               "  \"mpi_library_version\": ");
     jstr(f, s->mpi_version);
     fprintf(f, ",\n  \"mpi_ranks\": %d, \"status\": \"%s\", \"error_count\": %ld, \"errors\": [",
             g_size, s->ok ? "ok" : "failed", total_errors);
@@ -413,6 +419,12 @@ static void versions(summary_t *s)
     if (H5get_libversion(&maj, &min, &rel) < 0)
         h5p_error("H5get_libversion failed");
     snprintf(s->hdf5_version, sizeof s->hdf5_version, "%u.%u.%u", maj, min, rel);
+    /* the object H5get_libversion was resolved from: the library that really runs,
+     * whatever LD_PRELOAD or LD_LIBRARY_PATH did to the link-time choice */
+    Dl_info info;
+    snprintf(s->hdf5_library, sizeof s->hdf5_library, "%s",
+             dladdr((void *)H5get_libversion, &info) && info.dli_fname ? info.dli_fname
+                                                                       : "unknown");
     if (MPI_Get_library_version(s->mpi_version, &len) != MPI_SUCCESS) {
         snprintf(s->mpi_version, sizeof s->mpi_version, "unknown");
     } else {
