@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
+from h5regress import yamlfile
 
 #: the checkout the package runs from (see the module docstring)
 REPO = Path(__file__).resolve().parents[1]
@@ -77,12 +77,7 @@ def looks_arg(value: str | Sequence[int]) -> list[int]:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding='utf-8')) or {}
-    except OSError as err:
-        raise ConfigError(f'{path}: cannot read: {err}') from None
-    except yaml.YAMLError as err:
-        raise ConfigError(f'{path}: not valid YAML: {err}') from None
+    data = yamlfile.load(path, ConfigError) or {}
     if not isinstance(data, dict):
         raise ConfigError(f'{path}: top level must be a mapping')
     return data

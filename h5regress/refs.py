@@ -60,7 +60,7 @@ from typing import Any
 
 import yaml
 
-from h5regress import atomic, catalog
+from h5regress import atomic, catalog, yamlfile
 from h5regress import history as hist_mod
 from h5regress import stats
 from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
@@ -190,19 +190,7 @@ def validate(data: Any, fname: str) -> dict:
 
 
 def load_file(path: str | os.PathLike) -> dict:
-    path = Path(path)
-    try:
-        text = path.read_text(encoding='utf-8')
-    except OSError as err:
-        raise RefsError(f'{path}: cannot read: {err}') from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, 'problem_mark', None)
-        where = f' (line {mark.line + 1})' if mark is not None else ''
-        raise RefsError(f'{path}: not valid YAML{where}: '
-                        f'{getattr(err, "problem", None) or err}') from None
-    return validate(data, str(path))
+    return validate(yamlfile.load(path, RefsError), str(path))
 
 
 def reference_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
