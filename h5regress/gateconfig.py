@@ -37,6 +37,8 @@ REPO = Path(__file__).resolve().parents[1]
 CONFIG_FILE = REPO / 'ci' / 'gate.yaml'
 #: ReFrame's external reference files: the gate applies them, ``h5regress refs`` writes them
 REFERENCES_DIR = REPO / 'reframe' / 'config' / 'references'
+#: the ReFrame configuration of the checkout: its systems and partitions
+SETTINGS_FILE = REPO / 'reframe' / 'config' / 'settings.py'
 #: the checks: ``reference = {'$ref': ...}`` in each names the reference file it reads
 CHECKS_DIR = REPO / 'reframe' / 'checks'
 

@@ -36,7 +36,9 @@ Validation (``h5regress refs --check``, exit 4 naming the file, the key and the
 value): references finite and not negative, thresholds in range (also when any
 reader loads a file); every class a check that declares performance variables,
 every variable one it declares, every unit the one it reports them in
-(:class:`CheckVariables`, read from the checks with ``ast``).
+(:class:`CheckVariables`, read from the checks with ``ast``), every
+system or system:partition key (or pattern) one of the ReFrame configuration
+(``$RFM_CONFIG_FILES``, else ``reframe/config/settings.py``).
 
 Derivation (:func:`derive`): for every (class, index path, variable) the
 samples of the last ``window`` nights of history, degraded nights and
@@ -53,6 +55,7 @@ import dataclasses
 import math
 import os
 import re
+import runpy
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
@@ -64,7 +67,8 @@ from h5regress import atomic, catalog, yamlfile
 from h5regress import history as hist_mod
 from h5regress import stats
 from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
-from h5regress.gateconfig import CHECKS_DIR, REFERENCES_DIR, ConfigError, load_config
+from h5regress.gateconfig import (CHECKS_DIR, REFERENCES_DIR, SETTINGS_FILE, ConfigError,
+                                  load_config)
 
 
 class RefsError(ValueError):
@@ -759,11 +763,64 @@ def write(path: str | os.PathLike, data: Mapping[str, Any]) -> None:
     atomic.write_text(Path(path), dump(data))
 
 
+# ------------------------------------------------------------------ which systems
+def configured_partitions(files: Sequence[str | os.PathLike] | None = None) -> set[str]:
+    """``system:partition`` of every partition the ReFrame configuration defines: the
+    files of ``$RFM_CONFIG_FILES`` (the chain ``ci/run-suite`` and the nightly pass),
+    else ``reframe/config/settings.py``; each is run as ReFrame runs it. A file that
+    cannot be run is a :class:`RefsError` naming it."""
+    chain = files if files is not None else \
+        [f for f in os.environ.get('RFM_CONFIG_FILES', '').split(':') if f] or [SETTINGS_FILE]
+    out = set()
+    for path in chain:
+        try:
+            site = runpy.run_path(str(path)).get('site_configuration') or {}
+        except Exception as err:      # a site's file may fail in any way; say which
+            raise RefsError(f'{path}: cannot read the ReFrame configuration: {err}') from None
+        for system in site.get('systems') or ():
+            out.update(f"{system.get('name')}:{p.get('name')}"
+                       for p in system.get('partitions') or ())
+    return out
+
+
+def unknown_partitions(data: Mapping[str, Any], fname: str, partitions: set[str]) -> list[str]:
+    """Keys of a (well formed) reference mapping that stand for a system or a
+    system:partition and match none the configuration defines (a typo there leaves
+    every entry under it unused: ReFrame finds no reference for the partition)."""
+    systems = {p.split(':')[0] for p in partitions}
+    out = []
+    for klass, body in data.items():
+        levels = body.get('$index') or ['$scope']
+        nodes = [([klass], {k: v for k, v in body.items() if k != '$index'})]
+        for attr in levels:
+            known = {'$partition': partitions, '$system': systems,
+                     '$scope': partitions | systems | {'*'}}.get(attr)
+            for path, node in nodes:
+                out += [f'{fname}: key {_keypath(path + [k])!r}: no configured system:'
+                        f'partition {k!r} (configured: {", ".join(sorted(partitions))})'
+                        for k in node if known is not None and not _matches_any(k, known)]
+            nodes = [(path + [k], v) for path, node in nodes for k, v in node.items()
+                     if isinstance(v, dict)]
+    return out
+
+
+def _matches_any(key: Any, names: set[str]) -> bool:
+    if key in names:
+        return True
+    try:
+        return any(re.fullmatch(str(key), n) for n in names)
+    except re.error:
+        return False
+
+
 # ------------------------------------------------------------------ CLI
-def check_files(paths: Sequence[str], variables: CheckVariables | None = None) -> int:
+def check_files(paths: Sequence[str], variables: CheckVariables | None = None,
+                partitions: set[str] | None = None) -> int:
     """Validate reference files: well formed (finite, non-negative references,
-    thresholds in range), and every class, performance variable and unit one that
-    the checks declare (``variables``, by default from ``reframe/checks``). 0 when
+    thresholds in range), every class, performance variable and unit one that the
+    checks declare (``variables``, by default from ``reframe/checks``), and every
+    system:partition key one the configuration defines (``partitions``, by default
+    :func:`configured_partitions`). 0 when
     all are, else 4, naming the file, the key and the value of each problem."""
     files = reference_files(paths)
     if not files:
@@ -774,7 +831,9 @@ def check_files(paths: Sequence[str], variables: CheckVariables | None = None) -
     bad = 0
     for path in files:
         try:
-            problems = variables.problems(load_file(path), str(path))
+            data = load_file(path)
+            problems = variables.problems(data, str(path)) + unknown_partitions(
+                data, str(path), configured_partitions() if partitions is None else partitions)
         except RefsError as err:
             problems = [str(err)]
         for problem in problems:
@@ -815,8 +874,9 @@ def main_refs(argv: Sequence[str] | None = None) -> int:
     parser.add_argument('--dry-run', action='store_true', help='print, do not write')
     parser.add_argument('--check', nargs='+', metavar='PATH',
                         help='only validate these reference files or directories: well '
-                             'formed, finite non-negative references, and only classes, '
-                             'performance variables and units the checks declare (ReFrame '
+                             'formed, finite non-negative references, only classes, '
+                             'performance variables and units the checks declare, only '
+                             'configured system:partitions (ReFrame '
                              'itself only warns and drops the test of a malformed file)')
     args, code = parse_args(parser, argv)
     if args is None:
