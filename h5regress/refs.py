@@ -887,8 +887,7 @@ def main_refs(argv: Sequence[str] | None = None) -> int:
         cfg = load_config(args.config)
         hdir = hist_mod.resolve_dir(args.history, cfg)
         if hdir is None or not (hdir / 'nights').is_dir():
-            print(f'h5regress refs: error: no history at {hdir} (--history or '
-                  f'${hist_mod.ENV})', file=sys.stderr)
+            print(f'h5regress refs: error: {_no_history(hdir)}', file=sys.stderr)
             return EXIT_ERROR
         history = hist_mod.load(hdir)
         out_dir = Path(args.out) if args.out else REFERENCES_DIR
@@ -905,6 +904,16 @@ def main_refs(argv: Sequence[str] | None = None) -> int:
     if not files:
         print('no reference entries derived (no usable history)', file=sys.stderr)
     return _output(files, args.dry_run)
+
+
+def _no_history(hdir: Path | None) -> str:
+    """What is missing, and how to give it: the envelopes come from stored nights."""
+    how = ('the nights `h5regress gate --append-history` (and ci/nightly) stored; to '
+           'check the reference files without history: h5regress refs --check DIR')
+    if hdir is None:
+        return (f'no history directory given: pass --history DIR, set ${hist_mod.ENV} or '
+                f'"history:" in the gate config (--config), naming {how}')
+    return f'no history at {hdir} (no nights/ in it): --history names {how}'
 
 
 def _output(files: Mapping[Path, dict], dry_run: bool) -> int:

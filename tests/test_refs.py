@@ -351,3 +351,14 @@ def test_refs_check_takes_configured_partitions_systems_and_patterns(tmp_path, c
                      'local:default', 'ci-slurm:.*'))
     assert refs.main_refs(['--check', str(f)]) == 0, capsys.readouterr().err
     assert refs.check_files([str(f)], partitions={'other:part'}) == 4
+
+
+def test_refs_without_history_says_how_to_give_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv(history.ENV, raising=False)
+    assert refs.main_refs(['--out', str(tmp_path)]) == 4
+    err = capsys.readouterr().err
+    assert 'None' not in err
+    assert 'no history directory given: pass --history DIR, set $H5REGRESS_HISTORY' in err
+    assert 'h5regress refs --check DIR' in err
+    assert refs.main_refs(['--history', str(tmp_path / 'nothing'), '--out', str(tmp_path)]) == 4
+    assert f'no history at {tmp_path / "nothing"} (no nights/ in it)' in capsys.readouterr().err
