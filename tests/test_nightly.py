@@ -284,3 +284,18 @@ def test_help_prints_the_default_checks():
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert 'h5paths_check' in out.stdout
+
+
+@pytest.mark.parametrize('extra, named', [
+    (['--baseline-build', 'hdf5-1.14.1'], '--baseline-build would be ignored'),
+    (['--candidate-build', 'hdf5-1.15.0', '--baseline-build', 'hdf5-1.14.1'],
+     '--baseline-build and --candidate-build would be ignored'),
+])
+def test_stand_in_refuses_the_builds_it_would_ignore(capsys, extra, named):
+    """--stand-in runs its own builds: a --baseline-build/--candidate-build beside it was
+    silently ignored (issue 31); a usage error now, exit 4 as the nightly's others."""
+    from h5regress import nightly as nightly_mod
+    with pytest.raises(SystemExit) as err:
+        nightly_mod.parse_args(['--stand-in', *extra])
+    assert err.value.code == 4
+    assert named in capsys.readouterr().err
