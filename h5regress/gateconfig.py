@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
+from h5regress import yamlfile
 
 #: the checkout the package runs from (see the module docstring)
 REPO = Path(__file__).resolve().parents[1]
@@ -37,6 +37,8 @@ REPO = Path(__file__).resolve().parents[1]
 CONFIG_FILE = REPO / 'ci' / 'gate.yaml'
 #: ReFrame's external reference files: the gate applies them, ``h5regress refs`` writes them
 REFERENCES_DIR = REPO / 'reframe' / 'config' / 'references'
+#: the ReFrame configuration of the checkout: its systems and partitions
+SETTINGS_FILE = REPO / 'reframe' / 'config' / 'settings.py'
 #: the checks: ``reference = {'$ref': ...}`` in each names the reference file it reads
 CHECKS_DIR = REPO / 'reframe' / 'checks'
 
@@ -77,12 +79,7 @@ def looks_arg(value: str | Sequence[int]) -> list[int]:
 
 
 def _read(path: Path) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(path.read_text(encoding='utf-8')) or {}
-    except OSError as err:
-        raise ConfigError(f'{path}: cannot read: {err}') from None
-    except yaml.YAMLError as err:
-        raise ConfigError(f'{path}: not valid YAML: {err}') from None
+    data = yamlfile.load(path, ConfigError) or {}
     if not isinstance(data, dict):
         raise ConfigError(f'{path}: top level must be a mapping')
     return data

@@ -477,6 +477,20 @@ def _lock_for(path: pathlib.Path, data: dict) -> pathlib.Path | None:
     return None
 
 
+def tool_problem(tool_path: str) -> str | None:
+    """Why a tool's file cannot be run, or None: "does not exist", or "is not
+    readable/executable (...)" (a permission, on the file or a directory above it)."""
+    try:
+        os.stat(tool_path)
+    except FileNotFoundError:
+        return "does not exist"
+    except OSError as err:
+        return f"is not readable/executable ({err.strerror or err})"
+    if not os.access(tool_path, os.X_OK):
+        return "is not readable/executable (no execute permission for this user)"
+    return None
+
+
 def load(path=None, *, check_stale: bool = True, check_tools: bool = True) -> dict[str, Build]:
     """Read and validate a manifest; return {build id: Build}.
 
@@ -519,7 +533,9 @@ def load(path=None, *, check_stale: bool = True, check_tools: bool = True) -> di
     for build_id, b in data["builds"].items():
         if check_tools:
             for tool, tool_path in b["tools"].items():
-                if not os.path.exists(tool_path):
+                # a tool that is there but cannot be run is not a stale manifest: the
+                # checks of that tool say so (h5regress.tools.find), the others run
+                if tool_problem(tool_path) == "does not exist":
                     raise ManifestError(
                         f"{path}: build {build_id!r}: tool {tool!r} does not exist at {tool_path}"
                     )

@@ -625,6 +625,12 @@ def parse_args(argv):
         ap.error('--more-pairs must be at least 1')
     if args.inject_slowdown and not args.stand_in:
         ap.error('--inject-slowdown works on stand-in builds only')
+    given = [o for o, v in (('--baseline-build', args.baseline_build),
+                            ('--candidate-build', args.candidate_build)) if v]
+    if args.stand_in and given:
+        ap.error(f'--stand-in runs its own two builds (hdf5-standin-a, hdf5-standin-b): '
+                 f'{" and ".join(given)} would be ignored; drop {"them" if len(given) > 1 else "it"}'
+                 f' or --stand-in')
     try:
         args.config_files = config_files(args.config, '--config')
     except UsageError as err:

@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import yaml
-
+from h5regress import yamlfile
 from h5regress.parsers import base
 
 PRESETS_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -28,11 +27,7 @@ def parse_size(value: Any, where: str) -> int:
 
 
 def load(tool: str, path: str = PRESETS_FILE) -> dict[str, dict[str, Any]]:
-    try:
-        with open(path) as fp:
-            data = yaml.safe_load(fp)
-    except (OSError, yaml.YAMLError) as err:
-        raise PresetError(f'{path}: {err}') from None
+    data = yamlfile.load(path, PresetError)
     if not isinstance(data, dict) or not isinstance(data.get(tool), dict):
         raise PresetError(f'{path}: no presets for {tool!r} (top-level key {tool!r})')
     return data[tool]

@@ -36,7 +36,9 @@ Validation (``h5regress refs --check``, exit 4 naming the file, the key and the
 value): references finite and not negative, thresholds in range (also when any
 reader loads a file); every class a check that declares performance variables,
 every variable one it declares, every unit the one it reports them in
-(:class:`CheckVariables`, read from the checks with ``ast``).
+(:class:`CheckVariables`, read from the checks with ``ast``), every
+system or system:partition key (or pattern) one of the ReFrame configuration
+(``$RFM_CONFIG_FILES``, else ``reframe/config/settings.py``).
 
 Derivation (:func:`derive`): for every (class, index path, variable) the
 samples of the last ``window`` nights of history, degraded nights and
@@ -53,6 +55,7 @@ import dataclasses
 import math
 import os
 import re
+import runpy
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
@@ -60,11 +63,12 @@ from typing import Any
 
 import yaml
 
-from h5regress import atomic, catalog
+from h5regress import atomic, catalog, yamlfile
 from h5regress import history as hist_mod
 from h5regress import stats
 from h5regress.cmdline import EXIT_ERROR, GATE_CONFIG_HELP, ArgParser, parse_args
-from h5regress.gateconfig import CHECKS_DIR, REFERENCES_DIR, ConfigError, load_config
+from h5regress.gateconfig import (CHECKS_DIR, REFERENCES_DIR, SETTINGS_FILE, ConfigError,
+                                  load_config)
 
 
 class RefsError(ValueError):
@@ -190,19 +194,7 @@ def validate(data: Any, fname: str) -> dict:
 
 
 def load_file(path: str | os.PathLike) -> dict:
-    path = Path(path)
-    try:
-        text = path.read_text(encoding='utf-8')
-    except OSError as err:
-        raise RefsError(f'{path}: cannot read: {err}') from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, 'problem_mark', None)
-        where = f' (line {mark.line + 1})' if mark is not None else ''
-        raise RefsError(f'{path}: not valid YAML{where}: '
-                        f'{getattr(err, "problem", None) or err}') from None
-    return validate(data, str(path))
+    return validate(yamlfile.load(path, RefsError), str(path))
 
 
 def reference_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
@@ -771,11 +763,64 @@ def write(path: str | os.PathLike, data: Mapping[str, Any]) -> None:
     atomic.write_text(Path(path), dump(data))
 
 
+# ------------------------------------------------------------------ which systems
+def configured_partitions(files: Sequence[str | os.PathLike] | None = None) -> set[str]:
+    """``system:partition`` of every partition the ReFrame configuration defines: the
+    files of ``$RFM_CONFIG_FILES`` (the chain ``ci/run-suite`` and the nightly pass),
+    else ``reframe/config/settings.py``; each is run as ReFrame runs it. A file that
+    cannot be run is a :class:`RefsError` naming it."""
+    chain = files if files is not None else \
+        [f for f in os.environ.get('RFM_CONFIG_FILES', '').split(':') if f] or [SETTINGS_FILE]
+    out = set()
+    for path in chain:
+        try:
+            site = runpy.run_path(str(path)).get('site_configuration') or {}
+        except Exception as err:      # a site's file may fail in any way; say which
+            raise RefsError(f'{path}: cannot read the ReFrame configuration: {err}') from None
+        for system in site.get('systems') or ():
+            out.update(f"{system.get('name')}:{p.get('name')}"
+                       for p in system.get('partitions') or ())
+    return out
+
+
+def unknown_partitions(data: Mapping[str, Any], fname: str, partitions: set[str]) -> list[str]:
+    """Keys of a (well formed) reference mapping that stand for a system or a
+    system:partition and match none the configuration defines (a typo there leaves
+    every entry under it unused: ReFrame finds no reference for the partition)."""
+    systems = {p.split(':')[0] for p in partitions}
+    out = []
+    for klass, body in data.items():
+        levels = body.get('$index') or ['$scope']
+        nodes = [([klass], {k: v for k, v in body.items() if k != '$index'})]
+        for attr in levels:
+            known = {'$partition': partitions, '$system': systems,
+                     '$scope': partitions | systems | {'*'}}.get(attr)
+            for path, node in nodes:
+                out += [f'{fname}: key {_keypath(path + [k])!r}: no configured system:'
+                        f'partition {k!r} (configured: {", ".join(sorted(partitions))})'
+                        for k in node if known is not None and not _matches_any(k, known)]
+            nodes = [(path + [k], v) for path, node in nodes for k, v in node.items()
+                     if isinstance(v, dict)]
+    return out
+
+
+def _matches_any(key: Any, names: set[str]) -> bool:
+    if key in names:
+        return True
+    try:
+        return any(re.fullmatch(str(key), n) for n in names)
+    except re.error:
+        return False
+
+
 # ------------------------------------------------------------------ CLI
-def check_files(paths: Sequence[str], variables: CheckVariables | None = None) -> int:
+def check_files(paths: Sequence[str], variables: CheckVariables | None = None,
+                partitions: set[str] | None = None) -> int:
     """Validate reference files: well formed (finite, non-negative references,
-    thresholds in range), and every class, performance variable and unit one that
-    the checks declare (``variables``, by default from ``reframe/checks``). 0 when
+    thresholds in range), every class, performance variable and unit one that the
+    checks declare (``variables``, by default from ``reframe/checks``), and every
+    system:partition key one the configuration defines (``partitions``, by default
+    :func:`configured_partitions`). 0 when
     all are, else 4, naming the file, the key and the value of each problem."""
     files = reference_files(paths)
     if not files:
@@ -786,7 +831,9 @@ def check_files(paths: Sequence[str], variables: CheckVariables | None = None) -
     bad = 0
     for path in files:
         try:
-            problems = variables.problems(load_file(path), str(path))
+            data = load_file(path)
+            problems = variables.problems(data, str(path)) + unknown_partitions(
+                data, str(path), configured_partitions() if partitions is None else partitions)
         except RefsError as err:
             problems = [str(err)]
         for problem in problems:
@@ -826,8 +873,9 @@ def main_refs(argv: Sequence[str] | None = None) -> int:
     parser.add_argument('--dry-run', action='store_true', help='print, do not write')
     parser.add_argument('--check', nargs='+', metavar='PATH',
                         help='only validate these reference files or directories: well '
-                             'formed, finite non-negative references, and only classes, '
-                             'performance variables and units the checks declare (ReFrame '
+                             'formed, finite non-negative references, only classes, '
+                             'performance variables and units the checks declare, only '
+                             'configured system:partitions (ReFrame '
                              'itself only warns and drops the test of a malformed file)')
     args, code = parse_args(parser, argv)
     if args is None:
@@ -838,8 +886,7 @@ def main_refs(argv: Sequence[str] | None = None) -> int:
         cfg = load_config(args.config)
         hdir = hist_mod.resolve_dir(args.history, cfg)
         if hdir is None or not (hdir / 'nights').is_dir():
-            print(f'h5regress refs: error: no history at {hdir} (--history or '
-                  f'${hist_mod.ENV})', file=sys.stderr)
+            print(f'h5regress refs: error: {_no_history(hdir)}', file=sys.stderr)
             return EXIT_ERROR
         history = hist_mod.load(hdir)
         out_dir = Path(args.out) if args.out else REFERENCES_DIR
@@ -856,6 +903,16 @@ def main_refs(argv: Sequence[str] | None = None) -> int:
     if not files:
         print('no reference entries derived (no usable history)', file=sys.stderr)
     return _output(files, args.dry_run)
+
+
+def _no_history(hdir: Path | None) -> str:
+    """What is missing, and how to give it: the envelopes come from stored nights."""
+    how = ('the nights `h5regress gate --append-history` (and ci/nightly) stored; to '
+           'check the reference files without history: h5regress refs --check DIR')
+    if hdir is None:
+        return (f'no history directory given: pass --history DIR, set ${hist_mod.ENV} or '
+                f'"history:" in the gate config (--config), naming {how}')
+    return f'no history at {hdir} (no nights/ in it): --history names {how}'
 
 
 def _output(files: Mapping[Path, dict], dry_run: bool) -> int:

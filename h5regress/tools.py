@@ -42,6 +42,17 @@ class Tool:
     hdf5_prefix: str = ''
 
 
+def _runnable(tool: Tool) -> Tool:
+    """The tool, or :class:`ToolNotFound` saying why its file cannot be run (only the
+    checks of that tool are skipped)."""
+    from h5regress import manifest
+    problem = manifest.tool_problem(tool.path)
+    if problem:
+        raise ToolNotFound(f'{tool.name} of HDF5 build {tool.build!r} at {tool.path} '
+                           f'{problem}: fix its permissions or reinstall it')
+    return tool
+
+
 def _manifest_builds():
     from h5regress import manifest
     path = manifest.configured_path()
@@ -72,8 +83,8 @@ def find(name: str, build: str = PATH_BUILD, any_build: bool = False) -> Tool:
         if name not in b.tools:
             raise ToolNotFound(f'{name} is not installed for HDF5 build {build!r}: '
                                f'{HOW_TO_GET}')
-        return Tool(name, b.tools[name], build, 'spack-manifest', b.hdf5_commit,
-                    b.hdf5_version, b.spec_hash, b.prefix)
+        return _runnable(Tool(name, b.tools[name], build, 'spack-manifest', b.hdf5_commit,
+                              b.hdf5_version, b.spec_hash, b.prefix))
 
     path = shutil.which(name, path=os.environ.get('PATH'))
     if path is not None:
@@ -82,6 +93,6 @@ def find(name: str, build: str = PATH_BUILD, any_build: bool = False) -> Tool:
     # environment: any build's copy will do
     for build_id, b in sorted(((_manifest_builds() or {}) if any_build else {}).items()):
         if name in b.tools:
-            return Tool(name, b.tools[name], build_id, 'spack-manifest', b.hdf5_commit,
-                        b.hdf5_version, b.spec_hash, b.prefix)
+            return _runnable(Tool(name, b.tools[name], build_id, 'spack-manifest',
+                                  b.hdf5_commit, b.hdf5_version, b.spec_hash, b.prefix))
     raise ToolNotFound(f'{name} not found on PATH: {HOW_TO_GET}')

@@ -305,3 +305,56 @@ def test_the_kernel_on_a_full_file_system_exits_with_its_error_line(
     d = json.loads(summary.read_text())
     assert d['status'] == 'failed' and any('No space left on device' in e for e in d['errors'])
     assert list(full_fs.iterdir()) == []            # the files were removed
+
+
+@pytest.fixture(scope='module')
+def kernel_hdf5_1_14(tmp_path_factory):
+    """The kernel built from this tree against the Spack environment's HDF5 1.14 build."""
+    try:
+        builds = json.loads(manifest.default_path().read_text())['builds']
+    except (OSError, ValueError, KeyError):
+        pytest.skip('no Spack manifest (spack-env/manifest.json)')
+    prefixes = [b['hdf5']['prefix'] for b in builds.values()
+                if b['hdf5']['version'].startswith('1.14.')]
+    if not prefixes or not os.path.isdir(prefixes[0]):
+        pytest.skip('no HDF5 1.14 build in the Spack manifest')
+    build = tmp_path_factory.mktemp('h5paths-build-1.14')
+    for cmd in (['cmake', '-S', str(REPO / 'kernels' / 'h5paths'), '-B', str(build),
+                 '-DCMAKE_BUILD_TYPE=Release', f'-DHDF5_ROOT={prefixes[0]}',
+                 f'-DCMAKE_BUILD_RPATH={prefixes[0]}/lib'],
+                ['cmake', '--build', str(build), '-j', '2']):
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return build / 'h5paths'
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(bool(_missing()), reason=f'needs {", ".join(_missing())}')
+def test_the_metadata_path_on_a_full_file_system_ends_naming_enospc(
+        kernel_hdf5_1_14, full_fs, tmp_path):
+    """many-datasets filling the file system with HDF5 1.14.1 (2 MiB left of the 8 MiB
+    tmpfs): the kernel ends in seconds, exit 1, naming ENOSPC. Kernel 1.1.0 hung until the
+    time limit: HDF5's H5Fclose after the failed write left its ranks in different
+    collectives (a barrier of the metadata cache's sync point, the broadcast of
+    H5FD__mpio_truncate)."""
+    with open(full_fs / 'filler', 'wb') as fp:
+        os.posix_fallocate(fp.fileno(), 0, 6 * 1024 * 1024)
+    summary = tmp_path / 'h5paths.json'
+    proc = subprocess.Popen(
+        ['mpirun', '-np', '2', str(kernel_hdf5_1_14), '--path', 'many-datasets', '--libver',
+         'v110', '--elements', '16', '--objects', '15000', '--iterations', '2',
+         '--json', str(summary), str(full_fs / 'h5p_')],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env={**os.environ, 'OMPI_ALLOW_RUN_AS_ROOT': '1', 'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1',
+             'OMPI_MCA_rmaps_base_oversubscribe': '1', 'OMPI_MCA_io': 'ompio'})
+    try:
+        stdout, stderr = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        proc.communicate()
+        pytest.fail('the kernel on a full file system ran past 120 s (a hang)')
+    assert proc.returncode == 1, (proc.returncode, stderr[-3000:])
+    assert 'h5paths: FAILED' in stdout
+    assert re.search(r'^h5paths: ERROR .*No space left on device', stderr, re.M), stderr[-3000:]
+    assert json.loads(summary.read_text())['status'] == 'failed'
+    assert [p.name for p in full_fs.iterdir()] == ['filler']     # the file was removed

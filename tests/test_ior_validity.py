@@ -14,6 +14,7 @@ import functools
 import importlib.util
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -290,3 +291,40 @@ def test_without_a_drop_the_ior_reads_are_labelled_cached(tmp_path):
     assert any('mostly page cache' in w for w in warnings)
     assert write.provenance[runresults.CACHE_DEFEATED].startswith('fsync')
     assert not any('mostly page cache' in w for w in write.provenance['warnings'])
+
+
+# ------------------------------------------------------- nonsense -S values (issue 31)
+ROW = {'repetitions': 3, 'segments': 1, 'block_size': 8 << 20, 'transfer_size': 1 << 20,
+       'stonewall': 0, 'hdf5_chunk_size': 0}
+
+
+@pytest.mark.parametrize('change, said', [
+    ({'repetitions': 0}, 'ior_check.repetitions=0: IOR needs at least one repetition'),
+    ({'repetitions': -2}, 'ior_check.repetitions=-2'),
+    ({'segments': -1}, 'ior_check.segments=-1'),
+    ({'block_size': 0}, 'ior_check.block_size=0: the block size (-b) must be positive'),
+    ({'transfer_size': 3 << 20}, 'ior_check.block_size=8388608: the block size must be a '
+                                 'multiple of the transfer size (3145728)'),
+    ({'stonewall': -5}, 'ior_check.stonewall=-5'),
+    ({'hdf5_chunk_size': -1}, 'ior_check.hdf5_chunk_size=-1'),
+])
+def test_nonsense_row_values_are_refused_naming_the_variable(change, said):
+    checks = ior_checks()
+    checks.refuse_nonsense('ior_check', ROW)          # sensible values pass
+    with pytest.raises(ValueError) as err:
+        checks.refuse_nonsense('ior_check', {**ROW, **change})
+    assert said in str(err.value)
+
+
+def test_repetitions_zero_fails_the_test_in_its_setup_not_the_run(tmp_path):
+    """``-S ior_check.repetitions=0``: IOR 4 with ``-i 0`` corrupted its heap and hung
+    until the 15-minute time limit; the check now fails in its setup, naming the value,
+    and IOR never starts."""
+    path = path_with_tools('ior')
+    out = run_reframe(['-c', 'reframe/checks/ior.py', '-r', '-n',
+                       '^ior_check.*POSIX-independent-ssf', '-S', 'ior_check.repetitions=0'],
+                      tmp_path, env={'PATH': path}, timeout=300)
+    text = out.stdout + out.stderr
+    assert out.returncode != 0, text
+    assert re.search(r'Failing phase: setup', text), text[-3000:]
+    assert 'ior_check.repetitions=0: IOR needs at least one repetition' in text, text[-3000:]

@@ -565,3 +565,23 @@ def test_malformed_darshan_entry_names_the_key(env, tmp_path, edit, words):
         mf.load(path)
     for w in [BASELINE, *words]:
         assert w in str(e.value), (w, str(e.value))
+
+
+def test_an_unreadable_tool_stops_only_its_own_checks(env, monkeypatch):
+    """A tool whose file cannot be run (no permission) is named as such by the checks
+    of that tool (ToolNotFound: skipped), not "does not exist" for every check."""
+    from h5regress import tools
+
+    path = _written(env)
+    monkeypatch.setenv(mf.ENV_VAR, str(path))
+    ior = json.loads(path.read_text())["builds"][CANDIDATE]["tools"]["ior"]
+    os.chmod(ior, 0)
+    assert sorted(mf.load(path)) == [BASELINE, CANDIDATE]
+    assert tools.builds() == [BASELINE, CANDIDATE]
+    with pytest.raises(tools.ToolNotFound) as e:
+        tools.find("ior", CANDIDATE)
+    assert f"ior of HDF5 build '{CANDIDATE}' at {ior} is not readable/executable" \
+        in str(e.value)
+    assert "does not exist" not in str(e.value)
+    assert tools.find("ior", BASELINE).path != ior          # the other build's runs
+    assert tools.find("flash-io", CANDIDATE).path.endswith("/bin/flash-io")

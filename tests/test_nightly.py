@@ -333,3 +333,18 @@ def test_a_candidate_that_breaks_a_row_stops_the_loop_with_an_error(tmp_path, mo
     assert 'no candidate samples: 10 candidate run(s) failed' in result['error']
     err = capfd.readouterr().err
     assert re.search(r'look at 10 pairs: ERROR: .*no candidate samples: 10 candidate run', err)
+
+
+@pytest.mark.parametrize('extra, named', [
+    (['--baseline-build', 'hdf5-1.14.1'], '--baseline-build would be ignored'),
+    (['--candidate-build', 'hdf5-1.15.0', '--baseline-build', 'hdf5-1.14.1'],
+     '--baseline-build and --candidate-build would be ignored'),
+])
+def test_stand_in_refuses_the_builds_it_would_ignore(capsys, extra, named):
+    """--stand-in runs its own builds: a --baseline-build/--candidate-build beside it was
+    silently ignored (issue 31); a usage error now, exit 4 as the nightly's others."""
+    from h5regress import nightly as nightly_mod
+    with pytest.raises(SystemExit) as err:
+        nightly_mod.parse_args(['--stand-in', *extra])
+    assert err.value.code == 4
+    assert named in capsys.readouterr().err

@@ -325,8 +325,15 @@ def test_csv_units_are_1024_based_too():
     res = h5bench.parse_csv_results(text, 'output.csv')
     assert res['size'] == 1.5 * 1024 ** 3
     assert res['raw_rate'] == pytest.approx(0.5) and res['observed_rate'] == pytest.approx(2.0)
-    with pytest.raises(ParseError, match='not a number'):
+    with pytest.raises(ParseError, match="x.csv: unknown h5bench size unit 'parsecs'"):
         h5bench.parse_csv_results('metric, value, unit\ntotal size, 1.0, parsecs\n', 'x.csv')
+    # a rate in a unit h5bench does not print: the unit named, not "not a number"
+    with pytest.raises(ParseError) as err:
+        h5bench.parse_csv_results('metric, value, unit\nraw rate, 512.000, XB/s\n', 'x.csv')
+    assert "x.csv: unknown bandwidth unit 'XB/s' (row 'raw rate', value '512.000' XB/s)" \
+        == str(err.value)
+    with pytest.raises(ParseError, match="row 'ranks': value 'two' is not a number"):
+        h5bench.parse_csv_results('metric, value, unit\nranks, two, \n', 'x.csv')
 
 
 # -- what the figures include (durability labels), on the own real runs ------------

@@ -103,6 +103,9 @@ def test_modify_write_buf_applied_is_recorded():
     ('compound-same-full-fs', ['H5Fclose failed', 'No space left on device']),
     ('compound-same-full-fs-exit1', ['H5Dwrite(', 'the file system is full',
                                      'No space left on device']),
+    # kernel 1.1.1: the metadata path's full disk ends in seconds, exit 1, not a hang
+    ('many-datasets-full-fs-1.14-exit1', ['H5Dwrite(', 'the file system is full',
+                                          'No space left on device']),
     ('compound-reorder-verify-failure', ['verify read rank 0 index 10922 member z']),
     ('vds-1.10-hdf5-error', ['H5Dread(d, H5T_NATIVE_DOUBLE']),
 ])
@@ -115,6 +118,16 @@ def test_failures_are_refused_naming_the_cause(case, words):
     assert h5paths.unavailable(files) is None
     # whatever the exit code (the full file system's is a crash at MPI_Finalize)
     assert h5paths.error_line({k: v for k, v in files.items() if k != 'h5paths.json'})
+
+
+def test_a_full_disk_under_the_metadata_path_is_named_without_the_summary():
+    """The error line a run without its JSON summary gets names ENOSPC, not the failed call
+    or the launcher's words after it."""
+    files = case_files('many-datasets-full-fs-1.14-exit1')
+    del files['h5paths.json']
+    with pytest.raises(RunFailed, match='No space left on device'):
+        h5paths.parse(files)
+    assert 'No space left on device' in h5paths.error_line(files)
 
 
 def test_the_error_lines_without_the_summary_fail_the_run():

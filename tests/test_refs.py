@@ -323,3 +323,42 @@ def test_refs_out_to_a_read_only_directory_names_it(tmp_path, capsys, read_only_
     assert refs.main_refs(['--history', str(hdir), '--out', str(read_only_dir)]) == 4
     err = capsys.readouterr().err
     assert f'cannot write ior.yaml in {read_only_dir}' in err and 'Traceback' not in err
+
+
+# ------------------------------------------------------- unknown system:partition (issue 29)
+@pytest.mark.parametrize('text,key', [
+    (ior_entry("write_bw_mean: [300, -0.5, null, 'MiB/s']").replace('local:default',
+                                                                     'lcoal:default'),
+     'ior_check.lcoal:default'),
+    ("mdtest_check:\n  'locla':\n    file_stat_rate: [1, -0.5, null, ops/s]\n",
+     'mdtest_check.locla'),
+])
+def test_refs_check_refuses_a_partition_no_system_has(tmp_path, capsys, text, key):
+    f = tmp_path / 'x.yaml'
+    f.write_text(text)
+    assert refs.main_refs(['--check', str(f)]) == 4
+    err = capsys.readouterr().err
+    assert f"{f}: key '{key}': no configured system:partition" in err, err
+    assert 'local:default' in err      # what is configured
+
+
+def test_refs_check_takes_configured_partitions_systems_and_patterns(tmp_path, capsys):
+    f = tmp_path / 'x.yaml'
+    f.write_text("mdtest_check:\n  'local':\n    file_stat_rate: [1, -0.5, null, ops/s]\n"
+                 "  '*':\n    file_stat_rate: [1, -0.5, null, ops/s]\n"
+                 "  'ci-slurm:alloc':\n    file_stat_rate: [1, -0.5, null, ops/s]\n"
+                 + ior_entry("write_bw_mean: [300, -0.5, null, 'MiB/s']").replace(
+                     'local:default', 'ci-slurm:.*'))
+    assert refs.main_refs(['--check', str(f)]) == 0, capsys.readouterr().err
+    assert refs.check_files([str(f)], partitions={'other:part'}) == 4
+
+
+def test_refs_without_history_says_how_to_give_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv(history.ENV, raising=False)
+    assert refs.main_refs(['--out', str(tmp_path)]) == 4
+    err = capsys.readouterr().err
+    assert 'None' not in err
+    assert 'no history directory given: pass --history DIR, set $H5REGRESS_HISTORY' in err
+    assert 'h5regress refs --check DIR' in err
+    assert refs.main_refs(['--history', str(tmp_path / 'nothing'), '--out', str(tmp_path)]) == 4
+    assert f'no history at {tmp_path / "nothing"} (no nights/ in it)' in capsys.readouterr().err

@@ -372,6 +372,8 @@ def parse_csv_results(text: str, where: str) -> dict[str, Any]:
             elif metric in _CSV_KEYS:
                 key = _CSV_KEYS[metric]
                 out[key] = int(value) if key == 'ranks' else float(value)
+        except ParseError as err:   # a ValueError too: an unknown unit, named
+            raise ParseError(f'{err} (row {metric!r}, value {value!r} {unit})') from None
         except ValueError:
             raise ParseError(f'{where}: row {metric!r}: value {value!r} is not a number') \
                 from None

@@ -76,7 +76,11 @@ _UNAVAILABLE = re.compile(r'^h5paths: ERROR (\S+): not available in HDF5 (\S+)\s
 
 #: error lines of any output (a job's stdout and stderr), in order of what explains most:
 #: the kernel's own (naming the call), HDF5's stack, the system's, the MPI launcher's
-FAILURE_LINES = [(re.compile(r'^h5paths: ERROR '), 'the kernel failed'),
+#: the kernel's own line naming a system error first (a full disk: its statvfs line comes
+#: after the failed call's), then its first error line
+FAILURE_LINES = [(re.compile(r'^h5paths: ERROR .*(?:' + '|'.join(
+                     p.pattern for p, _ in SYSTEM_ERRORS) + ')'), 'the kernel failed'),
+                 (re.compile(r'^h5paths: ERROR '), 'the kernel failed'),
                  (_HDF5_ERROR, 'HDF5 reported an error'),
                  *SYSTEM_ERRORS,
                  (_KERNEL_ERROR, 'the kernel failed'),

@@ -49,6 +49,26 @@ READ_SUMMARY = 'ior-read.json'
 DATA_FILE = 'ior.dat'
 
 
+def refuse_nonsense(name: str, p: dict) -> None:
+    """Refuse, before anything runs, the row values IOR does not refuse itself (a
+    ValueError naming each ``-S`` variable and value; ReFrame fails the test in its
+    setup): IOR 4 with ``-i 0`` corrupts its heap and hangs to the time limit."""
+    problems = [f'{name}.{var}={p[var]}: {why}' for var, bad, why in (
+        ('repetitions', p['repetitions'] < 1, 'IOR needs at least one repetition (-i); '
+         'with 0 it corrupts its heap and hangs'),
+        ('segments', p['segments'] < 1, 'IOR needs at least one segment (-s)'),
+        ('block_size', p['block_size'] <= 0, 'the block size (-b) must be positive'),
+        ('transfer_size', p['transfer_size'] <= 0, 'the transfer size (-t) must be positive'),
+        ('block_size', p['transfer_size'] > 0 and p['block_size'] % p['transfer_size'] != 0,
+         f'the block size must be a multiple of the transfer size ({p["transfer_size"]})'),
+        ('stonewall', p['stonewall'] < 0, 'a stonewall deadline (-D) is 0 (off) or seconds'),
+        ('hdf5_chunk_size', p['hdf5_chunk_size'] < 0, 'a chunk size is 0 (contiguous) or '
+         'elements'),
+    ) if bad]
+    if problems:
+        raise ValueError('; '.join(problems))
+
+
 def read_summary(repetition: int) -> str:
     """Where the read execution of ``repetition`` (from 1) leaves its JSON summary."""
     return f'ior-read-{repetition}.json'
@@ -175,6 +195,7 @@ class ior_base(HDF5Benchmark):
         return params
 
     def row_options(self, p):
+        refuse_nonsense(type(self).__name__, p)
         hdf5 = p['api'] == 'HDF5'
         return (['-a', p['api'], '-b', str(p['block_size']), '-t', str(p['transfer_size']),
                  '-s', str(p['segments']), '-i', str(p['repetitions'])] +

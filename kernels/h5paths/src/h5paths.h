@@ -21,7 +21,9 @@
 #error "h5paths needs a parallel HDF5 (H5_HAVE_PARALLEL is not defined)"
 #endif
 
-#define H5PATHS_VERSION "1.2.0"
+/* 1.1.1: a full disk ends with its cause; 1.2.0: the loaded libhdf5 named (dladdr);
+ * 1.3.0: both (they were made side by side from 1.1.0) */
+#define H5PATHS_VERSION "1.3.0"
 /* the headers' version (H5_VERS_STR is newer than 1.10) */
 #define H5PATHS_STR2(x) #x
 #define H5PATHS_STR(x) H5PATHS_STR2(x)
@@ -108,6 +110,7 @@ typedef struct {
 extern int g_rank, g_size;
 extern long g_errors;
 extern int g_nkept;
+extern int g_abandoned;        /* a file left open after a failed write: no MPI_Finalize */
 extern int g_node_leader;      /* lowest rank of its node: evicts the page cache */
 extern char g_kept[MAX_ERRORS_KEPT][512];
 void h5p_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

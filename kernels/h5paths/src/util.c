@@ -20,6 +20,7 @@ int g_rank = 0, g_size = 1;
 long g_errors = 0;
 int g_nkept = 0;
 int g_node_leader = 1;
+int g_abandoned = 0;
 char g_kept[MAX_ERRORS_KEPT][512];
 
 static void keep_error(const char *msg)
@@ -85,33 +86,63 @@ int any_errors(void)
     return total != 0;
 }
 
-/* Close a file this run writes, on every rank, on the success and on the failure
- * path alike (its collective calls must match across ranks).  When any rank has
- * failed, rank 0 first empties the file: after a failed write on a full file
- * system (ENOSPC) H5Fclose's metadata flush fails too, and HDF5 1.10.8 then keeps
- * a file ID whose file it already freed, which crashes MPI_Finalize (segfault in
- * H5F__close_cb) -- the run would end on a signal instead of its error line.  The
- * file is of no use then (and is removed at the end).  Returns -1 on every rank
- * when any rank failed. */
-int close_written_file(hid_t *fid, const char *path)
+/* The sum of every rank's errors, collective.  A rank that has failed waits for
+ * the others at most AGREE_WAIT_S: after a failed write one rank can be left inside
+ * a collective HDF5 call (a metadata cache sync point of H5Dcreate2) that the failed
+ * rank never enters, and both would wait until the job's time limit.  Then the run
+ * is ended with MPI_Abort, its error lines already printed. */
+#define AGREE_WAIT_S 60.0
+static long agree_errors(const char *path)
 {
     long total = 0;
+    int done = 0;
+    MPI_Request req;
+    if (MPI_Iallreduce(&g_errors, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD, &req) !=
+        MPI_SUCCESS)
+        return 1;
+    for (double t0 = MPI_Wtime(); !done;) {
+        if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return 1;
+        if (!done && g_errors && MPI_Wtime() - t0 > AGREE_WAIT_S) {
+            h5p_error("%s: the other ranks did not reach the close after this rank failed "
+                      "(%.0f s: they wait in a collective HDF5 call); ending the run with "
+                      "MPI_Abort", path, AGREE_WAIT_S);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+    }
+    return total;
+}
+
+/* Close a file this run writes, on every rank, on the success and on the failure
+ * path alike (its collective calls must match across ranks).  When any rank has
+ * failed the file is NOT closed: after a failed parallel write HDF5's close flushes
+ * its metadata cache, the flush fails on one rank and not the other, and the ranks
+ * then wait in different collectives (1.14.1, a full file system: one rank in
+ * H5AC__run_sync_point's barrier, the other in H5FD__mpio_truncate's broadcast,
+ * until the time limit); a close that fails instead leaves a freed file's ID that
+ * crashes MPI_Finalize (1.10.8, 1.14.1: segfault in H5F__close_cb).  The file is
+ * abandoned (g_abandoned: main exits without MPI_Finalize once the summary is
+ * written), emptied by rank 0 to give the space back, and removed at the end.
+ * Returns -1 on every rank when any rank failed. */
+int close_written_file(hid_t *fid, const char *path)
+{
+    long total = agree_errors(path);
     herr_t rc = 0;
-    if (MPI_Allreduce(&g_errors, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS)
-        total = 1;
     if (total) {
         struct statvfs fs;
-        /* the failed write's cause, when it is a full file system: HDF5 1.10.8's
-         * error stack says only "file write failed", and Open MPI's own ENOSPC line
-         * came from the metadata flush of the close that this function avoids */
-        if (g_rank == 0 && *fid >= 0 && statvfs(path, &fs) == 0 && fs.f_bavail == 0)
+        /* the failed write's cause, when it is a full file system: HDF5's error stack
+         * says only "file write failed" */
+        if ((g_rank == 0 || g_errors) && statvfs(path, &fs) == 0 && fs.f_bavail == 0)
             h5p_error("%s: the file system is full after the failed write (statvfs: 0 of "
                       "%llu blocks available): %s", path, (unsigned long long)fs.f_blocks,
                       strerror(ENOSPC));
         if (g_rank == 0 && *fid >= 0 && truncate(path, 0) != 0)
-            fprintf(stderr, "h5paths: note: emptying %s before its close after a failure: "
-                    "%s\n", path, strerror(errno));
-        MPI_Barrier(MPI_COMM_WORLD);
+            fprintf(stderr, "h5paths: note: emptying %s after a failure: %s\n", path,
+                    strerror(errno));
+        if (*fid >= 0)
+            g_abandoned = 1;
+        *fid = -1;
+        return -1;
     }
     if (*fid >= 0) {
         hid_t f = *fid;
@@ -119,9 +150,7 @@ int close_written_file(hid_t *fid, const char *path)
         if ((rc = H5Fclose(f)) < 0)
             h5p_error("H5Fclose(%s) failed", path);
     }
-    /* failed on every rank when any rank failed: the callers' next collective call
-     * (the next file's H5Fcreate) must not wait for a rank that gave up */
-    return rc < 0 || total ? -1 : 0;
+    return rc < 0 ? -1 : 0;
 }
 
 long long rank_offset(long long per_rank)
