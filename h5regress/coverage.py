@@ -463,18 +463,30 @@ def blind_spot_line(changed: Sequence[ChangedFunction], limit: int = 8) -> str:
     return line
 
 
+def row_name(test: str) -> str:
+    """A test's name without its HDF5 build: how a night's rows and a map's rows meet."""
+    return ' '.join(t for t in test.split() if not t.startswith('%hdf5_build='))
+
+
 def night_section(cmap_path: pathlib.Path, repo: str, baseline_commit: str | None,
-                  candidate_commit: str | None) -> dict:
+                  candidate_commit: str | None, tests: Iterable[str] = ()) -> dict:
     """The coverage part of a night's result: the functions the candidate changes since
-    the baseline, those tonight's rows execute (by the map of a coverage build of the
-    candidate's commit) and the blind spots; ``available: False`` with the reason
-    when it cannot be said."""
+    the baseline, those tonight's rows (``tests``; every row of the map without them)
+    execute by the map of a coverage build of the candidate's commit, and the blind
+    spots; ``available: False`` with the reason when it cannot be said."""
     try:
         cmap = CoverageMap.from_json(cmap_path.read_text(), str(cmap_path))
     except OSError as err:
         return {'available': False, 'reason': f'coverage map {cmap_path}: {err.strerror}'}
     except CoverageError as err:
         return {'available': False, 'reason': str(err)}
+    tonight = {row_name(t) for t in tests}
+    if tonight:
+        rows = {r: hs for r, hs in cmap.rows.items() if row_name(r) in tonight}
+        if not rows:
+            return {'available': False, 'reason': f'the coverage map {cmap_path} has none of '
+                                                  f"tonight's {len(tonight)} row(s)"}
+        cmap = dataclasses.replace(cmap, rows=rows)
     if not (baseline_commit and candidate_commit):
         return {'available': False, 'reason': 'the night has no commit of one build'}
     if cmap.commit and cmap.commit != candidate_commit:
@@ -488,6 +500,7 @@ def night_section(cmap_path: pathlib.Path, repo: str, baseline_commit: str | Non
     except CoverageError as err:
         return {'available': False, 'reason': str(err)}
     return {'available': True, 'map': str(cmap_path), 'line': blind_spot_line(changed),
+            'rows': sorted(cmap.rows),
             'changed': len(changed), 'executed': sum(1 for c in changed if c.rows),
             'not_exercised': [f'{c.file}:{c.name}' for c in changed if not c.rows],
             'functions': [dataclasses.asdict(c) for c in changed]}

@@ -774,7 +774,8 @@ def add_coverage(args) -> None:
     else:
         result['coverage'] = coverage.night_section(
             args.coverage_map, repo, result.get('baseline_commit'),
-            result.get('candidate_commit'))
+            result.get('candidate_commit'),
+            [m['test'] for m in result.get('metrics', []) if m.get('test')])
     log(report.blind_spot_text(result))
     with uninterrupted():
         atomic.write_text(gate_json, gate.dumps(result))

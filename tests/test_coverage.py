@@ -264,3 +264,19 @@ def test_the_nightly_puts_the_blind_spot_line_into_its_result_and_report(tmp_pat
     args.coverage_repo = 'https://example.invalid/hdf5.git'
     nightly.add_coverage(args)
     assert 'is not a local clone' in written[1]['coverage']['reason']
+
+
+def test_the_night_counts_only_its_own_rows_of_the_map(tmp_path):
+    repo, good, bad = _two_commit_repo(tmp_path)
+    hit = [coverage.FunctionHit('src/H5x.c', 'f1', 1, 1, 1)]
+    cmap = coverage.CoverageMap('hdf5-x-cov', {
+        'c %hdf5_build=hdf5-x-cov %benchmark=a': hit,
+        'c %hdf5_build=hdf5-x-cov %benchmark=b': []},
+        [coverage.FunctionExtent('src/H5x.c', 'f1', 5, 8)], bad)
+    path = tmp_path / 'map.json'
+    path.write_text(cmap.to_json())
+    on_a = coverage.night_section(path, str(repo), good, bad, ['c %hdf5_build=hdf5-x %benchmark=a'])
+    on_b = coverage.night_section(path, str(repo), good, bad, ['c %hdf5_build=hdf5-x %benchmark=b'])
+    assert (on_a['executed'], on_b['executed']) == (1, 0)
+    none = coverage.night_section(path, str(repo), good, bad, ['d %benchmark=a'])
+    assert not none['available'] and "none of tonight's 1 row(s)" in none['reason']

@@ -5,9 +5,12 @@
  * summary, the clean-up of the files and the exit status (0 ok, 1 failed,
  * 2 usage error or path not available in this build / no MPI-IO twin).
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE   /* dladdr and Dl_info (dlfcn.h) */
+#endif
 #include "h5paths.h"
 
-#include <dlfcn.h>   /* dladdr: _GNU_SOURCE is set by CMakeLists.txt */
+#include <dlfcn.h>
 
 #include <errno.h>
 #include <getopt.h>
