@@ -452,15 +452,23 @@ def prone_report(repo: str, commits: Sequence[Mapping[str, str]], cmap: Coverage
 
 
 def blind_spot_line(changed: Sequence[ChangedFunction], limit: int = 8) -> str:
-    """One line for a report's first screen."""
+    """One line for a report's first screen: the missed functions by name when there are
+    few, else the source files with the most of them."""
     executed = [c for c in changed if c.rows]
-    missing = [f'{c.name} ({c.file})' for c in changed if not c.rows]
+    missing = [c for c in changed if not c.rows]
     line = (f'this candidate changes {len(changed)} HDF5 function(s) since the baseline; '
             f"tonight's rows execute {len(executed)} of them")
-    if missing:
-        more = f', and {len(missing) - limit} more' if len(missing) > limit else ''
-        line += f'; not exercised: {", ".join(missing[:limit])}{more}'
-    return line
+    if len(missing) <= limit:
+        names = [f'{c.name} ({c.file})' for c in missing]
+    else:
+        per_file: dict[str, int] = {}
+        for c in missing:
+            per_file[c.file] = per_file.get(c.file, 0) + 1
+        top = sorted(per_file.items(), key=lambda kv: (-kv[1], kv[0]))
+        names = [f'{n} in {f}' for f, n in top[:limit]]
+        if len(top) > limit:
+            names.append(f'{sum(n for _, n in top[limit:])} in {len(top) - limit} other files')
+    return line + (f'; not exercised: {", ".join(names)}' if names else '')
 
 
 def row_name(test: str) -> str:

@@ -280,3 +280,10 @@ def test_the_night_counts_only_its_own_rows_of_the_map(tmp_path):
     assert (on_a['executed'], on_b['executed']) == (1, 0)
     none = coverage.night_section(path, str(repo), good, bad, ['d %benchmark=a'])
     assert not none['available'] and "none of tonight's 1 row(s)" in none['reason']
+
+
+def test_many_blind_spots_are_counted_by_source_file():
+    changed = [coverage.ChangedFunction(f'src/H5{f}.c', f'g{i}', ()) for f, n in
+               (('D', 5), ('T', 3), ('S', 2)) for i in range(n)]
+    line = coverage.blind_spot_line(changed, limit=2)
+    assert line.endswith('not exercised: 5 in src/H5D.c, 3 in src/H5T.c, 2 in 1 other files')
