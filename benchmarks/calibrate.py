@@ -40,6 +40,9 @@ It measures and prints; it asserts nothing. Sections:
    consecutive nights of 20 (real nights, as they ran) and nights resampled
    from its pairs, gated at 20 pairs and through the rerun loop. Its A/A pair
    log-ratios are also a noise model (``pairs``) of sections 1 and 2.
+8. ``--only-lost-pair``: the loop 10/15/20 whose last look lost one pair to a
+   failed run, judged at the level of the planned look below its pairs (the
+   rule before issue 25) and on the pairs reached: FAIL and PASS rates.
 
 Noise models: log-normal with the CV measured for IOR HDF5 writes on this VM
 (8 %) and on a parallel file system (10 %); ``shared`` (half the variance
@@ -53,6 +56,7 @@ Usage: python3 benchmarks/calibrate.py [--reps 4000] [--quick] [--real]
                                       [--only-table | --no-table] [--table-nights N]
                                       [--full] [--margin-confidence C]
                                       [--consistency-level L] [--no-modes]
+                                      [--only-lost-pair]
 """
 
 from __future__ import annotations
@@ -219,6 +223,62 @@ def section_table(cfg: dict, nights: int, seed: int, quick_models: bool = False)
                 print(f'{label:<34}{ratio:>6.2f}  {design:<16}{r["FAIL"]:>8.2%}'
                       f'{r["PASS"]:>8.1%}{r["INCONCLUSIVE"]:>8.1%}{r["slower"]:>8.1%}'
                       f'{r["pairs"]:>7.1f}', flush=True)
+
+
+# ------------------------------------------------- a pair lost at the cap (issue 25)
+def _planned_look_level(n, looks, alpha, rho=stats.SPENDING_RHO, pairs_run=None):
+    """The rule before issue 25: the level of the last planned look at or below ``n``
+    (a metric with 19 of 20 pairs was judged at the 15-pair look's level)."""
+    if not looks:
+        return alpha
+    levels = stats.sequential_levels(tuple(looks), alpha, rho)
+    return levels[max([0] + [i for i, planned in enumerate(looks) if n >= planned])]
+
+
+def lost_pair_night(noise: Noise, ratio: float, lost_at_cap: int) -> tuple[str, int]:
+    """The loop 10/15/20 of one metric whose last look has ``lost_at_cap`` pairs fewer
+    than the cap (failed runs), judged by ``compare_pairs`` and ``decide`` with the
+    pairs the loop has run."""
+    base: list[float] = []
+    cand: list[float] = []
+    for k in LOOKS:
+        final = k == LOOKS[-1]
+        while len(base) < k - (lost_at_cap if final else 0):
+            a, b = noise.pair()
+            base.append(a)
+            cand.append(b * ratio)
+        comp, _ = gate.compare_pairs(base, cand, True, CFG, None)
+        verdict, _ = gate.decide(comp, comp.p_worse, CFG, LOOKS, pairs_run=k)
+        if verdict != 'INCONCLUSIVE':
+            break
+    return verdict, len(base)
+
+
+def section_lost_pair(nights: int, seed: int) -> None:
+    """Issue 25, item 3: a loop whose last look lost one pair, judged at the level of
+    the last planned look below its pairs (before) and on the pairs reached (now)."""
+    print(f'\n== 8. One pair lost at the cap: the loop {LOOKS}, the last look with '
+          f'{LOOKS[-1] - 1} pairs; one gated metric, {nights} nights per cell')
+    print(f'{"noise":<20}{"ratio":>6}{"pairs at cap":>14}{"rule":>18}{"FAIL":>8}{"PASS":>8}')
+    rng = random.Random(seed)
+    cells = (('lognormal CV 8%', Noise('lognormal', 0.08, rng=rng), (1.0, 0.90)),
+             ('lognormal CV 5%', Noise('lognormal', 0.05, rng=rng), (1.0,)),
+             ('heavy tail CV 8%', Noise('heavy', 0.08, rng=rng), (1.0,)))
+    rules = (('before (planned)', _planned_look_level), ('pairs reached', stats.look_level))
+    for label, noise, ratios in cells:
+        for ratio in ratios:
+            for lost in (0, 1):
+                for rule, fn in rules:
+                    if lost == 0 and fn is _planned_look_level:
+                        continue                     # the same levels without a lost pair
+                    saved, stats.look_level = stats.look_level, fn
+                    try:
+                        got = [lost_pair_night(noise, ratio, lost)[0] for _ in range(nights)]
+                    finally:
+                        stats.look_level = saved
+                    print(f'{label:<20}{ratio:>6.2f}{LOOKS[-1] - lost:>14}{rule:>18}'
+                          f'{got.count("FAIL") / nights:>8.2%}'
+                          f'{got.count("PASS") / nights:>8.1%}', flush=True)
 
 
 # ------------------------------------------------------------ with history
@@ -559,6 +619,8 @@ def main() -> int:
                     help='override history_variance.consistency_level '
                          f'({CFG["history_variance"]["consistency_level"]})')
     ap.add_argument('--no-modes', action='store_true', help='turn the two-mode check off')
+    ap.add_argument('--only-lost-pair', action='store_true',
+                    help='run only section 8 (one pair lost at the cap, issue 25)')
     args = ap.parse_args()
     if args.margin_confidence is not None:
         CFG['margin_confidence'] = args.margin_confidence
@@ -568,6 +630,9 @@ def main() -> int:
         CFG['modes']['enabled'] = False
     reps = 600 if args.quick else args.reps
     rng = random.Random(args.seed)
+    if args.only_lost_pair:
+        section_lost_pair(600 if args.quick else args.table_nights, args.seed)
+        return 0
     if not args.no_table:
         t0 = time.perf_counter()
         section_table(CFG, 4000 if args.full else args.table_nights, args.seed, args.quick)

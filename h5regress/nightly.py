@@ -510,6 +510,7 @@ def gate_once(baseline: str, candidate: str, args, final: bool) -> int:
     cmd = ['--perflogs', str(attempt_perflogs(args)), '--attempt', args.attempt,
            '--baseline', baseline,
            '--candidate', candidate, '--looks', ','.join(map(str, looks(args))),
+           '--pairs-run', str(args.pairs_run),
            '--night', args.night,
            '--json', str(args.out / 'gate.json')]
     if args.history:
