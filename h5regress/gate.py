@@ -22,7 +22,10 @@ Roles (rules in ``ci/gate.yaml``, the one place of the gate's configuration: see
 Per gated metric (see :mod:`h5regress.stats`): log performance ratios of the
 pairs, Wilcoxon signed-rank p-value (one-sided, slowdown) and Hodges-Lehmann
 estimate with its exact 95 % interval; Benjamini-Hochberg across the night's
-gated metrics.
+gated metrics. With 10-14 pairs (``tonight_t_test``) and no usable history,
+Student's t test on the pair log-ratios instead (``method: student-t``): the
+exact test's p cannot go below 2^-n, so at the loop's first look no slowdown
+of a night of several metrics could FAIL.
 
 Two modes (``modes`` in the config): when the baseline's runs and the
 candidate's each fall in two modes (runs landing near one of two levels, as
@@ -57,7 +60,7 @@ Verdicts (:func:`decide`), with m = margin (5 %), alpha the FDR level (1 %):
 
 With ``--looks 10,15,20`` (the pair counts at which the nightly's rerun loop
 gates), a FAIL at look k needs q <= the k-th level of an alpha-spending
-boundary (:func:`h5regress.stats.sequential_levels`: alpha * (n_k/n_K)^3
+boundary (:func:`h5regress.stats.sequential_levels`: alpha * (n_k/n_K)^2
 spent by look k, exact under the normal approximation), and a PASS the lower
 bound at the k-th level of the same spending of 2.5 %: a strong, early
 regression (or a clear PASS) stops the reruns, and the whole loop keeps the
@@ -488,7 +491,9 @@ def compare_pairs(base: Sequence[float], cand: Sequence[float], higher_is_better
     says nothing about HDF5 until the modes' distance is taken out), and the
     signed-rank test judges those. Otherwise the pooled-t test with the
     history's variance when tonight's spread agrees with it
-    (:func:`_variance_choice`), else the signed-rank test.
+    (:func:`_variance_choice`), else, on tonight's pairs alone, Student's t test
+    in the range of pairs of ``tonight_t_test`` (:func:`h5regress.stats.student_t`)
+    and the signed-rank test outside it.
     """
     sign = 1.0 if higher_is_better else -1.0
     lb = [sign * math.log(v) for v in base]
@@ -512,6 +517,13 @@ def compare_pairs(base: Sequence[float], cand: Sequence[float], higher_is_better
     info['variance'] = var
     if var['source'] == 'history':
         return stats.pooled_t(d, pooled, confidence), info
+    tt = cfg['tonight_t_test']
+    if int(tt['min_pairs']) <= len(d) < int(tt['below_pairs']):
+        # an exact test of signs cannot FAIL a night of several metrics at a first look
+        # (its p >= 2^-n; see stats.student_t): Student's t on tonight's own pairs
+        var['note'] = (var['note'].replace('signed-rank test', 'Student t test')
+                       + f' ({tt["min_pairs"]} to {int(tt["below_pairs"]) - 1} pairs)')
+        return stats.student_t(d, confidence), info
     return stats.signed_rank(d, confidence), info
 
 
