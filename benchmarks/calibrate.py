@@ -47,6 +47,14 @@ It measures and prints; it asserts nothing. Sections:
    the gate's (only when each build agrees with them): FAIL, PASS, "slower", how
    often the runs were measured from their modes. ``--share-level`` and
    ``--centre-tolerance`` override ``modes`` in ``ci/gate.yaml``.
+9. ``--only-lost-pair``: the loop 10/15/20 whose last look lost one pair to a
+   failed run, judged at the level of the planned look below its pairs (the
+   rule before issue 25) and on the pairs reached: FAIL and PASS rates.
+10. ``--only-first-look``: nights of 12 gated metrics without history (and one
+   row noisier than its history), the loop 10/15/20, per design of the test of
+   tonight's pairs and the spending: the loop's A/A false FAIL per night, a
+   1.5x and a 1.25x slowdown FAILed at the first look, a 10 % one within 20
+   pairs, over normal, t(3), outlier-run, two-mode and shared-pair noise.
 
 Noise models: log-normal with the CV measured for IOR HDF5 writes on this VM
 (8 %) and on a parallel file system (10 %); ``shared`` (half the variance
@@ -62,6 +70,7 @@ Usage: python3 benchmarks/calibrate.py [--reps 4000] [--quick] [--real]
                                       [--consistency-level L] [--no-modes]
                                       [--only-modes] [--modes-nights N]
                                       [--share-level P] [--centre-tolerance T]
+                                      [--only-lost-pair] [--only-first-look]
 """
 
 from __future__ import annotations
@@ -275,6 +284,165 @@ def section_modes(cfg: dict, nights: int, seed: int) -> None:
                       f'{b["slower"]:>7.1%}{b["centred"]:>8.0%} |{a["FAIL"]:>12.1%}'
                       f'{a["PASS"]:>7.1%}{a["slower"]:>7.1%}{a["centred"]:>8.0%}'
                       f'{a["pairs"]:>6.1f}', flush=True)
+# ------------------------------------------------- a pair lost at the cap (issue 25)
+def _planned_look_level(n, looks, alpha, rho=stats.SPENDING_RHO, pairs_run=None):
+    """The rule before issue 25: the level of the last planned look at or below ``n``
+    (a metric with 19 of 20 pairs was judged at the 15-pair look's level)."""
+    if not looks:
+        return alpha
+    levels = stats.sequential_levels(tuple(looks), alpha, rho)
+    return levels[max([0] + [i for i, planned in enumerate(looks) if n >= planned])]
+
+
+def lost_pair_night(noise: Noise, ratio: float, lost_at_cap: int) -> tuple[str, int]:
+    """The loop 10/15/20 of one metric whose last look has ``lost_at_cap`` pairs fewer
+    than the cap (failed runs), judged by ``compare_pairs`` and ``decide`` with the
+    pairs the loop has run."""
+    base: list[float] = []
+    cand: list[float] = []
+    for k in LOOKS:
+        final = k == LOOKS[-1]
+        while len(base) < k - (lost_at_cap if final else 0):
+            a, b = noise.pair()
+            base.append(a)
+            cand.append(b * ratio)
+        comp, _ = gate.compare_pairs(base, cand, True, CFG, None)
+        verdict, _ = gate.decide(comp, comp.p_worse, CFG, LOOKS, pairs_run=k)
+        if verdict != 'INCONCLUSIVE':
+            break
+    return verdict, len(base)
+
+
+def section_lost_pair(nights: int, seed: int) -> None:
+    """Issue 25, item 3: a loop whose last look lost one pair, judged at the level of
+    the last planned look below its pairs (before) and on the pairs reached (now)."""
+    print(f'\n== 9. One pair lost at the cap: the loop {LOOKS}, the last look with '
+          f'{LOOKS[-1] - 1} pairs; one gated metric, {nights} nights per cell')
+    print(f'{"noise":<20}{"ratio":>6}{"pairs at cap":>14}{"rule":>18}{"FAIL":>8}{"PASS":>8}')
+    rng = random.Random(seed)
+    cells = (('lognormal CV 8%', Noise('lognormal', 0.08, rng=rng), (1.0, 0.90)),
+             ('lognormal CV 5%', Noise('lognormal', 0.05, rng=rng), (1.0,)),
+             ('heavy tail CV 8%', Noise('heavy', 0.08, rng=rng), (1.0,)))
+    rules = (('before (planned)', _planned_look_level), ('pairs reached', stats.look_level))
+    for label, noise, ratios in cells:
+        for ratio in ratios:
+            for lost in (0, 1):
+                for rule, fn in rules:
+                    if lost == 0 and fn is _planned_look_level:
+                        continue                     # the same levels without a lost pair
+                    saved, stats.look_level = stats.look_level, fn
+                    try:
+                        got = [lost_pair_night(noise, ratio, lost)[0] for _ in range(nights)]
+                    finally:
+                        stats.look_level = saved
+                    print(f'{label:<20}{ratio:>6.2f}{LOOKS[-1] - lost:>14}{rule:>18}'
+                          f'{got.count("FAIL") / nights:>8.2%}'
+                          f'{got.count("PASS") / nights:>8.1%}', flush=True)
+
+
+# ------------------------------------------------- the first look (issue 25)
+class StudentNoise(Noise):
+    """Runs with heavy-tailed log noise: Student t(3), scaled to the CV's log-sd."""
+
+    def pair(self) -> tuple[float, float]:
+        def run() -> float:
+            t3 = self.rng.gauss(0, 1) / math.sqrt(self.rng.gammavariate(1.5, 2.0) / 3.0)
+            return math.exp(self.sigma * t3 / math.sqrt(3.0))
+        return run(), run()
+
+
+#: noise models of the first-look section: tonight's noise, and the history's
+#: (None: no history; the history's pooled variance when tonight passes its F test)
+FIRST_LOOK_MODELS = (
+    ('normal CV 8%', lambda rng: Noise('lognormal', 0.08, rng=rng), None),
+    ('normal CV 5%', lambda rng: Noise('lognormal', 0.05, rng=rng), None),
+    ('t(3) CV 8%', lambda rng: StudentNoise('t3', 0.08, rng=rng), None),
+    ('outlier runs CV 8%', lambda rng: Noise('heavy', 0.08, rng=rng), None),
+    ('two modes 1:2 CV 5%', lambda rng: Noise('bimodal', 0.05, rng=rng), None),
+    ('shared-pair CV 10%', lambda rng: Noise('shared', 0.10, rng=rng), None),
+    ('CV 12% / history 8%', lambda rng: Noise('lognormal', 0.12, rng=rng),
+     lambda rng: Noise('lognormal', 0.08, rng=rng)),
+)
+
+#: designs weighed: (label, tonight_t_below, spending rho)
+FIRST_LOOK_DESIGNS = (('signed rank, rho 3', 0, 3.0), ('t < 15 pairs, rho 3', 15, 3.0),
+                      ('t < 15 pairs, rho 2', 15, 2.0), ('t < 15 pairs, rho 1', 15, 1.0),
+                      ('t always, rho 2', 10 ** 6, 2.0))
+
+
+def many_metric_night(noise: Noise, ratios: list[float], cfg: dict,
+                      pooled: stats.PooledVariance | None, looks: list[int],
+                      first_only: bool = False) -> tuple[list[str], int]:
+    """One night of ``len(ratios)`` gated metrics (true ratios), the loop at ``looks``:
+    per look each metric through ``gate.compare_pairs``, Benjamini-Hochberg across
+    them, ``gate.decide`` (what ``decide_all`` does); the night stops at the first
+    look that is not INCONCLUSIVE (any FAIL, or all PASS). Returns the verdicts of
+    the last look and its pairs (``first_only``: the first look's)."""
+    base: list[list[float]] = [[] for _ in ratios]
+    cand: list[list[float]] = [[] for _ in ratios]
+    for k in looks:
+        comps = []
+        for b, c, ratio in zip(base, cand, ratios):
+            while len(b) < k:
+                x, y = noise.pair()
+                b.append(x)
+                c.append(y * ratio)
+            comps.append(gate.compare_pairs(b, c, True, cfg, pooled)[0])
+        qs = stats.benjamini_hochberg([comp.p_worse for comp in comps])
+        verdicts = [gate.decide(comp, q, cfg, looks, k)[0] for comp, q in zip(comps, qs)]
+        if first_only or 'FAIL' in verdicts or all(v == 'PASS' for v in verdicts):
+            break
+    return verdicts, k
+
+
+def first_look_cell(model, ratio: float, cfg: dict, nights: int, metrics: int,
+                    first_only: bool, rng: random.Random) -> dict[str, float]:
+    """Rates over nights: any FAIL (the loop's false FAIL when ``ratio`` is 1), the
+    slowed metric (the first) FAILed, and at the first look."""
+    _, tonight, history = model
+    noise = tonight(rng)
+    past = history(rng) if history else None
+    out = {'night_fail': 0, 'slowed_fail': 0, 'at_first': 0, 'all_pass': 0}
+    for _ in range(nights):
+        pooled = past_nights(past, cfg=cfg) if past else None
+        verdicts, k = many_metric_night(noise, [ratio] + [1.0] * (metrics - 1), cfg, pooled,
+                                        LOOKS, first_only)
+        out['night_fail'] += 'FAIL' in verdicts
+        out['slowed_fail'] += verdicts[0] == 'FAIL'
+        out['at_first'] += verdicts[0] == 'FAIL' and k == LOOKS[0]
+        out['all_pass'] += all(v == 'PASS' for v in verdicts)
+    return {key: v / nights for key, v in out.items()}
+
+
+def section_first_look(nights: int, seed: int, metrics: int = 12,
+                       designs: tuple[int, ...] | None = None) -> None:
+    """Issue 25, item 4: can the first look FAIL a large slowdown in a night of
+    ``metrics`` gated metrics, and at what cost in false FAILs of the loop?"""
+    print(f'\n== 10. The first look: {metrics} gated metrics, BH across them, the loop '
+          f'{LOOKS}, {nights} nights per cell (x2 for A/A); one metric slowed (x1.5: ratio '
+          f'0.667; x1.25: 0.8; 10 %: 0.9), the others unchanged. "A/A FAIL": nights with '
+          f'any FAIL when nothing changed; "x1.5 @10": the slowed metric FAILs at the first '
+          f'look; "10 % @<=20": within the loop.')
+    print(f'{"design":<22}{"noise":<22}{"A/A FAIL":>9}{"A/A PASS":>9}{"x1.5 @10":>9}'
+          f'{"x1.25 @10":>10}{"10% @<=20":>10}')
+    saved = stats.look_level.__defaults__
+    for i, (label, below, rho) in enumerate(FIRST_LOOK_DESIGNS):
+        if designs is not None and i not in designs:
+            continue
+        cfg = {**CFG, 'tonight_t_test': {**CFG['tonight_t_test'], 'below_pairs': below}}
+        stats.look_level.__defaults__ = (rho, None)
+        try:
+            for model in FIRST_LOOK_MODELS:
+                rng = random.Random(seed)
+                aa = first_look_cell(model, 1.0, cfg, 2 * nights, metrics, False, rng)
+                big = first_look_cell(model, 1 / 1.5, cfg, nights, metrics, True, rng)
+                mid = first_look_cell(model, 1 / 1.25, cfg, nights, metrics, True, rng)
+                ten = first_look_cell(model, 0.9, cfg, nights, metrics, False, rng)
+                print(f'{label:<22}{model[0]:<22}{aa["night_fail"]:>9.2%}'
+                      f'{aa["all_pass"]:>9.1%}{big["at_first"]:>9.1%}{mid["at_first"]:>10.1%}'
+                      f'{ten["slowed_fail"]:>10.1%}', flush=True)
+        finally:
+            stats.look_level.__defaults__ = saved
 
 
 # ------------------------------------------------------------ with history
@@ -389,7 +557,8 @@ def section_single(models, pairs, reps, slowdowns, rng) -> None:
 def section_sequential(models, reps, slowdowns) -> None:
     levels = ', '.join(f'{x:.4f}' for x in stats.sequential_levels(tuple(LOOKS), CFG['alpha']))
     print(f'\n== 2. Rerun loop: gate at {LOOKS} pairs while INCONCLUSIVE (FAIL at each look '
-          f'needs q <= {levels}: alpha spent as alpha*(n/{LOOKS[-1]})^3)')
+          f'needs q <= {levels}: alpha spent as alpha*(n/{LOOKS[-1]})^'
+          f'{stats.SPENDING_RHO:g})')
     print(f'{"noise":<22}{"false alarm":>13}{"PASS@1.0":>10}{"mean pairs@1.0":>16}'
           + ''.join(f'{"det " + format(s, ".0%"):>9}' for s in slowdowns)
           + f'{"80% power at":>14}')
@@ -623,6 +792,12 @@ def main() -> int:
                     help=f'override modes.share_level ({CFG["modes"]["share_level"]})')
     ap.add_argument('--centre-tolerance', type=float,
                     help=f'override modes.centre_tolerance ({CFG["modes"]["centre_tolerance"]})')
+    ap.add_argument('--only-first-look', action='store_true',
+                    help='run only section 10 (the first look of a night of 12 metrics)')
+    ap.add_argument('--first-look-designs', type=lambda v: tuple(map(int, v.split(','))),
+                    help='indices of FIRST_LOOK_DESIGNS to run (default: all), e.g. 0,2')
+    ap.add_argument('--only-lost-pair', action='store_true',
+                    help='run only section 9 (one pair lost at the cap, issue 25)')
     args = ap.parse_args()
     if args.margin_confidence is not None:
         CFG['margin_confidence'] = args.margin_confidence
@@ -640,6 +815,13 @@ def main() -> int:
         return 0
     reps = 600 if args.quick else args.reps
     rng = random.Random(args.seed)
+    if args.only_first_look:
+        section_first_look(150 if args.quick else args.table_nights // 2, args.seed,
+                           designs=args.first_look_designs)
+        return 0
+    if args.only_lost_pair:
+        section_lost_pair(600 if args.quick else args.table_nights, args.seed)
+        return 0
     if not args.no_table:
         t0 = time.perf_counter()
         section_table(CFG, 4000 if args.full else args.table_nights, args.seed, args.quick)

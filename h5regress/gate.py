@@ -22,7 +22,10 @@ Roles (rules in ``ci/gate.yaml``, the one place of the gate's configuration: see
 Per gated metric (see :mod:`h5regress.stats`): log performance ratios of the
 pairs, Wilcoxon signed-rank p-value (one-sided, slowdown) and Hodges-Lehmann
 estimate with its exact 95 % interval; Benjamini-Hochberg across the night's
-gated metrics.
+gated metrics. With 10-14 pairs (``tonight_t_test``) and no usable history,
+Student's t test on the pair log-ratios instead (``method: student-t``): the
+exact test's p cannot go below 2^-n, so at the loop's first look no slowdown
+of a night of several metrics could FAIL.
 
 Two modes (``modes`` in the config): when the baseline's runs and the
 candidate's each fall in two modes (runs landing near one of two levels, as
@@ -61,7 +64,7 @@ Verdicts (:func:`decide`), with m = margin (5 %), alpha the FDR level (1 %):
 
 With ``--looks 10,15,20`` (the pair counts at which the nightly's rerun loop
 gates), a FAIL at look k needs q <= the k-th level of an alpha-spending
-boundary (:func:`h5regress.stats.sequential_levels`: alpha * (n_k/n_K)^3
+boundary (:func:`h5regress.stats.sequential_levels`: alpha * (n_k/n_K)^2
 spent by look k, exact under the normal approximation), and a PASS the lower
 bound at the k-th level of the same spending of 2.5 %: a strong, early
 regression (or a clear PASS) stops the reruns, and the whole loop keeps the
@@ -531,7 +534,9 @@ def compare_pairs(base: Sequence[float], cand: Sequence[float], higher_is_better
     HDF5 until the modes' distance is taken out), and the signed-rank test
     judges those. Otherwise the pooled-t test with the
     history's variance when tonight's spread agrees with it
-    (:func:`_variance_choice`), else the signed-rank test.
+    (:func:`_variance_choice`), else, on tonight's pairs alone, Student's t test
+    in the range of pairs of ``tonight_t_test`` (:func:`h5regress.stats.student_t`)
+    and the signed-rank test outside it.
     """
     sign = 1.0 if higher_is_better else -1.0
     lb = [sign * math.log(v) for v in base]
@@ -555,6 +560,13 @@ def compare_pairs(base: Sequence[float], cand: Sequence[float], higher_is_better
     info['variance'] = var
     if var['source'] == 'history':
         return stats.pooled_t(d, pooled, confidence), info
+    tt = cfg['tonight_t_test']
+    if int(tt['min_pairs']) <= len(d) < int(tt['below_pairs']):
+        # an exact test of signs cannot FAIL a night of several metrics at a first look
+        # (its p >= 2^-n; see stats.student_t): Student's t on tonight's own pairs
+        var['note'] = (var['note'].replace('signed-rank test', 'Student t test')
+                       + f' ({tt["min_pairs"]} to {int(tt["below_pairs"]) - 1} pairs)')
+        return stats.student_t(d, confidence), info
     return stats.signed_rank(d, confidence), info
 
 
@@ -735,7 +747,7 @@ def _fmt_ratio(x: float) -> float | None:
 
 # ------------------------------------------------------------------ decide
 def decide(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
-           looks: Sequence[int] | None) -> tuple[str, str]:
+           looks: Sequence[int] | None, pairs_run: int | None = None) -> tuple[str, str]:
     """Verdict and reason for one judged metric; m = margin, ``q`` its BH-adjusted
     p-value of a slowdown.
 
@@ -757,21 +769,22 @@ def decide(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
     log_floor = math.log(1.0 - margin)
     if comp.n < cfg['min_pairs']:
         return 'INCONCLUSIVE', f'{comp.n} pair(s), fewer than {cfg["min_pairs"]}'
-    level = stats.look_level(comp.n, looks, alpha)
-    mconf = fail_confidence(comp.n, looks, cfg)
+    level = stats.look_level(comp.n, looks, alpha, pairs_run=pairs_run)
+    mconf = fail_confidence(comp.n, looks, cfg, pairs_run)
     upper = comp.upper(mconf)
     if q <= level and upper < log_floor:
         return 'FAIL', (f'significant slowdown (BH q={q:.2g} <= {level:.2g}) beyond the '
                         f'{margin:.0%} margin: the {mconf:.1%} upper bound of the ratio, '
                         f'{math.exp(upper):.3f}, is below {1 - margin:.2f}')
-    pass_level = stats.look_level(comp.n, looks, (1.0 - cfg['confidence']) / 2.0)
+    pass_level = stats.look_level(comp.n, looks, (1.0 - cfg['confidence']) / 2.0,
+                                  pairs_run=pairs_run)
     lower = comp.lower(1.0 - pass_level)
     if lower > log_floor:
-        early = '' if not looks or comp.n >= looks[-1] else \
+        early = '' if not looks or max(comp.n, pairs_run or 0) >= looks[-1] else \
             f' (the stricter bound of an early look at {comp.n} of up to {looks[-1]} pairs)'
         return 'PASS', (f'{1 - pass_level:.2%} lower bound of the ratio {math.exp(lower):.3f} '
                         f'> {1 - margin:.2f}{early}')
-    more = ('more pairs decide' if looks and comp.n < looks[-1] else
+    more = ('more pairs decide' if looks and max(comp.n, pairs_run or 0) < looks[-1] else
             'undecided at the last look' if looks else 'more pairs decide')
     if q <= level:
         return 'INCONCLUSIVE', (f'{SLOWER} (BH q={q:.2g}), not shown beyond the '
@@ -786,10 +799,12 @@ def decide(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
                             f'bound {math.exp(lower):.3f} < {1 - margin:.2f}: {more}')
 
 
-def fail_confidence(n: int, looks: Sequence[int] | None, cfg: Mapping[str, Any]) -> float:
+def fail_confidence(n: int, looks: Sequence[int] | None, cfg: Mapping[str, Any],
+                    pairs_run: int | None = None) -> float:
     """Confidence of the upper bound a FAIL at ``n`` pairs compares with 1 - margin:
     ``margin_confidence``, its error spent over the looks like alpha."""
-    return 1.0 - stats.look_level(n, looks, 1.0 - float(cfg['margin_confidence']))
+    return 1.0 - stats.look_level(n, looks, 1.0 - float(cfg['margin_confidence']),
+                                  pairs_run=pairs_run)
 
 
 #: how :func:`decide` begins the reason of "significantly slower, not shown beyond the margin"
@@ -818,8 +833,10 @@ def pairs_for_pass(sigma: float | None, cfg: Mapping[str, Any], looks: Sequence[
 
 
 def decide_all(metrics: Sequence[MetricComparison], cfg: Mapping[str, Any],
-               looks: Sequence[int] | None) -> None:
-    """Verdicts into the rows: BH within the gated family and, apart, the controls."""
+               looks: Sequence[int] | None, pairs_run: int | None = None) -> None:
+    """Verdicts into the rows: BH within the gated family and, apart, the controls;
+    ``pairs_run``: the pairs the nightly's loop has run at this look (see
+    :func:`h5regress.stats.look_level`)."""
     for m in metrics:
         if m.role != 'reported' and m.row['flush_conflict']:
             m.row['verdict'], m.row['reason'] = 'ERROR', m.row['flush_conflict']
@@ -831,10 +848,11 @@ def decide_all(metrics: Sequence[MetricComparison], cfg: Mapping[str, Any],
         qs = stats.benjamini_hochberg([m.comp.p_worse for m in judged])
         for m, q in zip(judged, qs):
             m.row['q'] = q
-            m.row['verdict'], m.row['reason'] = decide(m.comp, q, cfg, looks)
+            m.row['verdict'], m.row['reason'] = decide(m.comp, q, cfg, looks, pairs_run)
             m.row['slower'] = is_slower(m.row['verdict'], m.row['reason'])
             m.row['fail_bound'] = _fmt_ratio(_value_ratio(
-                m.comp.upper(fail_confidence(m.comp.n, looks, cfg)), m.row['higher_is_better']))
+                m.comp.upper(fail_confidence(m.comp.n, looks, cfg, pairs_run)),
+                m.row['higher_is_better']))
             var = m.row.get('variance') or {}
             sigma = var.get('pooled_sigma') if var.get('source') == 'history' \
                 else var.get('tonight_sigma')
@@ -868,8 +886,13 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
              problems: Sequence[str] = (), night: str | None = None,
              looks: Sequence[int] | None = None, baseline_commit: str | None = None,
              candidate_commit: str | None = None, attempt: str | None = None,
-             injected_slowdown: float = 0.0) -> dict[str, Any]:
+             injected_slowdown: float = 0.0, pairs_run: int | None = None) -> dict[str, Any]:
     """Gate one night; returns the result mapping (JSON-serialisable).
+
+    ``looks``: the pair counts at which the nightly's loop gates (default the
+    config's); ``pairs_run``: how many pairs it has run at this look (default:
+    the most pairs of any judged metric), so that a metric that lost pairs is
+    judged at the look it is in, on the pairs it has.
 
     :func:`collect` the samples per metric, :func:`compare` the builds per
     metric, :func:`decide_all` the verdicts, :func:`annotate` the night.
@@ -885,7 +908,10 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
     aa = not injected_slowdown and (
         baseline == candidate or (base_commit is not None and base_commit == cand_commit))
     comparisons = compare(tonight.groups, cfg, history, aa)
-    decide_all(comparisons, cfg, looks)
+    if pairs_run is None:
+        pairs_run = max((m.comp.n for m in comparisons
+                         if m.comp is not None and m.role != 'reported'), default=None)
+    decide_all(comparisons, cfg, looks, pairs_run)
     result: dict[str, Any] = {
         'version': 1, 'night': night or _night_of(tonight.last_ts), 'attempt': attempt,
         'timestamp': tonight.last_ts or None,
@@ -893,7 +919,8 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
         'baseline_commit': base_commit, 'candidate_commit': cand_commit, 'a_a': aa,
         'injected_slowdown': injected_slowdown or None,
         'config': {k: cfg[k] for k in ('margin', 'margin_confidence', 'alpha', 'confidence',
-                                       'min_pairs', 'hdf5_overhead')} | {'looks': looks},
+                                       'min_pairs', 'hdf5_overhead')}
+        | {'looks': looks, 'pairs_run': pairs_run},
         'metrics': [m.row for m in comparisons], 'counts': tonight.counts,
         'problems': tonight.problems[:50], 'problem_count': len(tonight.problems),
     }
@@ -1226,6 +1253,10 @@ def build_parser() -> ArgParser:
     p.add_argument('--looks', type=looks_arg, metavar='N1,N2,...',
                    help="pair counts at which the nightly's rerun loop gates (e.g. 10,15,20); "
                         'a FAIL at each needs q below its alpha-spending level')
+    p.add_argument('--pairs-run', type=int, metavar='N',
+                   help="pairs the nightly's loop has run at this look (default: the most "
+                        'pairs of any judged metric); at the last of --looks the look spends '
+                        'what is left of alpha on the pairs each metric has')
     p.add_argument('--history', help=f'history directory (default ${hist_mod.ENV}, then '
                    '"history:" in the config)')
     p.add_argument('--append-history', action='store_true',
@@ -1256,6 +1287,10 @@ def main_gate(argv: Sequence[str] | None = None) -> int:
     if not args.records and not args.perflogs:
         print('h5regress gate: error: give --records and/or --perflogs', file=sys.stderr)
         return EXIT_ERROR
+    if args.pairs_run is not None and args.pairs_run < 1:
+        print(f'h5regress gate: error: --pairs-run must be a positive pair count, got '
+              f'{args.pairs_run}', file=sys.stderr)
+        return EXIT_ERROR
     if args.baseline == args.candidate:
         print(f'h5regress gate: error: --baseline and --candidate both name '
               f'{args.baseline!r}; an A/A comparison needs two build ids (the same commit '
@@ -1280,7 +1315,8 @@ def main_gate(argv: Sequence[str] | None = None) -> int:
         references = refs_mod.References.load(ref_paths)
         result = run_gate(records, args.baseline, args.candidate, cfg, history=history,
                           references=references, problems=problems, night=night,
-                          looks=args.looks, baseline_commit=args.baseline_commit,
+                          looks=args.looks, pairs_run=args.pairs_run,
+                          baseline_commit=args.baseline_commit,
                           candidate_commit=args.candidate_commit, attempt=args.attempt,
                           injected_slowdown=args.injected_slowdown)
         if history.problems:

@@ -149,3 +149,7 @@ def _check(cfg: dict[str, Any], path: Path) -> None:
             cfg['looks'] = looks_arg(cfg['looks'])
         except (argparse.ArgumentTypeError, TypeError) as err:
             raise ConfigError(f"{path}: key 'looks': {err}") from None
+    for sub, count in (cfg.get('tonight_t_test') or {}).items():
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ConfigError(f"{path}: key 'tonight_t_test.{sub}' must be a pair count "
+                              f'>= 0, got {count!r}')

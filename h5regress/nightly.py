@@ -514,6 +514,8 @@ def gate_once(baseline: str, candidate: str, args, final: bool) -> int:
            '--candidate', candidate, '--looks', ','.join(map(str, looks(args))),
            '--night', args.night,
            '--json', str(args.out / 'gate.json')]
+    if args.pairs_run:      # none run (records of an earlier step): the gate counts them
+        cmd += ['--pairs-run', str(args.pairs_run)]
     if args.history:
         cmd += ['--history', str(args.history)]
     for option in ('alpha', 'margin'):

@@ -540,62 +540,97 @@ def pooled_t(d: Sequence[float], pooled: PooledVariance,
     n = len(d)
     if n == 0:
         return Comparison(0, 0.0, -math.inf, math.inf, 1.0, 1.0, 1.0, 'none')
+    return _mean_t(d, pooled.sigma, pooled.df, 'pooled-t', confidence)
+
+
+def student_t(d: Sequence[float], confidence: float = 0.95) -> Comparison:
+    """One-sample Student t test of the mean log-ratio with tonight's own variance
+    (``scipy.stats.ttest_1samp``'s statistic, df n - 1); interval
+    ``mean +- t_{n-1, (1+confidence)/2} s / sqrt(n)``.
+
+    Why beside the signed-rank test: an exact test of signs (signed rank, or a
+    permutation of the mean) cannot give a p-value below ``2^-n``, so at 10 pairs
+    and Benjamini-Hochberg over 12 metrics its smallest q is 12/1024 -- above
+    alpha itself, far above an early look's level: no slowdown, however large,
+    could FAIL there. The t statistic has no such floor. Under "no change" the
+    log-ratios are symmetric about 0 (the two runs of a pair are exchangeable),
+    where the t test keeps (or undercuts) its level even with heavy tails, which
+    inflate its variance estimate more than its mean.
+    """
+    n = len(d)
+    if n < 2:
+        return signed_rank(d, confidence)
+    return _mean_t(d, math.sqrt(variance(d)), n - 1, 'student-t', confidence)
+
+
+def _mean_t(d: Sequence[float], sigma: float, df: float, method: str,
+            confidence: float) -> Comparison:
+    """The t test of the mean of ``d`` with noise ``sigma`` known to ``df`` degrees
+    of freedom (the signed-rank test when ``sigma`` is 0: all pairs equal)."""
+    n = len(d)
     m = mean(d)
-    se = pooled.sigma / math.sqrt(n)
+    se = sigma / math.sqrt(n)
     if se <= 0:
         return signed_rank(d, confidence)
     t = m / se
-    p_worse = t_cdf(t, pooled.df)
-    p_better = t_cdf(-t, pooled.df)
-    half = t_ppf(0.5 + confidence / 2.0, pooled.df) * se
+    p_worse = t_cdf(t, df)
+    p_better = t_cdf(-t, df)
+    half = t_ppf(0.5 + confidence / 2.0, df) * se
     return Comparison(n, m, m - half, m + half, p_worse, p_better,
-                      min(1.0, 2.0 * min(p_worse, p_better)), 'pooled-t', se=se,
-                      df=pooled.df)
+                      min(1.0, 2.0 * min(p_worse, p_better)), method, se=se, df=df)
 
 
 # ------------------------------------------------------------ sequential looks
 #: Cumulative false-alarm spending of the rerun loop: alpha * (n / cap) ** rho.
-#: rho = 3 spends little at the early looks (an O'Brien-Fleming-like shape), so
-#: the last look keeps nearly the whole alpha and with it the fixed design's power.
-SPENDING_RHO = 3.0
+#: rho = 2 spends a quarter of alpha at a first look at half the cap, so that a
+#: large slowdown can FAIL there among many metrics (issue 25: rho = 3 spent an
+#: eighth), and the last look keeps most of alpha and the fixed design's power.
+SPENDING_RHO = 2.0
 
 
-@functools.lru_cache(maxsize=256)
-def sequential_levels(looks: tuple[int, ...], alpha: float,
-                      rho: float = SPENDING_RHO) -> tuple[float, ...]:
+@functools.lru_cache(maxsize=1024)
+def sequential_levels(looks: tuple[int, ...], alpha: float, rho: float = SPENDING_RHO,
+                      cap: int | None = None, final: bool = True) -> tuple[float, ...]:
     """One-sided nominal levels of a FAIL at each look of a rerun loop.
 
-    ``looks`` are the planned numbers of pairs (e.g. 10, 15, 20: gate, add
-    pairs while INCONCLUSIVE, gate again). Judging every look at ``alpha``
-    would raise the false-alarm rate of the loop above ``alpha`` (three looks
-    at 1 % give about 1.2-1.4 %). The levels returned spend ``alpha`` by the
-    function ``alpha * (n_k / n_K) ** rho`` (Lan & DeMets): under "no change"
-    the probability of a first FAIL at look k is exactly the k-th increment,
-    so the loop's false-alarm rate is ``alpha``. They are computed for the
-    test statistic ``Z_k`` of the mean of the first ``n_k`` pairs, whose
-    looks are correlated as ``sqrt(n_j / n_k)`` (independent increments), by
-    the recursive numerical integration of Armitage, McPherson and Rowe
-    (1969) on a grid -- ours: scipy has no group-sequential boundaries (it
-    gives the normal law, Simpson's rule and the root finder). Stopping early
-    for PASS is ignored (non-binding), which keeps the levels conservative. The
-    gate spends the error of a wrong PASS the same way: the same function of
+    ``looks`` are the numbers of pairs at the looks made (e.g. 10, 15, 20: gate,
+    add pairs while INCONCLUSIVE, gate again); ``cap`` the pairs the loop plans
+    at most (default: the last look). Judging every look at ``alpha`` would
+    raise the false-alarm rate of the loop above ``alpha`` (three looks at 1 %
+    give about 1.2-1.4 %). The levels returned spend ``alpha`` by the function
+    ``alpha * (n_k / cap) ** rho`` (Lan & DeMets) on the information actually
+    observed, and a ``final`` last look (the one that ends the loop) spends
+    whatever is left, at whatever number of pairs it has: a night that lost a
+    pair at the cap keeps nearly the whole alpha. Under "no change" the
+    probability of a first FAIL at look k is exactly the k-th increment, so
+    the loop's false-alarm rate is ``alpha``. They are computed for the test
+    statistic ``Z_k`` of the mean of the first ``n_k`` pairs, whose looks are
+    correlated as ``sqrt(n_j / n_k)`` (independent increments), by the
+    recursive numerical integration of Armitage, McPherson and Rowe (1969) on
+    a grid -- ours: scipy has no group-sequential boundaries (it gives the
+    normal law, Simpson's rule and the root finder). Stopping early for PASS
+    is ignored (non-binding), which keeps the levels conservative. The gate
+    spends the error of a wrong PASS the same way: the same function of
     (1 - confidence) / 2 gives the level of the PASS bound at each look. A
-    single look returns ``(alpha,)``.
+    single final look returns ``(alpha,)``.
     """
     if not looks or any(b <= a for a, b in zip(looks, looks[1:])) or looks[0] < 1:
         raise ValueError(f'looks must be increasing positive pair counts, got {looks}')
+    cap = looks[-1] if cap is None else cap
+    spend = [alpha * min(1.0, n / cap) ** rho for n in looks]
+    if final:
+        spend[-1] = alpha
     if len(looks) == 1:
-        return (alpha,)
+        return (spend[0],)
     from scipy import integrate, optimize
     norm = _sps().norm
-    info = [n / looks[-1] for n in looks]
+    info = [n / looks[-1] for n in looks]     # the correlations need only the ratios
     grid_n = 241                 # odd: composite Simpson's rule on the grid
     lo_z = -8.0
     levels: list[float] = []
-    spent = 0.0
     density = grid = np.empty(0)   # density of Z_{k-1} on the continuation grid
     for k, t in enumerate(info):
-        target = alpha * t ** rho - spent
+        target = spend[k] - (spend[k - 1] if k else 0.0)
         if k == 0:
             c = -norm_ppf(target)
         else:
@@ -608,7 +643,6 @@ def sequential_levels(looks: tuple[int, ...], alpha: float,
                 return float(integrate.simpson(density * tail, x=grid)) - target
             c = optimize.brentq(crossing, -8.0, 12.0, xtol=1e-12)
         levels.append(norm_cdf(-c))
-        spent += target
         # density of Z_k on (lo_z, c): continue only below the FAIL boundary
         new_grid = np.linspace(lo_z, c, grid_n)
         if k == 0:
@@ -620,22 +654,40 @@ def sequential_levels(looks: tuple[int, ...], alpha: float,
     return tuple(levels)
 
 
-def look_level(n: int, looks: Sequence[int] | None, alpha: float,
-               rho: float = SPENDING_RHO) -> float:
-    """Nominal level of a FAIL with ``n`` pairs in a loop that looks at ``looks``.
+def looks_made(n: int, looks: Sequence[int], pairs_run: int | None = None
+               ) -> tuple[tuple[int, ...], bool]:
+    """The pair counts of the looks a metric with ``n`` pairs has had, this one
+    last, and whether this look ends the loop, when the loop planned ``looks``
+    and has run ``pairs_run`` pairs (default ``n``: none lost).
 
-    ``n`` at or beyond the last look gets the last look's level; between two
-    planned looks (pairs lost to failed runs) the earlier look's, which is
-    the stricter. Without looks (a single fixed look): ``alpha``.
+    This look is the last planned one at or below ``pairs_run``; it is final
+    when ``pairs_run`` reaches the last planned look. An earlier look had
+    ``min(planned, n)`` of the metric's pairs (kept only when below ``n``: the
+    pairs a metric lost are not known to have been lost late or early, and an
+    earlier look's count barely moves the levels).
+    """
+    run = n if pairs_run is None else max(pairs_run, n)
+    k = sum(1 for planned in looks if planned <= run)
+    earlier = sorted({min(p, n) for p in looks[:max(k - 1, 0)]} - {n})
+    return tuple([x for x in earlier if x < n] + [n]), run >= looks[-1]
+
+
+def look_level(n: int, looks: Sequence[int] | None, alpha: float,
+               rho: float = SPENDING_RHO, pairs_run: int | None = None) -> float:
+    """Nominal level of a FAIL with ``n`` pairs in a loop that plans to look at
+    ``looks`` and has run ``pairs_run`` pairs (default ``n``).
+
+    Spent on the pairs actually reached (:func:`looks_made`,
+    :func:`sequential_levels`): the look that ends the loop (``pairs_run`` at
+    the last planned look, or beyond) spends all that is left of ``alpha``
+    whatever ``n`` it has, so a pair lost at the cap costs little; an earlier
+    look at ``n`` spends ``alpha * (n / cap) ** rho`` in all. Without looks (a
+    single fixed look): ``alpha``.
     """
     if not looks:
         return alpha
-    levels = sequential_levels(tuple(looks), alpha, rho)
-    k = 0
-    for i, planned in enumerate(looks):
-        if n >= planned:
-            k = i
-    return levels[k]
+    made, final = looks_made(max(n, 1), looks, pairs_run)
+    return sequential_levels(made, alpha, rho, looks[-1], final)[-1]
 
 
 # ------------------------------------------------------------------- two modes

@@ -119,12 +119,13 @@ def from_log_ratios(d):
 
 def test_early_looks_need_strong_evidence():
     cfg = gate.load_config()
+    cfg['tonight_t_test'] = {'min_pairs': 10, 'below_pairs': 0}   # signed rank at every n
     # 8 of 10 pairs slower, T+ = 1 + 2 = 3: exact one-sided p = 5/1024
     d = [-0.12, -0.13, -0.14, -0.11, -0.15, -0.16, -0.10, -0.17, 0.01, 0.02]
     moderate = gate.run_gate(from_log_ratios(d), BASE, CAND, cfg, looks=[10, 15, 20])
     (m,) = gated(moderate)
     assert m['p_worse'] == pytest.approx(5 / 1024)
-    # the first of three looks spends alpha * (10/20)^3 = 0.00125
+    # the first of three looks spends alpha * (10/20)^2 = 0.0025
     assert m['verdict'] == 'INCONCLUSIVE' and 'more pairs' in m['reason']
     assert gated(gate.run_gate(from_log_ratios(d), BASE, CAND, cfg))[0]['verdict'] == 'FAIL'
     strong = gate.run_gate(paired(10, 0.5, cv=0.05), BASE, CAND, cfg, looks=[10, 15, 20])

@@ -255,6 +255,7 @@ def test_quiet_night_prints_at_most_three_lines_per_pair(tmp_path, monkeypatch, 
         result = gate.run_gate(paired(10, 0.98, cv=0.1, seed=3), BASE, CAND,
                                gate.load_config(), night='2026-11-22')
         pairs['n'] += 1
+        pairs.setdefault('run', []).append(args.pairs_run)
         with open(args.json, 'w') as fp:
             fp.write(gate.dumps(result))
         print(gate.format_text(result) if not args.quiet else 'overall: x')
@@ -264,6 +265,9 @@ def test_quiet_night_prints_at_most_three_lines_per_pair(tmp_path, monkeypatch, 
     code = nightly_mod.main(['--stand-in', '--pairs', '10', '--max-pairs', '20', '--quiet',
                              '--out', str(tmp_path / 'out'), '--night', '2026-11-22'])
     assert code == gate.EXIT_INCONCLUSIVE and pairs['n'] == 3     # looks: 10, 15; final
+    # each look tells the gate the pairs run (issue 25: a pair lost at the cap is
+    # judged at the last look's level, not at the look its count would say)
+    assert pairs['run'] == [10, 15, 20]
     out, err = capfd.readouterr()
     lines = (out + err).splitlines()
     assert len(lines) <= 3 * 20, '\n'.join(lines)

@@ -209,21 +209,21 @@ def test_variance_consistency_check():
 def test_sequential_levels_spend_alpha_by_look():
     assert stats.sequential_levels((20,), 0.01) == (0.01,)
     levels = stats.sequential_levels((10, 15, 20), 0.01)
-    # the first look is a plain one-sided test at alpha * (10/20)^3
-    assert levels[0] == pytest.approx(0.01 * 0.5 ** 3)
+    # the first look is a plain one-sided test at alpha * (10/20)^2
+    assert levels[0] == pytest.approx(0.01 * 0.5 ** 2)
     # correlated looks: the last keeps more than alpha minus what was spent before
-    assert 0.01 * (1 - 0.75 ** 3) < levels[2] < 0.01
+    assert 0.01 * (1 - 0.75 ** 2) < levels[2] < 0.01
     assert levels[0] < levels[1] < levels[2]
     with pytest.raises(ValueError, match='increasing'):
         stats.sequential_levels((15, 10), 0.01)
 
 
-def test_sequential_loop_false_alarm_rate_is_alpha():
-    """Simulated loop (z of the running mean at 10, 15, 20): total crossing = alpha."""
-    looks = (10, 15, 20)
-    bounds = [stats.norm_ppf(1 - p) for p in stats.sequential_levels(looks, 0.05)]
-    rng = random.Random(7)
-    reps, hits = 40000, 0
+def null_loop_crossing(looks, levels, seed, reps=40000):
+    """Share of simulated null loops (z of the running mean at ``looks``) that cross
+    the boundary of one-sided ``levels`` at some look."""
+    bounds = [stats.norm_ppf(1 - p) for p in levels]
+    rng = random.Random(seed)
+    hits = 0
     for _ in range(reps):
         total, done = 0.0, 0
         for n, c in zip(looks, bounds):
@@ -232,18 +232,49 @@ def test_sequential_loop_false_alarm_rate_is_alpha():
             if total / math.sqrt(n) > c:
                 hits += 1
                 break
+    return hits / reps
+
+
+def test_sequential_loop_false_alarm_rate_is_alpha():
+    """Simulated loop (z of the running mean at 10, 15, 20): total crossing = alpha."""
+    looks = (10, 15, 20)
     # binomial sd at 5 %: 0.0011
-    assert hits / reps == pytest.approx(0.05, abs=0.004)
+    assert null_loop_crossing(looks, stats.sequential_levels(looks, 0.05), 7) == \
+        pytest.approx(0.05, abs=0.004)
 
 
 def test_look_level_maps_pairs_to_the_planned_look():
     levels = stats.sequential_levels((10, 15, 20), 0.01)
-    assert stats.look_level(10, [10, 15, 20], 0.01) == levels[0]
-    assert stats.look_level(14, [10, 15, 20], 0.01) == levels[0]   # pairs lost: stricter
-    assert stats.look_level(8, [10, 15, 20], 0.01) == levels[0]
-    assert stats.look_level(20, [10, 15, 20], 0.01) == levels[2]
-    assert stats.look_level(23, [10, 15, 20], 0.01) == levels[2]
+    assert stats.look_level(10, [10, 15, 20], 0.01) == pytest.approx(levels[0])
+    assert stats.look_level(15, [10, 15, 20], 0.01) == pytest.approx(levels[1])
+    assert stats.look_level(20, [10, 15, 20], 0.01) == pytest.approx(levels[2])
+    # fewer pairs at an early look: the spending of the pairs reached, a stricter level
+    assert stats.look_level(8, [10, 15, 20], 0.01) == pytest.approx(0.01 * 0.4 ** 2)
+    assert stats.look_level(14, [10, 15, 20], 0.01, pairs_run=15) < levels[1]
+    # beyond the last planned look: the final look, which spends what is left
+    assert stats.look_level(23, [10, 15, 20], 0.01) == pytest.approx(levels[2], rel=0.1)
     assert stats.look_level(7, None, 0.01) == 0.01
+
+
+def test_a_pair_lost_at_the_cap_keeps_the_last_looks_level():
+    """Issue 25, item 3: 19 pairs at the loop's last look (20 planned, one lost to a
+    failed run) spend all that is left of alpha, nearly the 20-pair level -- not the
+    15-pair look's, as when the look was picked by the pairs alone."""
+    levels = stats.sequential_levels((10, 15, 20), 0.01)
+    last = stats.look_level(19, [10, 15, 20], 0.01, pairs_run=20)
+    assert last == pytest.approx(levels[2], rel=0.05)
+    assert last > 1.5 * levels[1]
+    assert stats.looks_made(19, [10, 15, 20], 20) == ((10, 15, 19), True)
+    # the same 19 pairs at a look that is not the last (a loop up to 25) spend less
+    assert stats.look_level(19, [10, 15, 20, 25], 0.01, pairs_run=20) < last
+
+
+def test_looks_made_on_the_pairs_reached_keep_the_loops_alpha():
+    """The levels of looks at 10, 15 and 19 pairs (the last final) cross, in all,
+    alpha of simulated null loops, as the planned 10, 15, 20 do."""
+    looks = (10, 15, 19)
+    levels = stats.sequential_levels(looks, 0.05, cap=20, final=True)
+    assert null_loop_crossing(looks, levels, 11) == pytest.approx(0.05, abs=0.004)
 
 
 # ------------------------------------------------------- agreement with scipy
