@@ -62,9 +62,20 @@ For the tools built by fixtures (the ``*_build_check`` tests; ``h5regress.builds
 """
 
 import os
+import sys
 
 #: Repository root: config, checks, references and perflogs are found from it.
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# this checkout's h5regress, for this config and the checks (an installed copy may be
+# another checkout's)
+if REPO not in sys.path:
+    sys.path.insert(0, REPO)
+from h5regress import perfloghandler  # noqa: E402
+
+# perflog lines are written whole and checked: a failed write is a failed run, not a
+# warning (h5regress.perfloghandler)
+perfloghandler.install()
 
 #: Where perflogs and the results database go; a site points this at a persistent path.
 PERFLOG_DIR = os.environ.get('H5REGRESS_PERFLOG_DIR', os.path.join(REPO, 'perflogs'))
