@@ -1139,8 +1139,11 @@ def build_parser() -> ArgParser:
     p.add_argument('--history', help=f'history directory (default ${hist_mod.ENV}, then '
                    '"history:" in the config)')
     p.add_argument('--append-history', action='store_true',
-                   help="store tonight's results in the history (replaces the same night)")
-    p.add_argument('--night', help='night id (default: date of the newest record)')
+                   help="store tonight's results in the history (a night id already "
+                        "stored is kept and tonight stored as <night>+2, +3...)")
+    p.add_argument('--night', type=hist_mod.night_id,
+                   help="night id (default: date of the newest record; letters, digits, "
+                        "'.', '_', '-')")
     p.add_argument('--attempt', help="only the records of this nightly attempt (pair ids "
                    "'<attempt>-p<i>'): earlier attempts in the same perflogs are left out")
     p.add_argument('--refs', nargs='*', default=None, metavar='PATH',
@@ -1215,7 +1218,7 @@ def main_gate(argv: Sequence[str] | None = None) -> int:
             hist_mod.write_night(hdir, header, lines)
         if args.report:
             report_mod.write_all(result, history, Path(args.report))
-    except (UsageError, OSError) as err:
+    except (UsageError, OSError, hist_mod.HistoryError) as err:
         print(f'h5regress gate: error: {err}', file=sys.stderr)
         return EXIT_ERROR
     return result['exit_code']

@@ -606,7 +606,10 @@ def parse_args(argv):
     ap.add_argument('--out', type=Path, default=Path('nightly-out'),
                     help='artifacts directory (default ./nightly-out)')
     ap.add_argument('--night', default=datetime.date.today().isoformat(),
-                    help='night id (default today)')
+                    type=history.night_id,
+                    help="night id (default today; letters, digits, '.', '_', '-'; a night "
+                         "id already in the history is kept and this one stored as "
+                         "<night>+2, +3...)")
     ap.add_argument('--quiet', action='store_true', help="hide ReFrame's output")
     args = ap.parse_args(argv)
     if args.pairs < 1 or args.max_pairs < args.pairs:

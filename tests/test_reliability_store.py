@@ -7,13 +7,14 @@ the reason otherwise).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from h5regress import perflog
+from h5regress import gate, history, perflog
 from test_reliability import needs_fio, run_suite
 
 
@@ -77,3 +78,31 @@ def test_run_suite_with_a_full_perflog_disk_fails_naming_the_file(tmp_path, smal
         text = log.read_text()
         assert text == '' or text.endswith('\n')
         assert perflog.read([str(mnt)])[1] == []
+
+
+# ------------------------------------------------------------------------------------
+# item 4: a night id is unique, a rerun is kept, ids never collide
+
+def test_a_second_night_with_the_same_id_is_kept_beside_the_first(tmp_path):
+    from test_reliability_history import KEY, night_lines
+    history.write_night(tmp_path, *night_lines('2026-11-20', 4, 100.0))
+    history.write_night(tmp_path, *night_lines('2026-11-20', 6, 50.0))     # a rerun
+    hist = history.load(tmp_path)
+    assert hist.night_ids() == ['2026-11-20', '2026-11-20+2']
+    assert hist.samples(KEY, 0)[0] == [100.0] * 4 and hist.samples(KEY, 1)[0] == [50.0] * 6
+    assert history.load(tmp_path, exclude_night='2026-11-20').night_ids() == []
+    with pytest.raises(history.HistoryError, match='already in the history'):
+        history.write_night(tmp_path, *night_lines('2026-11-20', 4, 1.0), exclusive=True)
+
+
+@pytest.mark.parametrize('night', ['a/b', '../x', 'a+2', '', '.hidden', 'a b'])
+def test_a_night_id_with_path_characters_is_refused(tmp_path, capsys, night):
+    from test_reliability_history import night_lines
+    with pytest.raises(history.HistoryError, match='is not allowed'):
+        history.write_night(tmp_path, *night_lines(night, 4, 100.0))
+    assert gate.main_gate(['--baseline', 'a', '--candidate', 'b', '--records', 'x',
+                           '--night', night]) == 4      # gate's usage errors
+    assert f'night id {night!r} is not allowed' in capsys.readouterr().err
+    history.write_night(tmp_path, *night_lines('a_b', 4, 100.0))
+    assert history.load(tmp_path).night_ids() == ['a_b']
+
