@@ -1209,16 +1209,27 @@ def main_gate(argv: Sequence[str] | None = None) -> int:
     else:
         print(format_text(result))
     try:
+        if args.append_history:
+            append_history(result, hdir)
         if args.json:
             atomic.write_text(Path(args.json), dumps(result))
-        if args.append_history:
-            if not hdir:
-                raise UsageError(f'--append-history needs --history or ${hist_mod.ENV}')
-            header, lines = history_lines(result)
-            hist_mod.write_night(hdir, header, lines)
         if args.report:
             report_mod.write_all(result, history, Path(args.report))
-    except (UsageError, OSError, hist_mod.HistoryError) as err:
+    except (UsageError, OSError) as err:
         print(f'h5regress gate: error: {err}', file=sys.stderr)
         return EXIT_ERROR
     return result['exit_code']
+
+
+def append_history(result: dict[str, Any], hdir: Path | None) -> None:
+    """Store the night in the history; a failed write makes ``result`` an ERROR naming
+    the path (its gate.json says so too), not the verdict of a night that is lost."""
+    if not hdir:
+        raise UsageError(f'--append-history needs --history or ${hist_mod.ENV}')
+    header, lines = history_lines(result)
+    try:
+        hist_mod.write_night(hdir, header, lines)
+    except hist_mod.HistoryError as err:
+        result.update(overall='ERROR', exit_code=EXIT_ERROR,
+                      error=f'the history was not written: {err}')
+        print(f'h5regress gate: error: {result["error"]}', file=sys.stderr)

@@ -106,3 +106,24 @@ def test_a_night_id_with_path_characters_is_refused(tmp_path, capsys, night):
     history.write_night(tmp_path, *night_lines('a_b', 4, 100.0))
     assert history.load(tmp_path).night_ids() == ['a_b']
 
+
+# ------------------------------------------------------------------------------------
+# issue 29: a full history disk is an ERROR naming the path, not INCONCLUSIVE
+
+def test_a_full_history_disk_makes_the_gate_an_error_naming_the_path(tmp_path, small_fs,
+                                                                      capsys):
+    from test_gate import BASE, CAND, paired, write_jsonl
+    hdir = small_fs('64k')
+    (hdir / 'nights').mkdir()
+    fill(hdir)
+    path = write_jsonl(tmp_path / 'n.jsonl', paired(20, 1.0))
+    out = tmp_path / 'gate.json'
+    rc = gate.main_gate(['--baseline', BASE, '--candidate', CAND, '--records', path,
+                         '--history', str(hdir), '--append-history', '--json', str(out),
+                         '--refs', '--quiet', '--night', '2026-11-21'])
+    assert rc == 4
+    result = json.loads(out.read_text())
+    assert result['overall'] == 'ERROR' and result['exit_code'] == 4
+    night_file = hdir / 'nights' / '2026-11-21.jsonl'
+    assert f'{night_file} could not be written: No space left on device' in result['error']
+    assert str(night_file) in capsys.readouterr().err
