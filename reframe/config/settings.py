@@ -115,6 +115,14 @@ CI_SLURM_MPI = [['OMPI_MCA_btl', 'self,tcp']]
 SRUN_ENV = [['SLURM_MPI_TYPE', 'pmix'], ['SLURM_KILL_BAD_EXIT', '1']]
 
 
+#: A job of the local scheduler past its time limit gets SIGTERM in its process group,
+#: and the moment its shell exits ReFrame SIGKILLs that group: the launcher (mpirun,
+#: srun), killed before it could stop the ranks it put in their own process groups,
+#: left them running. The job shell waits for its foreground launcher, which stops its
+#: ranks on the same SIGTERM, and exits only then.
+LOCAL_JOB_PREPARE = ["trap 'exit 143' TERM"]
+
+
 def ci_slurm_partition(name, descr, scheduler, launcher):
     """A partition of the test SLURM: all share its one SLURM partition, exclusively."""
     part = {
@@ -133,6 +141,8 @@ def ci_slurm_partition(name, descr, scheduler, launcher):
     }
     if scheduler != 'local':
         part['access'] = ['--partition=debug', '--exclusive']
+    else:
+        part['prepare_cmds'] = LOCAL_JOB_PREPARE
     return part
 
 
@@ -189,6 +199,7 @@ site_configuration = {
                     'max_jobs': 1,
                     # the local scheduler kills a job past it (the night goes on)
                     'time_limit': '30m',
+                    'prepare_cmds': LOCAL_JOB_PREPARE,
                     'env_vars': SRUN_ENV,
                     'extras': {
                         'scratch': '/lustre/scratch/$USER/h5regress',
@@ -244,6 +255,7 @@ site_configuration = {
                     # a run at local's sizes takes seconds, a build a few minutes: a job
                     # past this hangs, and is killed with its whole process group
                     'time_limit': '15m',
+                    'prepare_cmds': LOCAL_JOB_PREPARE,
                     'env_vars': OMPI_AS_ROOT + [
                         # ranks may exceed cores on a workstation
                         ['OMPI_MCA_rmaps_base_oversubscribe', '1'],
