@@ -127,3 +127,55 @@ def test_a_full_history_disk_makes_the_gate_an_error_naming_the_path(tmp_path, s
     night_file = hdir / 'nights' / '2026-11-21.jsonl'
     assert f'{night_file} could not be written: No space left on device' in result['error']
     assert str(night_file) in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------
+# issue 29: a dry run writes nothing into the results store
+
+def test_a_dry_run_stores_nothing(tmp_path):
+    out = run_suite(['-n', 'fio_check.*direct', '--dry-run'], tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert 'Ran 1/1 test case(s)' in out.stdout
+    assert list((tmp_path / 'stage').rglob('rfm_job.sh'))        # the job script, only
+    store = tmp_path / 'perflogs'
+    assert not store.exists() or not [p for p in store.rglob('*') if p.is_file()]
+
+
+# ------------------------------------------------------------------------------------
+# item 6: two runs of one checkout never share stage/ or measure side by side
+
+def test_a_second_run_in_the_checkout_waits_for_the_first(tmp_path):
+    import fcntl
+    import threading
+    import time
+    from h5regress import runlock
+    fd = os.open(runlock.CHECKOUT_LOCK, os.O_RDWR | os.O_CREAT, 0o666)
+    fcntl.flock(fd, fcntl.LOCK_EX)          # a run of this checkout in progress
+    os.write(fd, b'PID 4242: ci/run-suite -n ior_check\n')
+    released = []
+
+    def release():
+        time.sleep(8)
+        released.append(time.monotonic())
+        os.ftruncate(fd, 0)
+        os.close(fd)
+    threading.Thread(target=release).start()
+    out = run_suite(['-n', 'fio_check.*direct', '--dry-run'], tmp_path)
+    ended = time.monotonic()
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert released and ended > released[0]              # it ran after the first
+    assert (f'ci/run-suite: waiting for {runlock.CHECKOUT_LOCK}, held by PID 4242: '
+            f'ci/run-suite -n ior_check') in out.stderr
+
+
+def test_a_held_lock_refuses_naming_its_holder(tmp_path):
+    from h5regress import runlock
+    lock = tmp_path / 'lock'
+    with runlock.held(lock):
+        child = subprocess.run(
+            [os.sys.executable, '-c', 'from h5regress import runlock; import sys\n'
+             f'with runlock.held({str(lock)!r}, wait=False): pass'],
+            capture_output=True, text=True)
+        assert child.returncode == 1
+        assert f'LockBusy: {lock} is held by PID {os.getpid()}: ' in child.stderr
+    assert lock.read_text() == ''                            # released, holder cleared
