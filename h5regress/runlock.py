@@ -37,10 +37,11 @@ def holder(path: str | os.PathLike) -> str:
 
 @contextlib.contextmanager
 def held(path: str | os.PathLike, *, wait: bool = True,
-         log: Callable[[str], None] | None = None) -> Iterator[None]:
-    """An exclusive flock on ``path`` for the block. Held elsewhere: wait for it
-    (``log`` says who holds it and how long the wait took), or with ``wait=False``
-    raise :class:`LockBusy` naming the holder."""
+         log: Callable[[str], None] | None = None) -> Iterator[int]:
+    """An exclusive flock on ``path`` for the block (its descriptor: a child given it
+    holds the lock too). Held elsewhere: wait for it (``log`` says who holds it and
+    how long the wait took), or with ``wait=False`` raise :class:`LockBusy` naming
+    the holder."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
@@ -59,7 +60,7 @@ def held(path: str | os.PathLike, *, wait: bool = True,
         os.ftruncate(fd, 0)
         os.pwrite(fd, f'PID {os.getpid()}: {" ".join(sys.argv)}\n'.encode(), 0)
         try:
-            yield
+            yield fd
         finally:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)

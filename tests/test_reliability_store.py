@@ -179,3 +179,61 @@ def test_a_held_lock_refuses_naming_its_holder(tmp_path):
         assert child.returncode == 1
         assert f'LockBusy: {lock} is held by PID {os.getpid()}: ' in child.stderr
     assert lock.read_text() == ''                            # released, holder cleared
+
+
+# ------------------------------------------------------------------------------------
+# item 5: nothing outlives a killed nightly; a rerun on its --out refuses
+
+NIGHT_CHILD = '''
+import sys
+from pathlib import Path
+from h5regress import nightly
+out = Path(sys.argv[1])
+with nightly.out_lock(out):
+    nightly.run(sys.argv[2:])
+'''
+
+
+def test_a_nightly_killed_with_sigkill_takes_reframe_and_its_ranks_along(tmp_path):
+    """A real ReFrame run of a job with two ranks under mpirun, started as the nightly
+    starts it; ``kill -9`` of the nightly: ReFrame cancels the job, the ranks die,
+    and until then --out refuses a rerun, naming the nightly."""
+    import signal
+    import time
+    from reframe_run import SETTINGS, reframe_bin, reframe_env
+    from test_time_limits import SLEEPER, kill_marked, processes_marked
+    check = tmp_path / 'sleeper.py'
+    check.write_text(SLEEPER)
+    out = tmp_path / 'out'
+    out.mkdir()
+    pids = tmp_path / 'pids'
+    marker = f'H5R_TEST_MARK={tmp_path.name}-{os.getpid()}-{time.time_ns()}'
+    env = {**reframe_env(tmp_path), 'RFM_CONFIG_FILES': str(SETTINGS),
+           'H5R_TEST_PIDS': str(pids), marker.split('=')[0]: marker.split('=', 1)[1]}
+    night = subprocess.Popen(
+        [os.sys.executable, '-c', NIGHT_CHILD, str(out), reframe_bin(), '-c', str(check),
+         '-r', '--system', 'local:default', '-s', str(out / 'stage'),
+         '-o', str(out / 'output'), '--report-file', str(out / 'report.json')],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while (not pids.exists() or len(pids.read_text().split()) < 4) \
+                and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(pids.read_text().split()) == 4       # the job and its two ranks run
+        from h5regress import nightly
+        with pytest.raises(RuntimeError, match=rf'running with --out {out}: .*held by '
+                                               rf'PID {night.pid}: '):
+            with nightly.out_lock(out):
+                pass
+        night.kill()
+        night.wait()
+        deadline = time.monotonic() + 30
+        while processes_marked(marker) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        left = kill_marked(marker)
+    assert not left, f'children of the killed nightly outlived it: {left}'
+    with nightly.out_lock(out):                           # free again
+        pass
+
