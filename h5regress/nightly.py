@@ -189,6 +189,17 @@ def uninterrupted():
         raise Interrupted(_state.signum)
 
 
+def full_disk_note(out: Path) -> str:
+    """': the file system of --out (DIR) is full' when it is, else ''."""
+    try:
+        st = os.statvfs(out)
+    except OSError:
+        return ''
+    if st.f_bavail * st.f_frsize < 1 << 20:
+        return f': the file system of --out ({out}) is full'
+    return ''
+
+
 def descendants(root: int | None = None) -> list[int]:
     """Live processes below ``root`` (this process), from /proc."""
     root = os.getpid() if root is None else root
@@ -463,8 +474,10 @@ def run_once(build: str, pair_id: str, args, env: dict) -> int:
     stop_leftovers(f'the ReFrame run of {pair_id} {build}')
     try:
         cases = json.loads(report.read_text())['session_info']['num_cases']
-    except (OSError, ValueError, KeyError):
-        cases = 0
+    except (OSError, ValueError, KeyError) as err:
+        raise RuntimeError(f'ReFrame left no readable report {report} (exit '
+                           f'{result.returncode}; {getattr(err, "strerror", None) or err})'
+                           f'{full_disk_note(args.out)}') from None
     if not cases:
         raise RuntimeError(f'no test of build {build} matched --checks {args.checks!r} '
                            f'(ReFrame exit {result.returncode})')
