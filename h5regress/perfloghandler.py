@@ -103,18 +103,18 @@ class CheckedFileLog(rfm_logging.MultiFileHandler):
             ) from None
 
 
-def _create(site_config, config_prefix):
-    """ReFrame's ``filelog`` creation, building a :class:`CheckedFileLog`."""
-    plain = _PLAIN_FILELOG(site_config, config_prefix)
-    handler = CheckedFileLog(plain._prefix, mode=plain.mode, encoding=plain.encoding)
-    handler.__dict__.update({k: v for k, v in plain.__dict__.items()
-                             if k.startswith('_MultiFileHandler__')})
-    return handler
-
-
-_PLAIN_FILELOG = rfm_logging._create_handlers['filelog']
-
-
 def install() -> None:
-    """Make ``filelog`` perflog handlers :class:`CheckedFileLog` (idempotent)."""
-    rfm_logging.register_log_handler('filelog')(_create)
+    """Make ``filelog`` perflog handlers :class:`CheckedFileLog` (once: a config read
+    twice does not wrap the handler twice)."""
+    plain_filelog = rfm_logging._create_handlers['filelog']
+    if getattr(plain_filelog, 'h5regress_checked', False):
+        return
+
+    def create(site_config, config_prefix):
+        plain = plain_filelog(site_config, config_prefix)
+        handler = CheckedFileLog(plain._prefix, mode=plain.mode, encoding=plain.encoding)
+        handler.__dict__.update({k: v for k, v in plain.__dict__.items()
+                                 if k.startswith('_MultiFileHandler__')})
+        return handler
+    create.h5regress_checked = True
+    rfm_logging.register_log_handler('filelog')(create)

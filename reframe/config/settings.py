@@ -61,21 +61,27 @@ For the tools built by fixtures (the ``*_build_check`` tests; ``h5regress.builds
                     ``include/hdf5.h`` and ``lib/libhdf5.so``. Neither: ``h5pcc -show``.
 """
 
+import importlib.util
 import os
-import sys
 
 #: Repository root: config, checks, references and perflogs are found from it.
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# this checkout's h5regress, for this config and the checks (an installed copy may be
-# another checkout's)
-if REPO not in sys.path:
-    sys.path.insert(0, REPO)
-from h5regress import perfloghandler  # noqa: E402
+
+def _checkout_module(name):
+    """A module of this checkout's h5regress, loaded from its file: an installed
+    h5regress may be another checkout's, and a sys.path changed here left ReFrame's
+    later imports without the virtualenv's site-packages (polars not found)."""
+    spec = importlib.util.spec_from_file_location(
+        f'h5regress_checkout_{name}', os.path.join(REPO, 'h5regress', f'{name}.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
 
 # perflog lines are written whole and checked: a failed write is a failed run, not a
 # warning (h5regress.perfloghandler)
-perfloghandler.install()
+_checkout_module('perfloghandler').install()
 
 #: Where perflogs and the results database go; a site points this at a persistent path.
 PERFLOG_DIR = os.environ.get('H5REGRESS_PERFLOG_DIR', os.path.join(REPO, 'perflogs'))
