@@ -52,7 +52,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
-import fcntl
 import json
 import math
 import os
@@ -68,7 +67,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from h5regress import atomic, catalog, followup, gate, manifest, nightly
+from h5regress import atomic, catalog, followup, gate, manifest, nightly, runlock
 from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
 from h5regress.record import Record, config_hash
 
@@ -618,18 +617,12 @@ def get_build(state: State, builder: Builder, sha: str) -> Built | None:
 
 @contextlib.contextmanager
 def held(lock: Path | None):
-    """An exclusive flock(1)-compatible lock on ``lock`` (none: nothing), waited for."""
+    """The measurement lock ``lock`` (none: nothing), waited for, its holder named."""
     if lock is None:
         yield
         return
-    with open(lock, 'a') as fp:
-        t0 = time.monotonic()
-        fcntl.flock(fp, fcntl.LOCK_EX)
-        log(f'measurement lock {lock} held (waited {time.monotonic() - t0:.0f} s)')
-        try:
-            yield
-        finally:
-            fcntl.flock(fp, fcntl.LOCK_UN)
+    with runlock.held(lock, log=log):
+        yield
 
 
 def bisect(repo: Path, good: str, bad: str, builder: Builder, runs: Runs, work: Path,

@@ -1260,8 +1260,11 @@ def build_parser() -> ArgParser:
     p.add_argument('--history', help=f'history directory (default ${hist_mod.ENV}, then '
                    '"history:" in the config)')
     p.add_argument('--append-history', action='store_true',
-                   help="store tonight's results in the history (replaces the same night)")
-    p.add_argument('--night', help='night id (default: date of the newest record)')
+                   help="store tonight's results in the history (a night id already "
+                        "stored is kept and tonight stored as <night>+2, +3...)")
+    p.add_argument('--night', type=hist_mod.night_id,
+                   help="night id (default: date of the newest record; letters, digits, "
+                        "'.', '_', '-')")
     p.add_argument('--attempt', help="only the records of this nightly attempt (pair ids "
                    "'<attempt>-p<i>'): earlier attempts in the same perflogs are left out")
     p.add_argument('--refs', nargs='*', default=None, metavar='PATH',
@@ -1332,16 +1335,27 @@ def main_gate(argv: Sequence[str] | None = None) -> int:
     else:
         print(format_text(result))
     try:
+        if args.append_history:
+            append_history(result, hdir)
         if args.json:
             atomic.write_text(Path(args.json), dumps(result))
-        if args.append_history:
-            if not hdir:
-                raise UsageError(f'--append-history needs --history or ${hist_mod.ENV}')
-            header, lines = history_lines(result)
-            hist_mod.write_night(hdir, header, lines)
         if args.report:
             report_mod.write_all(result, history, Path(args.report))
     except (UsageError, OSError) as err:
         print(f'h5regress gate: error: {err}', file=sys.stderr)
         return EXIT_ERROR
     return result['exit_code']
+
+
+def append_history(result: dict[str, Any], hdir: Path | None) -> None:
+    """Store the night in the history; a failed write makes ``result`` an ERROR naming
+    the path (its gate.json says so too), not the verdict of a night that is lost."""
+    if not hdir:
+        raise UsageError(f'--append-history needs --history or ${hist_mod.ENV}')
+    header, lines = history_lines(result)
+    try:
+        hist_mod.write_night(hdir, header, lines)
+    except hist_mod.HistoryError as err:
+        result.update(overall='ERROR', exit_code=EXIT_ERROR,
+                      error=f'the history was not written: {err}')
+        print(f'h5regress gate: error: {result["error"]}', file=sys.stderr)

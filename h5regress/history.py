@@ -35,17 +35,17 @@ header says, or the night is skipped as truncated).
 Atomicity: a night is one file, written to a temporary file in the same
 directory, fsynced and renamed into place: a reader sees the whole night
 (summaries and samples of the same attempt) or none of it, and a crash never
-corrupts earlier nights. Writers of the same night take a lock
-(``nights/.<id>.lock``) so that ``replace=False`` is a real test. Files are
-never modified afterwards, except that gating the same night again (more
-pairs after INCONCLUSIVE) replaces that night's file, again by one rename. A
-reader that loaded a night and asks for its samples after it was replaced
-gets none (and a problem saying so), never the new attempt's samples.
+corrupts earlier nights. Files are never modified afterwards, and a night is
+never replaced: a night id is unique, and gating a night id again (more pairs
+after INCONCLUSIVE, a rerun the same day) stores a new attempt ``<id>+2``,
+``<id>+3``... beside it (``exclusive=True`` refuses instead). Night ids are
+checked (:func:`night_id`: no ``/``, no ``+``), so two ids never name one file.
+Writers of the same night take a lock (``nights/.<id>.lock``) so that attempt
+numbers are unique.
 
 Older histories (format 1) kept the samples apart, in
 ``<history>/samples/<night-id>.json``, written before the night file: they
-are still read; writing such a night again stores it in the current format
-and removes its separate samples file.
+are still read.
 
 Bad input never stops a reader: an unreadable or truncated night, a line
 that is not UTF-8 or not a valid history line, samples that are not numbers
@@ -59,6 +59,7 @@ jobs restore it before the gate and publish it after.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import dataclasses
 import fcntl
@@ -98,12 +99,39 @@ def resolve_dir(explicit: str | os.PathLike | None = None,
     return None
 
 
-_SAFE = re.compile(r'[^A-Za-z0-9._-]+')
+#: a night id as given (``--night``): letters, digits, ``.``, ``_``, ``-``; not
+#: ``/`` or ``+`` (``+`` marks a stored rerun: ``<id>+2``), so ids never collide
+NIGHT_ID = re.compile(r'[A-Za-z0-9][A-Za-z0-9._-]{0,99}')
+#: separates a night id from its attempt number in a stored rerun
+ATTEMPT_MARK = '+'
+
+
+def night_id(text: str) -> str:
+    """``text`` if it is a valid night id, else an error saying what is allowed (an
+    argparse ``type``: exit 2 naming the value)."""
+    if not NIGHT_ID.fullmatch(text):
+        raise argparse.ArgumentTypeError(f'night id {text!r} is not allowed: use 1-100 letters, digits, '
+                         f"'.', '_' or '-', starting with a letter or digit (a night id "
+                         f'names a file and must not collide with another)')
+    return text
 
 
 def _night_file(root: Path, night: str) -> Path:
-    name = _SAFE.sub('_', night).strip('._') or 'night'
-    return root / 'nights' / f'{name}.jsonl'
+    return root / 'nights' / f'{night}.jsonl'
+
+
+def _free_attempt(root: Path, night: str) -> str:
+    """``night`` if it is not stored yet, else its first free ``<night>+<n>``."""
+    stored, n = night, 1
+    while _night_file(root, stored).exists():
+        n += 1
+        stored = f'{night}{ATTEMPT_MARK}{n}'
+    return stored
+
+
+def _of_night(stored: str, night: str) -> bool:
+    """Whether a stored night id is ``night`` or one of its reruns."""
+    return stored == night or stored.startswith(night + ATTEMPT_MARK)
 
 
 #: fields of a metric that describe it (stored once per night, parsed on demand)
@@ -121,17 +149,23 @@ def _dumps(obj: Any) -> bytes:
 
 
 def write_night(root: str | os.PathLike, header: Mapping[str, Any],
-                metrics: Iterable[Mapping[str, Any]], replace: bool = True) -> Path:
-    """Store one night as one file, atomically; returns the night file.
+                metrics: Iterable[Mapping[str, Any]], exclusive: bool = False) -> Path:
+    """Store one night as one new file, atomically; returns the night file.
 
     Header, one ``meta`` line describing every metric, one summary line per
     metric (medians, ratio, interval, verdict, true ratio), then one
-    ``samples`` line (the per-run values). The file's rename is what makes
-    the night exist; the lock makes writers of the same night take turns.
+    ``samples`` line (the per-run values). A stored night is never replaced: a
+    night id already stored is a rerun, kept as ``<id>+2``, ``<id>+3``... (its
+    header says which), or with ``exclusive`` refused (HistoryError). The file's
+    rename is what makes the night exist; the lock makes writers of the same
+    night take turns. A failed write is a HistoryError naming the file.
     """
     root = Path(root)
     night = str(header['night'])
-    path = _night_file(root, night)
+    try:
+        night_id(night)
+    except argparse.ArgumentTypeError as err:
+        raise HistoryError(f'{root}: {err}') from None
     metas, samples, lines = {}, {}, []
     for m in metrics:
         key = m['key']
@@ -143,24 +177,34 @@ def write_night(root: str | os.PathLike, header: Mapping[str, Any],
     meta = _META_PREFIX.encode() + _dumps({'metas': metas})[1:]
     summary = b''.join(line + b'\n' for line in [meta] + lines)
     tail = _dumps({'kind': _SAMPLES_KIND, 'samples': samples}) + b'\n'
-    head = json.dumps({'kind': 'night', **header, 'format': FORMAT,
-                       'summary_bytes': len(summary), 'samples_bytes': len(tail)},
-                      separators=(',', ':'), sort_keys=True, ensure_ascii=True).encode()
-    with _night_lock(path):
-        if path.exists() and not replace:
-            raise HistoryError(f'{path}: night {night!r} is already in the history')
-        atomic.write_bytes(path, head + b'\n' + summary + tail)
-        # a night of the old layout rewritten: its separate samples are not this night's
-        with contextlib.suppress(FileNotFoundError):
-            _legacy_samples_file(path).unlink()
+    with _night_lock(root, night):
+        stored = _free_attempt(root, night)
+        path = _night_file(root, stored)
+        if stored != night and exclusive:
+            raise HistoryError(f'{_night_file(root, night)}: night {night!r} is already '
+                               f'in the history')
+        head = json.dumps({'kind': 'night', **header, 'night': stored, 'format': FORMAT,
+                           'summary_bytes': len(summary), 'samples_bytes': len(tail)},
+                          separators=(',', ':'), sort_keys=True, ensure_ascii=True).encode()
+        try:
+            atomic.write_bytes(path, head + b'\n' + summary + tail)
+        except OSError as err:
+            raise HistoryError(f'{path} could not be written: {err.strerror or err}') \
+                from None
     return path
 
 
 @contextlib.contextmanager
-def _night_lock(path: Path) -> Iterator[None]:
-    """Exclusive lock of one night (a file beside it; writers of other nights go on)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path.parent / f'.{path.stem}.lock', os.O_RDWR | os.O_CREAT, 0o666)
+def _night_lock(root: Path, night: str) -> Iterator[None]:
+    """Exclusive lock of one night and its reruns (a file beside them; writers of
+    other nights go on)."""
+    ndir = root / 'nights'
+    try:
+        ndir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(ndir / f'.{night}.lock', os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as err:
+        raise HistoryError(f'{ndir} cannot take night {night!r}: '
+                           f'{err.strerror or err}') from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -427,8 +471,8 @@ def _read_night(path: Path, hist: History) -> tuple | None:
 def load(root: str | os.PathLike | None, exclude_night: str | None = None) -> History:
     """Read the summaries of every night under ``root`` (missing directory: empty).
 
-    ``exclude_night`` leaves out that night (the gate of a rerun night must not
-    see its own earlier attempt as history). Meta lines and samples are read
+    ``exclude_night`` leaves out that night and its reruns (the gate of a rerun
+    night must not see its own earlier attempts as history). Meta lines and samples are read
     only when asked for. A night that cannot be read is skipped and named in
     ``problems``; the others are read.
     """
@@ -444,7 +488,7 @@ def load(root: str | os.PathLike | None, exclude_night: str | None = None) -> Hi
         if got is None:
             continue
         header, raw_meta, metrics, nf = got
-        if exclude_night is not None and header['night'] == exclude_night:
+        if exclude_night is not None and _of_night(header['night'], exclude_night):
             continue
         loaded.append((str(header.get('timestamp') or ''), header['night'], header,
                        raw_meta, metrics, nf))

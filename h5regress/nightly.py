@@ -64,7 +64,6 @@ import argparse
 import contextlib
 import ctypes
 import datetime
-import fcntl
 import hashlib
 import io
 import json
@@ -78,9 +77,10 @@ import subprocess
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
-from h5regress import atomic, coverage, darshan, gate, history, manifest, report
+from h5regress import atomic, coverage, darshan, gate, history, manifest, report, runlock
 from h5regress.cmdline import UsageError, config_files
 
 REPO = Path(__file__).resolve().parents[1]
@@ -124,6 +124,7 @@ def log(msg: str) -> None:
 #: seconds the children have to stop after a signal, before SIGKILL
 GRACE = 10.0
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_PDEATHSIG = 1
 
 
 class Interrupted(BaseException):
@@ -139,6 +140,9 @@ class _State:
     """What the signal handler needs: the running child, the signal, whether the
     main flow is in a section that must not be cut (the final gate's writes)."""
     child: subprocess.Popen | None = None
+    #: the night's lock descriptors: every child holds them too, so that a rerun
+    #: finds --out busy until the last child of a killed night is gone
+    lock_fds: tuple[int, ...] = ()
     quiet = False                           # --quiet: children's command lines not echoed
     signum: int | None = None
     since = 0.0
@@ -183,6 +187,17 @@ def uninterrupted():
         _state.critical = False
     if _state.signum is not None:
         raise Interrupted(_state.signum)
+
+
+def full_disk_note(out: Path) -> str:
+    """': the file system of --out (DIR) is full' when it is, else ''."""
+    try:
+        st = os.statvfs(out)
+    except OSError:
+        return ''
+    if st.f_bavail * st.f_frsize < 1 << 20:
+        return f': the file system of --out ({out}) is full'
+    return ''
 
 
 def descendants(root: int | None = None) -> list[int]:
@@ -232,6 +247,16 @@ def stop_descendants(grace: float = GRACE) -> list[int]:
         time.sleep(0.1)
 
 
+def _die_with_parent(parent: int) -> Callable[[], None]:
+    """A ``preexec_fn``: the child gets SIGTERM when this (single-threaded) process
+    dies, ``kill -9`` included (ReFrame then cancels its jobs)."""
+    def preexec() -> None:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        if os.getppid() != parent:          # died before the prctl
+            os.kill(os.getpid(), signal.SIGTERM)
+    return preexec
+
+
 def run(cmd: list, *, capture: bool = False, timeout: float | None = None,
         **kwargs) -> subprocess.CompletedProcess:
     """Run a child in a process group of its own (a signal to this process is
@@ -241,7 +266,8 @@ def run(cmd: list, *, capture: bool = False, timeout: float | None = None,
         log('$ ' + ' '.join(cmd))
     if capture:
         kwargs.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    proc = subprocess.Popen(cmd, start_new_session=True, **kwargs)
+    proc = subprocess.Popen(cmd, start_new_session=True, pass_fds=_state.lock_fds,
+                            preexec_fn=_die_with_parent(os.getpid()), **kwargs)
     _state.child = proc
     deadline = time.monotonic() + timeout if timeout else None
     try:
@@ -448,8 +474,10 @@ def run_once(build: str, pair_id: str, args, env: dict) -> int:
     stop_leftovers(f'the ReFrame run of {pair_id} {build}')
     try:
         cases = json.loads(report.read_text())['session_info']['num_cases']
-    except (OSError, ValueError, KeyError):
-        cases = 0
+    except (OSError, ValueError, KeyError) as err:
+        raise RuntimeError(f'ReFrame left no readable report {report} (exit '
+                           f'{result.returncode}; {getattr(err, "strerror", None) or err})'
+                           f'{full_disk_note(args.out)}') from None
     if not cases:
         raise RuntimeError(f'no test of build {build} matched --checks {args.checks!r} '
                            f'(ReFrame exit {result.returncode})')
@@ -618,7 +646,10 @@ def parse_args(argv):
     ap.add_argument('--out', type=Path, default=Path('nightly-out'),
                     help='artifacts directory (default ./nightly-out)')
     ap.add_argument('--night', default=datetime.date.today().isoformat(),
-                    help='night id (default today)')
+                    type=history.night_id,
+                    help="night id (default today; letters, digits, '.', '_', '-'; a night "
+                         "id already in the history is kept and this one stored as "
+                         "<night>+2, +3...)")
     ap.add_argument('--quiet', action='store_true', help="hide ReFrame's output")
     args = ap.parse_args(argv)
     if args.pairs < 1 or args.max_pairs < args.pairs:
@@ -662,16 +693,21 @@ def attempt_perflogs(args) -> Path:
 
 @contextlib.contextmanager
 def out_lock(out: Path):
-    """One attempt at a time per --out (a second one is an ERROR, not a mix)."""
-    fd = os.open(out / '.nightly.lock', os.O_RDWR | os.O_CREAT, 0o666)
+    """One attempt at a time per --out (a second one is an ERROR, not a mix), and one
+    measurement at a time per checkout (a second night waits for the run lock). The
+    children hold both locks too (:func:`run`)."""
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise RuntimeError(f'another ci/nightly is running with --out {out}') from None
-        yield
-    finally:
-        os.close(fd)
+        with runlock.held(out / '.nightly.lock', wait=False) as out_fd, \
+                runlock.held(runlock.CHECKOUT_LOCK, log=log) as run_fd:
+            _state.lock_fds = (out_fd, run_fd)
+            try:
+                yield
+            finally:
+                _state.lock_fds = ()
+    except runlock.LockBusy as err:
+        raise RuntimeError(f'another ci/nightly is running with --out {out}: {err} (it '
+                           f'or a child of it; wait for it or give another --out)') \
+            from None
 
 
 def start_attempt(args) -> None:

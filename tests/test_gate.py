@@ -409,10 +409,10 @@ def test_cli_appends_history_and_writes_json(tmp_path, monkeypatch):
     base, cand = hist.samples(key, 0)
     assert len(base) == len(cand) == 20
     assert hist.meta(key)['tool'] == 'ior'
-    # gating the same night again replaces it, and does not see itself as history
+    # gating the same night again keeps both, and does not see itself as history
     rc = gate.main_gate(['--baseline', BASE, '--candidate', CAND, '--records', path,
                          '--append-history', '--refs', '--quiet'])
-    assert history.load(hdir).night_ids() == ['2025-01-10']
+    assert history.load(hdir).night_ids() == ['2025-01-10', '2025-01-10+2']
     assert not list((hdir / 'nights').glob('.*.tmp'))
 
 

@@ -3,8 +3,9 @@
 - one non-UTF-8 byte (or a value that is no number) in a history file: gate, refs and
   report name the file and the line, skip what is bad and read the other nights;
 - a night is one file renamed once: a crash at any point of a write leaves the old
-  night whole, two writers of the same night take turns (``replace=False`` lets one
-  win), and a reader sees the summaries and the samples of one attempt, never a mix;
+  night whole, two writers of the same night take turns (``exclusive=True`` lets one
+  win, else each is kept as its own attempt), and a reader sees the summaries and the
+  samples of one attempt, never a mix;
 - histories in the old layout (samples in ``samples/<id>.json``) are still read.
 """
 
@@ -124,10 +125,10 @@ def test_a_summary_value_that_is_no_number_is_named_and_skipped(tmp_path, capsys
     write_nights(tmp_path)
     header, (metric,) = night_lines('2025-02-05', 10, 1005.0)
     history.write_night(tmp_path, header, [dict(metric, **{field: value})])
-    bad = tmp_path / 'nights' / '2025-02-05.jsonl'
+    bad = tmp_path / 'nights' / '2025-02-05+2.jsonl'         # a rerun, kept beside
     hist = history.load(tmp_path)
     assert f'{bad}:3: {field} is {why}' in capsys.readouterr().err
-    assert len(hist.series[KEY]) == 11
+    assert len(hist.series[KEY]) == 12
     # and the gate, which takes logs of medians, runs over it
     from test_gate import paired
     gate.run_gate(paired(10, 1.0, night='2025-03-01'), BASE, CAND, gate.load_config(),
@@ -175,24 +176,24 @@ def test_a_crash_at_any_step_of_a_write_leaves_a_whole_night(tmp_path, monkeypat
                 raise OSError('simulated crash')
             return real(src, dst)
         monkeypatch.setattr(atomic.os, 'replace', crashing)
-        with pytest.raises(OSError, match='simulated crash'):
+        with pytest.raises(history.HistoryError, match='simulated crash'):
             history.write_night(tmp_path, *night_lines('2025-02-01', 7, 200.0, 'FAIL'))
         monkeypatch.setattr(atomic.os, 'replace', real)
         hist = history.load(tmp_path)
-        assert hist.night_ids() == ['2025-02-01']
+        assert hist.night_ids() == ['2025-02-01', '2025-02-01+2']
         assert hist.nights[0]['overall'] == 'PASS'        # the old night, whole
         assert hist.samples(KEY, 0) == ([100.0] * 5, [100.0] * 5)
         assert not list((tmp_path / 'nights').glob('.*.tmp'))
 
 
-def _write_many(root, night, tag, replace, start, out):
+def _write_many(root, night, tag, exclusive, start, out):
     start.wait()
     results = []
     for i in range(out):
         n = 3 + tag                                        # each writer: its own n
         try:
             history.write_night(root, *night_lines(night, n, 100.0 * (tag + 1)),
-                                replace=replace)
+                                exclusive=exclusive)
             results.append('ok')
         except history.HistoryError:
             results.append('exists')
@@ -200,8 +201,8 @@ def _write_many(root, night, tag, replace, start, out):
 
 
 def _writer(args):
-    root, night, tag, replace, count = args
-    return _write_many(root, night, tag, replace, _BARRIER, count)
+    root, night, tag, exclusive, count = args
+    return _write_many(root, night, tag, exclusive, _BARRIER, count)
 
 
 _BARRIER = None
@@ -217,21 +218,24 @@ def test_two_writers_of_the_same_night_take_turns(tmp_path):
     workers = 6
     barrier = ctx.Barrier(workers)
     with ctx.Pool(workers, initializer=_init, initargs=(barrier,)) as pool:
-        got = pool.map(_writer, [(tmp_path, '2025-02-01', t, False, 1)
+        got = pool.map(_writer, [(tmp_path, '2025-02-01', t, True, 1)
                                  for t in range(workers)])
     outcomes = [r for rs in got for r in rs]
     assert outcomes.count('ok') == 1, outcomes          # one wins, the others are told
     barrier = ctx.Barrier(workers)
     with ctx.Pool(workers, initializer=_init, initargs=(barrier,)) as pool:
-        pool.map(_writer, [(tmp_path, '2025-02-02', t, True, 5) for t in range(workers)])
+        pool.map(_writer, [(tmp_path, '2025-02-02', t, False, 5) for t in range(workers)])
     hist = history.load(tmp_path)
     assert not hist.problems
     assert_whole(hist)
+    # every write kept: 2025-02-01, then 2025-02-02 and its 29 reruns, each once
+    assert sorted(hist.night_ids()) == sorted(
+        ['2025-02-01', '2025-02-02'] + [f'2025-02-02+{k}' for k in range(2, 31)])
 
 
 def _rewrite_loop(root, stop):
     k = 0
-    while not stop.is_set():
+    while not stop.is_set() and k < 60:       # each write a rerun kept beside the others
         k += 1
         history.write_night(root, *night_lines('2025-02-01', 3 + k % 2, 100.0 + k % 2))
 
@@ -244,9 +248,7 @@ def test_a_reader_never_pairs_one_attempts_summaries_with_anothers_samples(tmp_p
     writer.start()
     try:
         for _ in range(150):
-            hist = history.load(tmp_path)
-            if len(hist) == 1:
-                assert_whole(hist)
+            assert_whole(history.load(tmp_path))
     finally:
         stop.set()
         writer.join(30)
@@ -279,11 +281,12 @@ def test_old_layout_nights_are_read_and_rewritten_as_one_file(tmp_path):
     assert hist.samples(KEY, 0) == ([51.0] * 4, [51.0] * 4)
     assert hist.meta(KEY, 0)['tool'] == 'ior'
     assert_whole(hist)
-    # the same night written again: one file, its old samples file gone
+    # the same night written again: a rerun beside it, the old night kept whole
     history.write_night(tmp_path, *night_lines('2025-01-02', 8, 60.0))
-    assert not (tmp_path / 'samples' / '2025-01-02.json').exists()
     hist = history.load(tmp_path)
-    assert hist.samples(KEY, 1) == ([60.0] * 8, [60.0] * 8)
+    assert hist.night_ids()[1:3] == ['2025-01-02', '2025-01-02+2']
+    assert hist.samples(KEY, 1) == ([52.0] * 4, [52.0] * 4)
+    assert hist.samples(KEY, 2) == ([60.0] * 8, [60.0] * 8)
     assert_whole(hist)
 
 

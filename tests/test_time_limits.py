@@ -14,6 +14,7 @@ import json
 import os
 import re
 import runpy
+import signal
 import threading
 import time
 from pathlib import Path
@@ -66,7 +67,8 @@ class sleep_past_the_limit(rfm.RunOnlyRegressionTest):
     valid_prog_environs = ['*']
     num_tasks = 2
     executable = 'sh'
-    executable_opts = ['-c', '"echo $$ >> $H5R_TEST_PIDS; exec sleep 300"']
+    # single quotes: each rank's own PID, not the job shell's
+    executable_opts = ['-c', "'echo $$ >> $H5R_TEST_PIDS; exec sleep 300'"]
     prerun_cmds = ['echo $$ >> $H5R_TEST_PIDS',
                    'sleep 300 & echo $! >> $H5R_TEST_PIDS']
 
@@ -92,15 +94,26 @@ def test_a_job_past_its_partitions_time_limit_fails_and_leaves_no_process(tmp_pa
     check = tmp_path / 'sleeper.py'
     check.write_text(SLEEPER)
     pids = tmp_path / 'pids'
+    marker = f'H5R_TEST_MARK={tmp_path.name}-{os.getpid()}-{time.time_ns()}'
     import subprocess
     start = time.monotonic()
-    proc = subprocess.run(
-        [reframe_bin(), '-C', str(config), '-c', str(check), '-r', '--system',
-         'local:default', '-s', str(tmp_path / 'stage'), '-o', str(tmp_path / 'output'),
-         '--report-file', str(tmp_path / 'report.json')],
-        cwd=REPO, env={**reframe_env(tmp_path), 'H5R_TEST_PIDS': str(pids)},
-        capture_output=True, text=True, timeout=240)
-    took = time.monotonic() - start
+    try:
+        proc = subprocess.run(
+            [reframe_bin(), '-C', str(config), '-c', str(check), '-r', '--system',
+             'local:default', '-s', str(tmp_path / 'stage'), '-o', str(tmp_path / 'output'),
+             '--report-file', str(tmp_path / 'report.json')],
+            cwd=REPO, env={**reframe_env(tmp_path), 'H5R_TEST_PIDS': str(pids),
+                           marker.split('=')[0]: marker.split('=', 1)[1]},
+            capture_output=True, text=True, timeout=240)
+        took = time.monotonic() - start
+        check_time_limit_run(proc, tmp_path, took, pids, marker)
+    finally:
+        left = kill_marked(marker)
+    assert not left, f'processes of the job outlived it: {left}'
+
+
+def check_time_limit_run(proc, tmp_path: Path, took: float, pids: Path,
+                         marker: str) -> None:
     assert proc.returncode != 0, proc.stdout[-3000:]
     case = json.loads((tmp_path / 'report.json').read_text())['runs'][0]['testcases'][0]
     assert case['result'] == 'fail' and case['fail_phase'] == 'run', case
@@ -108,11 +121,43 @@ def test_a_job_past_its_partitions_time_limit_fails_and_leaves_no_process(tmp_pa
     assert 'job timed out' in reason and '> 3.0s' in reason, reason
     assert took < 120, f'ReFrame took {took:.0f} s for a 3 s limit'
     noted = [int(x) for x in pids.read_text().split()]
-    assert len(noted) == 4, noted            # job shell, background child, two ranks
+    # job shell, background child, two ranks: four processes
+    assert len(set(noted)) == 4, noted
     deadline = time.monotonic() + 10
-    while any(map(alive, noted)) and time.monotonic() < deadline:
+    while (any(map(alive, noted)) or processes_marked(marker)) \
+            and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not [p for p in noted if alive(p)], 'processes of the job outlived it'
+    left = [p for p in noted if alive(p)] + list(processes_marked(marker))
+    assert not left, f'processes of the job outlived it: {left}'
+
+
+def processes_marked(marker: str) -> dict[int, str]:
+    """PID -> command line of every live process with ``marker`` (``NAME=VALUE``) in
+    its environment (the ranks under the launcher included)."""
+    found, needle = {}, marker.encode()
+    for entry in Path('/proc').iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle not in (entry / 'environ').read_bytes().split(b'\0'):
+                continue
+            cmd = (entry / 'cmdline').read_bytes().replace(b'\0', b' ').decode(errors='replace')
+        except OSError:
+            continue
+        if alive(int(entry.name)):
+            found[int(entry.name)] = cmd
+    return found
+
+
+def kill_marked(marker: str) -> dict[int, str]:
+    """SIGKILL every process with ``marker`` in its environment; those that were left."""
+    left = processes_marked(marker)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return left
 
 
 def processes_under(path: str) -> dict[int, str]:

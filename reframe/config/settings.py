@@ -61,10 +61,27 @@ For the tools built by fixtures (the ``*_build_check`` tests; ``h5regress.builds
                     ``include/hdf5.h`` and ``lib/libhdf5.so``. Neither: ``h5pcc -show``.
 """
 
+import importlib.util
 import os
 
 #: Repository root: config, checks, references and perflogs are found from it.
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _checkout_module(name):
+    """A module of this checkout's h5regress, loaded from its file: an installed
+    h5regress may be another checkout's, and a sys.path changed here left ReFrame's
+    later imports without the virtualenv's site-packages (polars not found)."""
+    spec = importlib.util.spec_from_file_location(
+        f'h5regress_checkout_{name}', os.path.join(REPO, 'h5regress', f'{name}.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# perflog lines are written whole and checked: a failed write is a failed run, not a
+# warning (h5regress.perfloghandler)
+_checkout_module('perfloghandler').install()
 
 #: Where perflogs and the results database go; a site points this at a persistent path.
 PERFLOG_DIR = os.environ.get('H5REGRESS_PERFLOG_DIR', os.path.join(REPO, 'perflogs'))
@@ -104,6 +121,14 @@ CI_SLURM_MPI = [['OMPI_MCA_btl', 'self,tcp']]
 SRUN_ENV = [['SLURM_MPI_TYPE', 'pmix'], ['SLURM_KILL_BAD_EXIT', '1']]
 
 
+#: A job of the local scheduler past its time limit gets SIGTERM in its process group,
+#: and the moment its shell exits ReFrame SIGKILLs that group: the launcher (mpirun,
+#: srun), killed before it could stop the ranks it put in their own process groups,
+#: left them running. The job shell waits for its foreground launcher, which stops its
+#: ranks on the same SIGTERM, and exits only then.
+LOCAL_JOB_PREPARE = ["trap 'exit 143' TERM"]
+
+
 def ci_slurm_partition(name, descr, scheduler, launcher):
     """A partition of the test SLURM: all share its one SLURM partition, exclusively."""
     part = {
@@ -122,6 +147,8 @@ def ci_slurm_partition(name, descr, scheduler, launcher):
     }
     if scheduler != 'local':
         part['access'] = ['--partition=debug', '--exclusive']
+    else:
+        part['prepare_cmds'] = LOCAL_JOB_PREPARE
     return part
 
 
@@ -178,6 +205,7 @@ site_configuration = {
                     'max_jobs': 1,
                     # the local scheduler kills a job past it (the night goes on)
                     'time_limit': '30m',
+                    'prepare_cmds': LOCAL_JOB_PREPARE,
                     'env_vars': SRUN_ENV,
                     'extras': {
                         'scratch': '/lustre/scratch/$USER/h5regress',
@@ -233,6 +261,7 @@ site_configuration = {
                     # a run at local's sizes takes seconds, a build a few minutes: a job
                     # past this hangs, and is killed with its whole process group
                     'time_limit': '15m',
+                    'prepare_cmds': LOCAL_JOB_PREPARE,
                     'env_vars': OMPI_AS_ROOT + [
                         # ranks may exceed cores on a workstation
                         ['OMPI_MCA_rmaps_base_oversubscribe', '1'],
