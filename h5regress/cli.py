@@ -193,7 +193,7 @@ DELEGATED = {
     'manifest': ('h5regress.manifest', 'main'),
     'bisect': ('h5regress.bisect', 'main'),
     'study': ('h5regress.study', 'main'),
-    'coverage': ('h5regress.coverage', 'main'),
+    'coverage': ('h5regress.coveragerun', 'main'),
 }
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from h5regress import coverage
+from h5regress import coverage, coveragerun
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNEL = ROOT / 'kernels' / 'h5paths'
@@ -128,7 +128,7 @@ def test_map_and_diff_on_a_real_coverage_build_of_the_kernel(tmp_path):
             '-o', str(out)]
     for row in rows:
         argv += ['--row', row]
-    assert coverage.main(argv) == 0
+    assert coveragerun.main(argv) == 0
     cmap = coverage.CoverageMap.from_json(out.read_text(), str(out))
     assert cmap.rows_executing('src/compound.c', 'prepare_subset') == ['compound-subset']
     assert 'many-datasets' in cmap.rows_executing('src/metadata.c', 'create_datasets')
@@ -141,7 +141,7 @@ def test_map_and_diff_on_a_real_coverage_build_of_the_kernel(tmp_path):
 
 
 def test_a_map_that_is_missing_is_named(tmp_path, capsys):
-    code = coverage.main(['diff', '--map', str(tmp_path / 'none.json'), '--repo', '.',
+    code = coveragerun.main(['diff', '--map', str(tmp_path / 'none.json'), '--repo', '.',
                           '--good', 'a', '--bad', 'b'])
     assert code == 4
     assert 'none.json' in capsys.readouterr().err

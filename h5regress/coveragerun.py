@@ -1,0 +1,345 @@
+"""Running rows against a coverage build of HDF5, and ``h5regress coverage``.
+
+The operations of issue 28 (:mod:`h5regress.coverage` holds the map, the diff and
+the regression-prone set): build a commit of HDF5 with ``--coverage`` from a Spack
+source mirror, run the checks' rows once against it through ReFrame (untimed, never
+in a store the gate reads), and read each row's counters with gcovr.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pathlib
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+
+from h5regress import manifest
+from h5regress.coverage import (PRONE_FILE, CoverageError, CoverageMap, RowCoverage,
+                                blind_spot_line, changed_functions, changed_ranges,
+                                git_diff, load_prone, merge_rows, parse_gcovr_json,
+                                prone_commits, prone_report)
+
+
+# ------------------------------------------------------------------ collecting
+def link_notes(gcda_root: pathlib.Path, build_dir: pathlib.Path) -> int:
+    """Link every ``.gcno`` of ``build_dir`` beside where ``GCOV_PREFIX=gcda_root``
+    put the counters (``gcda_root/<absolute build path>``); gcov needs both."""
+    build_dir = build_dir.resolve()
+    mirror = gcda_root / str(build_dir).lstrip('/')
+    count = 0
+    for note in build_dir.rglob('*.gcno'):
+        target = mirror / note.relative_to(build_dir)
+        if target.parent.is_dir() and not target.exists():
+            target.symlink_to(note)
+            count += 1
+    return count
+
+
+def gcovr_command() -> str:
+    """gcovr of this Python environment (a dependency of the package), else PATH's."""
+    beside = pathlib.Path(sys.executable).with_name('gcovr')
+    found = str(beside) if beside.exists() else shutil.which('gcovr')
+    if not found:
+        raise CoverageError('gcovr not found: pip install gcovr (a dependency of h5regress)')
+    return found
+
+
+def collect_row(gcda_root: pathlib.Path, build_dir: pathlib.Path,
+                source_root: pathlib.Path) -> RowCoverage:
+    """A row's coverage from the counters one run left under ``gcda_root``."""
+    if not any(gcda_root.rglob('*.gcda')):
+        raise CoverageError(f'{gcda_root}: no .gcda counters (was the run made with '
+                            f'GCOV_PREFIX={gcda_root} against a --coverage build?)')
+    link_notes(gcda_root, build_dir)
+    out = subprocess.run([gcovr_command(), '--root', str(source_root), '--json', '-',
+                          str(gcda_root)], capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise CoverageError(f'gcovr on {gcda_root} exited {out.returncode}: '
+                            f'{out.stderr.strip()[-500:]}')
+    return parse_gcovr_json(out.stdout, f'gcovr on {gcda_root}')
+
+
+# ------------------------------------------------------------------ the build
+#: where coverage builds live (outside any checkout, like Spack's install tree)
+DEFAULT_WORK = pathlib.Path('~/.cache/h5regress/coverage').expanduser()
+#: HDF5's CMake options of a coverage build: parallel like the timed builds, -O0 so
+#: that no static function is inlined away from the map, NDEBUG as in a release
+CMAKE_OPTIONS = ('-DCMAKE_BUILD_TYPE=Release', '-DCMAKE_C_FLAGS_RELEASE=-O0 -DNDEBUG',
+                 '-DCMAKE_C_FLAGS=--coverage', '-DCMAKE_EXE_LINKER_FLAGS=--coverage',
+                 '-DCMAKE_SHARED_LINKER_FLAGS=--coverage', '-DBUILD_STATIC_LIBS=OFF',
+                 '-DHDF5_ENABLE_PARALLEL=ON', '-DBUILD_TESTING=OFF', '-DHDF5_BUILD_TOOLS=OFF',
+                 '-DHDF5_BUILD_EXAMPLES=OFF', '-DHDF5_BUILD_CPP_LIB=OFF',
+                 '-DHDF5_BUILD_FORTRAN=OFF', '-DHDF5_BUILD_HL_LIB=ON',
+                 '-DHDF5_ENABLE_Z_LIB_SUPPORT=ON', '-DHDF5_ENABLE_SUBFILING_VFD=ON')
+
+
+@dataclasses.dataclass(frozen=True)
+class CoverageBuild:
+    """A coverage build's directory: the sources it compiled, its build tree (the
+    ``.gcno`` notes) and its install prefix."""
+    work: pathlib.Path
+
+    @property
+    def source(self) -> pathlib.Path:
+        return self.work / 'src'
+
+    @property
+    def build_dir(self) -> pathlib.Path:
+        return self.work / 'build'
+
+    @property
+    def prefix(self) -> pathlib.Path:
+        return self.work / 'install'
+
+
+def build_hdf5(commit: str, mirror: pathlib.Path, cov: CoverageBuild, jobs: int) -> None:
+    """Unpack HDF5 at ``commit`` from a Spack source mirror and build it for coverage."""
+    from h5regress.sources import Pin
+    tarball = Pin('hdf5', commit, 'cov').mirror_path(mirror)
+    if not tarball.is_file():
+        raise CoverageError(f'{tarball}: no tarball of HDF5 {commit} in the source mirror '
+                            f'{mirror} (spack-env/install --create-mirror, or a tarball of a '
+                            f'clone, see README "Coverage")')
+    shutil.rmtree(cov.work, ignore_errors=True)
+    cov.source.mkdir(parents=True)
+    steps = [['tar', '-xzf', str(tarball), '-C', str(cov.source), '--strip-components=1'],
+             ['cmake', '-S', str(cov.source), '-B', str(cov.build_dir), *CMAKE_OPTIONS,
+              f'-DCMAKE_INSTALL_PREFIX={cov.prefix}'],
+             ['cmake', '--build', str(cov.build_dir), f'-j{jobs}'],
+             ['cmake', '--install', str(cov.build_dir)]]
+    log = cov.work / 'build.log'
+    with open(log, 'w') as out:
+        for step in steps:
+            done = subprocess.run(step, stdout=out, stderr=subprocess.STDOUT,
+                                  env=dict(os.environ, CC=os.environ.get('CC', 'mpicc')))
+            if done.returncode:
+                raise CoverageError(f'{" ".join(step[:2])} exited {done.returncode}: see {log}')
+
+
+# ------------------------------------------------------------------ running rows
+def coverage_manifest(src: pathlib.Path, build: str, hdf5_prefix: pathlib.Path,
+                      out: pathlib.Path) -> tuple[pathlib.Path, str]:
+    """A manifest of one build, ``<build>-cov``, whose tools run against the coverage
+    build of the same commit at ``hdf5_prefix``: each tool's wrapper preloads its
+    ``libhdf5`` (the tools' RPATH names the timed build's; the same soname, loaded
+    first, serves them) and sends the counters to ``out/gcda/<the job's stage
+    directory name>``, one tree per test case."""
+    data = json.loads(src.read_text())
+    try:
+        entry = data['builds'][build]
+    except KeyError:
+        raise CoverageError(f'{src}: no build {build!r} (it has: '
+                            f'{", ".join(data.get("builds", {}))})') from None
+    libs = sorted((hdf5_prefix / 'lib').glob('libhdf5.so.*'), key=lambda p: len(p.name))
+    if not libs:
+        raise CoverageError(f'{hdf5_prefix}/lib: no libhdf5.so.* (the coverage build\'s '
+                            f'install prefix?)')
+    label = entry['hdf5']['label'] + '-cov'
+    entry['hdf5'].update(label=label, prefix=str(hdf5_prefix),
+                         variants=entry['hdf5']['variants'] + ' +coverage')
+    entry.pop('darshan', None)
+    gcda = out / 'gcda'
+    manifest.wrap_tools(entry['tools'], out / 'wrappers', [
+        f'export GCOV_PREFIX={shlex.quote(str(gcda))}/"$(basename "$PWD")"',
+        f'export LD_PRELOAD={shlex.quote(str(libs[0]))}${{LD_PRELOAD:+:$LD_PRELOAD}}'],
+        'the tool against a coverage build of its HDF5 (never a timed run)')
+    data['builds'] = {f'hdf5-{label}': entry}
+    return manifest.write(out / 'manifest.json', data), f'hdf5-{label}'
+
+
+def stage_names(report_text: str, where: str) -> dict[str, str]:
+    """ReFrame run report -> {stage directory name: display name} of the cases that
+    passed (a failed run's counters are not a row's coverage)."""
+    try:
+        cases = [c for run in json.loads(report_text)['runs'] for c in run['testcases']]
+    except (ValueError, KeyError, TypeError) as err:
+        raise CoverageError(f'{where}: not a ReFrame run report ({err})') from None
+    return {pathlib.Path(c['stagedir']).name: c['display_name'] for c in cases
+            if c.get('result') == 'pass' and c.get('stagedir')}
+
+
+def run_rows(manifest_path: pathlib.Path, build: str, checks: str,
+             out: pathlib.Path, system: str | None = None) -> dict[str, pathlib.Path]:
+    """One untimed ReFrame run of the selected checks against the coverage build;
+    {row: its counters' directory}."""
+    root = manifest.repo_root()
+    report = out / 'report.json'
+    cmd = [str(pathlib.Path(sys.executable).with_name('reframe')), '-c',
+           str(root / 'reframe' / 'checks'), '-n', f'(?=.*%hdf5_build={build}(%|$)){checks}',
+           '-r', '-s', str(out / 'stage'), '-o', str(out / 'output'),
+           '--report-file', str(report)]
+    if system:
+        cmd += ['--system', system]
+    env = dict(os.environ, H5REGRESS_MANIFEST=str(manifest_path),
+               H5REGRESS_PERFLOG_DIR=str(out / 'perflogs'))   # never a gate's samples
+    env.setdefault('RFM_CONFIG_FILES', str(root / 'reframe' / 'config' / 'settings.py'))
+    subprocess.run(cmd, env=env, check=False)
+    try:
+        names = stage_names(report.read_text(), str(report))
+    except OSError as err:
+        raise CoverageError(f'{report}: {err.strerror} (did ReFrame run?)') from None
+    return {row: out / 'gcda' / stage for stage, row in names.items()
+            if (out / 'gcda' / stage).is_dir()}
+
+
+# ------------------------------------------------------------------ command line
+def _row_arg(text: str) -> tuple[str, pathlib.Path]:
+    name, sep, path = text.partition('=')
+    if not sep or not name or not path:
+        raise CoverageError(f'--row {text!r}: give NAME=DIR (the GCOV_PREFIX of that row\'s run)')
+    return name, pathlib.Path(path)
+
+
+def _write_map(build: str, rows: Mapping[str, pathlib.Path], build_dir: pathlib.Path,
+               source: pathlib.Path, output: pathlib.Path, commit: str | None = None) -> int:
+    if not rows:
+        raise CoverageError('no row left counters: nothing to map')
+    cmap = merge_rows(build, {name: collect_row(path, build_dir, source)
+                              for name, path in rows.items()}, commit)
+    tmp = output.with_name(output.name + '.tmp')
+    tmp.write_text(cmap.to_json())
+    os.replace(tmp, output)
+    print(f'{output}: {len(rows)} row(s), {len(cmap.extents)} function(s) seen')
+    return 0
+
+
+def _coverage_build(args) -> CoverageBuild:
+    return CoverageBuild((args.work or DEFAULT_WORK / f'{args.build}-cov').resolve())
+
+
+def _commit_of(manifest_path: pathlib.Path, build: str) -> str:
+    try:
+        return json.loads(manifest_path.read_text())['builds'][build]['hdf5']['commit']
+    except OSError as err:
+        raise CoverageError(f'--manifest {manifest_path}: {err.strerror}') from None
+    except (ValueError, KeyError, TypeError):
+        raise CoverageError(f'{manifest_path}: no build {build!r} with an HDF5 commit') from None
+
+
+def _cmd_build(args) -> int:
+    cov = _coverage_build(args)
+    build_hdf5(_commit_of(args.manifest, args.build), args.mirror, cov, args.jobs)
+    print(f'{cov.prefix}: HDF5 of {args.build} built for coverage (sources {cov.source})')
+    return 0
+
+
+def _cmd_run(args) -> int:
+    cov = _coverage_build(args)
+    if not cov.prefix.is_dir():
+        raise CoverageError(f'{cov.prefix}: no coverage build (h5regress coverage build '
+                            f'--build {args.build} first)')
+    out = args.out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    path, build = coverage_manifest(args.manifest, args.build, cov.prefix, out)
+    rows = run_rows(path, build, args.checks, out, args.system)
+    return _write_map(build, rows, cov.build_dir, cov.source, args.output or out / 'map.json',
+                      _commit_of(args.manifest, args.build))
+
+
+def _cmd_diff(args) -> int:
+    cmap = _read_map(args.map)
+    changed = changed_functions(
+        changed_ranges(git_diff(args.repo, args.good, args.bad, args.paths)), cmap)
+    for c in changed:
+        print(json.dumps(dataclasses.asdict(c)) if args.json else
+              f'{c.file}:{c.name}: {", ".join(c.rows) or "NOT EXERCISED"}')
+    print(blind_spot_line(changed), file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
+def _cmd_prone(args) -> int:
+    import yaml
+    rule, commits = load_prone(args.rule)
+    cmap = _read_map(args.map)
+    if args.refresh:
+        commits = prone_commits(args.repo, args.refresh, rule)
+        text = args.rule.read_text(encoding='utf-8')
+        head = text[:text.index('commits:')] if 'commits:' in text else text
+        args.rule.write_text(head + yaml.safe_dump({'commits': commits}, sort_keys=False,
+                                                   width=100))
+    lines, _ = prone_report(args.repo, commits, cmap)
+    print('\n'.join(lines))
+    return 0
+
+
+def _read_map(path: pathlib.Path) -> CoverageMap:
+    try:
+        return CoverageMap.from_json(path.read_text(), str(path))
+    except OSError as err:
+        raise CoverageError(f'--map {path}: {err.strerror}') from None
+
+
+def _parser():
+    from h5regress.cmdline import ArgParser
+    ap = ArgParser(prog='h5regress coverage', description='Which HDF5 code each row runs: '
+                   'coverage builds, per-row maps, changed functions and blind spots.')
+    sub = ap.add_subparsers(dest='action', required=True)
+    b = sub.add_parser('build', help='build the HDF5 of a manifest build for coverage')
+    b.add_argument('--mirror', required=True, type=pathlib.Path,
+                   help='Spack source mirror holding the commit\'s tarball')
+    b.add_argument('--jobs', type=int, default=os.cpu_count() or 1)
+    r = sub.add_parser('run', help='run checks once against a coverage build and map them')
+    r.add_argument('--checks', default='.', help='ReFrame -n regex of the rows (default: '
+                                                 'every check)')
+    r.add_argument('--out', required=True, type=pathlib.Path,
+                   help='directory of the runs, counters and map')
+    r.add_argument('--system', help='ReFrame --system')
+    r.add_argument('-o', '--output', type=pathlib.Path, help='map file (default OUT/map.json)')
+    for p in (b, r):
+        p.add_argument('--manifest', type=pathlib.Path, default=manifest.default_path(),
+                       help='the Spack manifest (default: spack-env/manifest.json)')
+        p.add_argument('--build', required=True, help='the manifest\'s build whose commit '
+                                                      'is built for coverage, e.g. hdf5-1.15.0')
+        p.add_argument('--work', type=pathlib.Path, help='the coverage build\'s directory '
+                       '(default ~/.cache/h5regress/coverage/BUILD-cov)')
+    m = sub.add_parser('map', help='per-row coverage map from the rows\' counters')
+    m.add_argument('--build-dir', required=True, type=pathlib.Path,
+                   help='the coverage build\'s build tree (its .gcno notes)')
+    m.add_argument('--source', required=True, type=pathlib.Path,
+                   help='the source tree it compiled (the map\'s paths are relative to it)')
+    m.add_argument('-o', '--output', type=pathlib.Path, required=True, help='map file (JSON)')
+    m.add_argument('--build', required=True, help='the coverage build\'s id (recorded)')
+    m.add_argument('--row', action='append', required=True, metavar='NAME=DIR',
+                   help='a row and the GCOV_PREFIX directory of its run (repeat)')
+    d = sub.add_parser('diff', help='changed functions between two commits and the rows '
+                                    'that execute them')
+    d.add_argument('--map', required=True, type=pathlib.Path,
+                   help='coverage map of a build of --bad')
+    d.add_argument('--repo', required=True, help='git repository of the sources')
+    d.add_argument('--good', required=True)
+    d.add_argument('--bad', required=True)
+    d.add_argument('--paths', nargs='+', default=['src'],
+                   help="the repository's paths to diff (default: src, HDF5's library; a "
+                        "public snapshot's missing test-data blobs stay out of it)")
+    d.add_argument('--json', action='store_true', help='JSON lines instead of text')
+    p = sub.add_parser('prone', help='the regression-prone functions a map\'s rows execute')
+    p.add_argument('--map', required=True, type=pathlib.Path, help='coverage map (with its '
+                   'commit: h5regress coverage run)')
+    p.add_argument('--repo', required=True, help='git repository of HDF5\'s history')
+    p.add_argument('--rule', type=pathlib.Path, default=PRONE_FILE,
+                   help='the rule and commits (default ci/regression-prone.yaml)')
+    p.add_argument('--refresh', metavar='HEAD', help='find the commits anew by the rule in '
+                   'the first-parent history of HEAD and rewrite the file\'s list')
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Exit codes: 0 done, 4 bad input or a failed step (named on stderr)."""
+    from h5regress.cmdline import parse_args
+    args, code = parse_args(_parser(), argv)
+    if args is None:
+        return code
+    try:
+        if args.action == 'map':
+            return _write_map(args.build, dict(map(_row_arg, args.row)), args.build_dir,
+                              args.source, args.output)
+        return {'build': _cmd_build, 'run': _cmd_run, 'diff': _cmd_diff,
+                'prone': _cmd_prone}[args.action](args)
+    except CoverageError as err:
+        print(f'h5regress coverage: error: {err}', file=sys.stderr)
+        return 4
