@@ -286,6 +286,8 @@ def test_a_reused_out_gates_only_the_new_attempt(tmp_path):
     assert result['overall'] != 'FAIL'
     assert first and result['attempt'] != first
     hist = history.load(out / 'history')
-    assert hist.night_ids() == [NIGHT] and hist.nights[0]['overall'] == result['overall']
+    # a rerun of a night id never replaces it (issue 31): kept beside it as <id>+2
+    assert hist.night_ids() == [NIGHT, f'{NIGHT}+2']
+    assert hist.nights[1]['overall'] == result['overall']
     # both attempts' perflogs are kept, each in its own directory
     assert {p.name for p in (out / 'perflogs').iterdir()} == {first, result['attempt']}
