@@ -335,6 +335,18 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
             f'echo "{EXIT_MARK} $h5r_rc"',
         ]
 
+    @run_before('run')
+    def size_an_srun_step(self):
+        """Inside an allocation (local scheduler, srun launcher: the ``alloc``
+        partitions) srun sizes its step from the allocation, one task per node of all
+        its nodes, not from the row: a 2-node row of 2 tasks per node ran 2 ranks and
+        a 1-node row ran on both nodes. Give srun the row's size."""
+        part = self.current_partition
+        if part.scheduler.is_local and part.launcher_type.registered_name == 'srun':
+            self.job.launcher.options += [f'--nodes={self.num_nodes}',
+                                          f'--ntasks={self.num_tasks}',
+                                          f'--ntasks-per-node={self.num_tasks_per_node}']
+
     def launch_command(self, opts: list[str], executable: str | None = None) -> str:
         """A further execution of the tool (or of ``executable``), through the same
         launcher, for postrun."""

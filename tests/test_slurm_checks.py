@@ -73,8 +73,14 @@ def test_checks_run_inside_one_allocation(slurm_cluster, tmp_path):
         env=reframe_env(tmp_path, slurm_cluster.env), cwd=REPO,
         capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
-    nodes = {r.params['num_nodes']: r.provenance['nodelist'] for r in records_of(tmp_path)}
-    assert nodes == {1: 'n[1-2]', 2: 'n[1-2]'}
+    records = records_of(tmp_path)
+    nodes = {r.params['num_nodes']: r.provenance['nodelist'] for r in records}
+    assert nodes == {1: 'n[1-2]', 2: 'n[1-2]'}         # the allocation's node list
+    # srun inside the allocation runs the row's size, not one task per node of it
+    job = {p.parent.name: p.read_text() for p in (tmp_path / 'stage').rglob('rfm_job.sh')}
+    two = next(text for name, text in job.items() if name.startswith('flashio_build_check')
+               and '--nodes=2' in text)
+    assert '--ntasks=4 --ntasks-per-node=2' in two
 
 
 @pytest.mark.parametrize('partition', ['squeue-srun', 'slurm-srun'])
