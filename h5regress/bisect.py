@@ -421,7 +421,7 @@ class NightlyRuns(Runs):
                                                                            self.cand_id)}})
         self.args = nightly.parse_args(self.argv + ['--out', str(step_dir)] + (
             [] if margin is None else ['--margin', f'{margin:.6f}']))
-        if self.args.checks is None:   # --stand-in without --checks: the night's choice
+        if self.args.select is None:   # --stand-in without --checks: the night's choice
             nightly.standin_checks(self.args, cand.entry.get('tools', {}))
         nightly.start_attempt(self.args)
         self.env = {**os.environ, 'H5REGRESS_MANIFEST': str(path),

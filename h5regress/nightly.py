@@ -92,27 +92,32 @@ SHIM = REPO / 'benchmarks' / 'delay_shim.c'
 DELAY_LOG = 'delay.log'
 STANDIN_A, STANDIN_B = 'standin-a', 'standin-b'
 
-#: the h5paths rows of a night: the HDF5 code paths where real regressions were
-#: (compound and atomic type conversion, read warm so the conversion is not buried
-#: under the disk; metadata: many datasets, attributes, open/close); the other rows
-#: are there for a site's --checks (a night of all 44 rows x 20 pairs takes hours)
-NIGHT_H5PATHS = (r'h5paths_check(?=.*%benchmark=([^%]*-warm|(many-datasets|attributes|'
-                 r'open-close)-hdf5-collective-contiguous-earliest)(%|$))')
-#: checks of a night: HDF5 against MPI-IO through the same pattern (the canary), and
-#: the HDF5 code paths
-DEFAULT_CHECKS = rf'^(ior_check|flashio_check|{NIGHT_H5PATHS})'
-#: the stand-in night's checks when its builds have IOR (:func:`standin_ior`): IOR's
-#: quietest HDF5 row measured on a workstation VM (2 ranks, independent 1 MiB
-#: transfers into one file, fsync; the gated write bw_mean: pair log-ratio SD
-#: 0.04-0.19 there) and its MPI-IO twin, the canary. FLASH-IO's checkpoint (393 MB
-#: with fsync at local's 2000 blocks per rank) varied 0.1-0.3 on the same VM.
-STANDIN_IOR_CHECKS = r'^ior_check(?=.*%benchmark=(HDF5|MPIIO)-independent-ssf(%|$))'
+#: checks of a night (ReFrame's selection options): the rows tagged ``nightly`` (HDF5
+#: against MPI-IO through the same pattern, the canary; FLASH-IO; the h5paths rows of the
+#: HDF5 code paths where real regressions were)
+NIGHT_SELECTION = ('-t', 'nightly')
+#: the stand-in night's checks when its builds have IOR (:func:`standin_ior`): the rows
+#: tagged ``standin``, IOR's quietest HDF5 row measured on a workstation VM (2 ranks,
+#: independent 1 MiB transfers into one file, fsync; the gated write bw_mean: pair
+#: log-ratio SD 0.04-0.19 there) and its MPI-IO twin, the canary. FLASH-IO's checkpoint
+#: (393 MB with fsync at local's 2000 blocks per rank) varied 0.1-0.3 on the same VM.
+STANDIN_IOR_SELECTION = ('-t', 'standin')
 #: ... with 1 MiB transfers (IOR's HDF5 writes of 4 MiB transfers fell in two modes on
 #: this kind of VM, 1 MiB ones did not): recorded as each record's transfer_size
 STANDIN_IOR_SETVARS = ('ior_check.transfer_size=1m',)
 #: the stand-in night's checks without IOR: the FLASH-IO kernel, which stand-in
 #: builds always have
-STANDIN_CHECKS = r'^flashio_check'
+STANDIN_SELECTION = ('-n', '^flashio_check')
+
+
+def checks_selection(regex: str) -> tuple[str, ...]:
+    """ReFrame's options selecting the checks whose name matches ``regex`` (--checks)."""
+    return ('-n', regex)
+
+
+def build_filter(build: str) -> tuple[str, ...]:
+    """ReFrame's options keeping the tests of one HDF5 build (its ``hdf5_build``)."""
+    return ('-E', f'hdf5_build == {json.dumps(build)}')
 
 
 def log(msg: str) -> None:
@@ -458,12 +463,9 @@ def choose_builds(builds: dict, args) -> tuple[str, str]:
 
 def run_once(build: str, pair_id: str, args, env: dict) -> int:
     """One ReFrame run of the selected checks for one build."""
-    # ReFrame matches -n against the display name with its spaces removed; the build
-    # is a lookahead, as its place among the parameters is not the checks' business
-    name = f'(?=.*%hdf5_build={build}(%|$)){args.checks}'
     report = args.out / 'reports' / args.attempt / f'{pair_id}-{build}.json'
     cmd = [Path(sys.executable).with_name('reframe'), '-c', REPO / 'reframe' / 'checks',
-           '-n', name, '-r',
+           *args.select, *build_filter(build), '-r',
            '-s', args.out / 'stage', '-o', args.out / 'output', '--report-file', report]
     if args.system:
         cmd += ['--system', args.system]
@@ -479,7 +481,7 @@ def run_once(build: str, pair_id: str, args, env: dict) -> int:
                            f'{result.returncode}; {getattr(err, "strerror", None) or err})'
                            f'{full_disk_note(args.out)}') from None
     if not cases:
-        raise RuntimeError(f'no test of build {build} matched --checks {args.checks!r} '
+        raise RuntimeError(f'no test of build {build} matched {" ".join(args.select)!r} '
                            f'(ReFrame exit {result.returncode})')
     # a non-zero exit is a failed test: its sanity failures leave no record, its
     # envelope failures are samples; the gate sees what is there
@@ -599,10 +601,10 @@ def parse_args(argv):
     ap.add_argument('--no-install', action='store_true',
                     help='use the existing manifest (spack-env/manifest.json)')
     ap.add_argument('--checks', help='ReFrame name regex of the checks to pair (default '
-                    # argparse %-formats help: the regexes hold '%benchmark='
-                    f'{DEFAULT_CHECKS}; with --stand-in {STANDIN_IOR_CHECKS} with '
-                    f'-S {" -S ".join(STANDIN_IOR_SETVARS)} when the stand-in builds have '
-                    f'IOR, else {STANDIN_CHECKS})'.replace('%', '%%'))
+                    f'ReFrame {" ".join(NIGHT_SELECTION)}; with --stand-in '
+                    f'{" ".join(STANDIN_IOR_SELECTION)} with -S '
+                    f'{" -S ".join(STANDIN_IOR_SETVARS)} when the stand-in builds have '
+                    f'IOR, else {" ".join(STANDIN_SELECTION)})')
     ap.add_argument('--pairs', type=int, default=10, help='pairs before the first look (10)')
     ap.add_argument('--more-pairs', type=int, default=5,
                     help='pairs added while INCONCLUSIVE (5)')
@@ -668,8 +670,8 @@ def parse_args(argv):
         args.config_files = config_files(args.config, '--config')
     except UsageError as err:
         ap.error(str(err))
-    if not args.stand_in:
-        args.checks = args.checks or DEFAULT_CHECKS
+    args.select = checks_selection(args.checks) if args.checks else \
+        None if args.stand_in else NIGHT_SELECTION
     # with --stand-in and no --checks: chosen once the builds say whether they have
     # IOR (standin_checks)
     args.out = args.out.resolve()
@@ -742,15 +744,15 @@ def prepare_builds(args) -> tuple[Path, str, str]:
 def standin_checks(args, tools: dict) -> None:
     """The stand-in night's checks, unless --checks named them: IOR's quiet HDF5 row
     and its canary, at 1 MiB transfers, when the builds have IOR; else FLASH-IO."""
-    if args.checks:
+    if args.select:
         return
     if 'ior' in tools:
-        args.checks = STANDIN_IOR_CHECKS
+        args.select = STANDIN_IOR_SELECTION
         # the user's -S come after: ReFrame keeps the last of a variable
         args.setvar = [*STANDIN_IOR_SETVARS, *args.setvar]
     else:
-        args.checks = STANDIN_CHECKS
-    log(f'stand-in checks: {args.checks}'
+        args.select = STANDIN_SELECTION
+    log(f'stand-in checks: {" ".join(args.select)}'
         + (f' with -S {" -S ".join(STANDIN_IOR_SETVARS)}' if 'ior' in tools else ''))
 
 
@@ -828,7 +830,7 @@ def after_fail(manifest_path: Path, args, env: dict) -> None:
     result = json.loads(gate_json.read_text())
 
     def run_check(build, checks, pair_id, extra):
-        one = argparse.Namespace(**{**vars(args), 'checks': checks})
+        one = argparse.Namespace(**{**vars(args), 'select': checks_selection(checks)})
         run_once(build, pair_id, one, {**env, **extra})
 
     # the verdict stands whatever happens here: a failure is said, never an ERROR night

@@ -89,11 +89,9 @@ def ior_row(row: str) -> str:
 
 
 def reframe_command(variant: Variant, build: str, report: Path, args) -> list[str]:
-    name = variant.checks
-    if variant.per_build:
-        name = rf'(?=.*%hdf5_build={build}(%|$)){name}'
     cmd = [str(Path(sys.executable).with_name('reframe')), '-c', str(REPO / 'reframe' / 'checks'),
-           '-n', name, '-r', '-s', str(args.out / 'stage'), '-o', str(args.out / 'output'),
+           '-n', variant.checks, *(nightly.build_filter(build) if variant.per_build else ()),
+           '-r', '-s', str(args.out / 'stage'), '-o', str(args.out / 'output'),
            '--report-file', str(report)]
     if args.system:
         cmd += ['--system', args.system]

@@ -456,9 +456,9 @@ def test_a_stand_in_bisect_without_checks_runs_the_stand_in_nights_checks(tmp_pa
     stand-in night's default checks (with IOR: its quiet HDF5 row; else FLASH-IO), not a
     name filter of 'None' that matches no test."""
     runs = bisect.NightlyRuns(['--stand-in', '--quiet'])
-    for tools, checks in (({'flash-io': '/k/flash-io'}, nightly.STANDIN_CHECKS),
+    for tools, checks in (({'flash-io': '/k/flash-io'}, nightly.STANDIN_SELECTION),
                           ({'flash-io': '/k/flash-io', 'ior': '/k/ior'},
-                           nightly.STANDIN_IOR_CHECKS)):
+                           nightly.STANDIN_IOR_SELECTION)):
         entry = {'hdf5': {'version': 'system', 'label': 'x', 'commit': '0' * 40,
                           'variants': 'stand-in', 'hash': 'x', 'prefix': str(tmp_path)},
                  'tools': tools}
@@ -466,8 +466,8 @@ def test_a_stand_in_bisect_without_checks_runs_the_stand_in_nights_checks(tmp_pa
                'spack_version': 'none (stand-in)', 'environment': str(tmp_path),
                'lock_sha256': '0' * 64}
         built = bisect.Built(entry, top, {'slowdown': 0.0})
-        runs.start(built, built, 'a' * 40, tmp_path / checks[:8].strip('^'))
-        assert runs.args.checks == checks
+        runs.start(built, built, 'a' * 40, tmp_path / checks[1].strip('^'))
+        assert runs.args.select == checks
 
 
 class InconclusiveRuns(bisect.Runs):

@@ -146,6 +146,8 @@ class flashio_base(HDF5Benchmark):
 class flashio_check(flashio_base):
     """The kernel as the Spack environment installed it, per HDF5 build."""
 
+    tags = {'io', 'nightly'}
+
 
 @rfm.simple_test
 class flashio_build_check(BuiltByFixture, flashio_base):

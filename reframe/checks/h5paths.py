@@ -21,7 +21,7 @@ import os
 
 import reframe as rfm
 import reframe.utility.sanity as sn
-from reframe.core.builtins import (deferrable, fixture, parameter, run_before,
+from reframe.core.builtins import (deferrable, fixture, parameter, run_after, run_before,
                                    sanity_function, variable)
 
 from h5regress import proof, tools
@@ -42,6 +42,20 @@ def row_name(row):
                     (['cmd'] if coll_metadata else []) + [libver] +
                     (['warm'] if read_cache == 'keep' else []) +
                     ([] if efc_cache else ['efc0']))
+
+
+#: the metadata rows of a night (collective, contiguous, earliest format)
+NIGHT_METADATA = ('many-datasets', 'attributes', 'open-close')
+
+
+def night_row(row) -> bool:
+    """A row of the night (tag ``nightly``): the code paths where real regressions were
+    (compound and atomic type conversion read warm, so the conversion is not buried under
+    the disk; metadata: many datasets, attributes, open/close); the other rows are there
+    for a site's own selection (a night of every row takes hours)."""
+    name = row_name(row)
+    return name.endswith('-warm') or name in {
+        f'{path}-hdf5-collective-contiguous-earliest' for path in NIGHT_METADATA}
 
 
 def rows():
@@ -254,6 +268,12 @@ class h5paths_base(HDF5Benchmark):
 @rfm.simple_test
 class h5paths_check(h5paths_base):
     """The kernel as the Spack environment installed it, per HDF5 build."""
+
+    @run_after('init')
+    def tag_night_rows(self):
+        """The night's rows (``-t nightly``): :func:`night_row`."""
+        if night_row(self.benchmark):
+            self.tags = self.tags | {'nightly'}
 
 
 @rfm.simple_test

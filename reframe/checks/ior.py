@@ -73,6 +73,10 @@ def read_summary(repetition: int) -> str:
     """Where the read execution of ``repetition`` (from 1) leaves its JSON summary."""
     return f'ior-read-{repetition}.json'
 
+#: the stand-in night's rows (tag ``standin``): 2 ranks, independent transfers into one
+#: file, through HDF5 and through MPI-IO (the canary)
+STANDIN_ROWS = (('HDF5', 'independent', 'ssf'), ('MPIIO', 'independent', 'ssf'))
+
 
 class ior_base(HDF5Benchmark):
     #: (api, preset, layout): what the field compares. POSIX has no collective mode.
@@ -312,6 +316,15 @@ class ior_base(HDF5Benchmark):
 @rfm.simple_test
 class ior_check(Prebuilt, ior_base):
     """IOR as the Spack environment installed it, per HDF5 build (else from PATH)."""
+
+    tags = {'io', 'nightly'}
+
+    @run_after('init')
+    def tag_standin_rows(self):
+        """The stand-in night's rows (``-t standin``): the quietest HDF5 write measured
+        on a workstation VM and its MPI-IO twin, the canary."""
+        if self.benchmark in STANDIN_ROWS:
+            self.tags = self.tags | {'standin'}
 
 
 @rfm.simple_test
