@@ -4,7 +4,7 @@
 Seeded runs over a stand-in repository of K commits after the good one, a
 slowdown planted at a random one (it and every later commit slow the writes by
 the fraction: 0.111 = 1.111x the write time, a 10 % bandwidth loss). Each step
-is judged by the gate itself (:class:`h5regress.bisect.SimulatedRuns`: run
+is judged by the gate itself (:class:`h5regress.bisectruns.SimulatedRuns`: run
 bandwidths log-normal with the given CV, the nightly's looks 10/15/20, skip at
 the cap, unless the step's 90 % bound lies on one side of the midpoint), through the
 same search, builder interface and state file as a real
@@ -38,27 +38,27 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from h5regress import bisect  # noqa: E402
+from h5regress import bisectbuild, bisectruns, bisectsearch  # noqa: E402
 
 
-LOOKS = bisect.looks(10, 5, 20)
+LOOKS = bisectsearch.looks(10, 5, 20)
 
 
-def fail_night(builder: bisect.StandInBuilder, runs: bisect.SimulatedRuns, good: str,
+def fail_night(builder: bisectbuild.StandInBuilder, runs: bisectruns.SimulatedRuns, good: str,
                bad: str, tmp: Path) -> float | None:
     """The night that starts a bisect: --bad against --good at the nightly's margin;
     its least slowed FAIL metric's ratio, or None when it did not FAIL."""
-    step = bisect.run_step(runs, builder.build(good), builder.build(bad), bad, tmp / 'night',
+    step = bisectsearch.run_step(runs, builder.build(good), builder.build(bad), bad, tmp / 'night',
                            LOOKS, [])
-    return bisect.bad_ratio_of(step) if step['verdict'] == 'bad' else None
+    return bisectsearch.bad_ratio_of(step) if step['verdict'] == 'bad' else None
 
 
 def one_run(tmp: Path, k: int, planted: int, cv: float, slowdown: float, seed: int,
             measure_bad: bool) -> dict | None:
     fractions = [0.0] + [slowdown if i >= planted else 0.0 for i in range(1, k + 1)]
-    shas = bisect.make_standin_repo(tmp / 'repo', fractions)
-    builder = bisect.StandInBuilder(tmp / 'repo', tmp, tools=False)
-    runs = bisect.SimulatedRuns(cv, random.Random(seed))
+    shas = bisectbuild.make_standin_repo(tmp / 'repo', fractions)
+    builder = bisectbuild.StandInBuilder(tmp / 'repo', tmp, tools=False)
+    runs = bisectruns.SimulatedRuns(cv, random.Random(seed))
     bad_ratio = None
     if not measure_bad:
         bad_ratio = fail_night(builder, runs, shas[0], shas[-1], tmp)
@@ -69,9 +69,9 @@ def one_run(tmp: Path, k: int, planted: int, cv: float, slowdown: float, seed: i
               'looks': LOOKS, 'bad_ratio': bad_ratio}
     with contextlib.redirect_stderr(io.StringIO()):
         try:
-            result = bisect.bisect(tmp / 'repo', shas[0], shas[-1], builder, runs,
+            result = bisectsearch.bisect(tmp / 'repo', shas[0], shas[-1], builder, runs,
                                    tmp / 'work', params)
-        except bisect.BisectError:          # --bad measured and not FAILed
+        except bisectbuild.BisectError:          # --bad measured and not FAILed
             return None
     return {'right': result['found'] and result['first_bad']['commit'] == shas[planted],
             'found_index': shas.index(result['first_bad']['commit']),

@@ -62,442 +62,29 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
+import dataclasses
 import datetime
-import hashlib
 import io
 import json
 import os
-import re
-import secrets
 import shlex
 import shutil
-import signal
-import subprocess
 import sys
-import time
 import traceback
-from collections.abc import Callable
 from pathlib import Path
 
-from h5regress import atomic, coverage, darshan, gate, history, manifest, report, runlock
+from h5regress import (atomic, bisectbuild, bisectruns, coverage, darshan, gate, history,
+                       manifest, report, runlock)
+from h5regress.bisectsearch import format_text
 from h5regress.cmdline import UsageError, config_files
-
-REPO = Path(__file__).resolve().parents[1]
-SETTINGS = REPO / 'reframe' / 'config' / 'settings.py'
-KERNEL = REPO / 'kernels' / 'flash-io'
-SHIM = REPO / 'benchmarks' / 'delay_shim.c'
-#: the shim's account of the delays it added (``H5REGRESS_DELAY_LOG``), in the stand-ins'
-#: directory
-DELAY_LOG = 'delay.log'
-STANDIN_A, STANDIN_B = 'standin-a', 'standin-b'
-
-#: checks of a night (ReFrame's selection options): the rows tagged ``nightly`` (HDF5
-#: against MPI-IO through the same pattern, the canary; FLASH-IO; the h5paths rows of the
-#: HDF5 code paths where real regressions were)
-NIGHT_SELECTION = ('-t', 'nightly')
-#: the stand-in night's checks when its builds have IOR (:func:`standin_ior`): the rows
-#: tagged ``standin``, IOR's quietest HDF5 row measured on a workstation VM (2 ranks,
-#: independent 1 MiB transfers into one file, fsync; the gated write bw_mean: pair
-#: log-ratio SD 0.04-0.19 there) and its MPI-IO twin, the canary. FLASH-IO's checkpoint
-#: (393 MB with fsync at local's 2000 blocks per rank) varied 0.1-0.3 on the same VM.
-STANDIN_IOR_SELECTION = ('-t', 'standin')
-#: ... with 1 MiB transfers (IOR's HDF5 writes of 4 MiB transfers fell in two modes on
-#: this kind of VM, 1 MiB ones did not): recorded as each record's transfer_size
-STANDIN_IOR_SETVARS = ('ior_check.transfer_size=1m',)
-#: the stand-in night's checks without IOR: the FLASH-IO kernel, which stand-in
-#: builds always have
-STANDIN_SELECTION = ('-n', '^flashio_check')
-
-
-def checks_selection(regex: str) -> tuple[str, ...]:
-    """ReFrame's options selecting the checks whose name matches ``regex`` (--checks)."""
-    return ('-n', regex)
-
-
-def build_filter(build: str) -> tuple[str, ...]:
-    """ReFrame's options keeping the tests of one HDF5 build (its ``hdf5_build``)."""
-    return ('-E', f'hdf5_build == {json.dumps(build)}')
-
-
-def log(msg: str) -> None:
-    print(f'ci/nightly: {msg}', file=sys.stderr, flush=True)
-
-
-# -- children and signals -------------------------------------------------------
-
-#: seconds the children have to stop after a signal, before SIGKILL
-GRACE = 10.0
-PR_SET_CHILD_SUBREAPER = 36
-PR_SET_PDEATHSIG = 1
-
-
-class Interrupted(BaseException):
-    """SIGTERM or SIGINT arrived: the night stops, and its children with it (a
-    BaseException, like KeyboardInterrupt: no ``except Exception`` swallows it)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
-
-
-class _State:
-    """What the signal handler needs: the running child, the signal, whether the
-    main flow is in a section that must not be cut (the final gate's writes)."""
-    child: subprocess.Popen | None = None
-    #: the night's lock descriptors: every child holds them too, so that a rerun
-    #: finds --out busy until the last child of a killed night is gone
-    lock_fds: tuple[int, ...] = ()
-    quiet = False                           # --quiet: children's command lines not echoed
-    signum: int | None = None
-    since = 0.0
-    critical = False
-
-
-_state = _State()
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-def _on_signal(signum: int, frame) -> None:
-    if _state.signum is not None:
-        return                              # already stopping
-    _state.signum, _state.since = signum, time.monotonic()
-    log(f'{signal.Signals(signum).name}: stopping the night and its children')
-    if _state.child is not None:
-        _signal_group(_state.child.pid, signum)   # its wait returns, then we stop
-    elif not _state.critical:
-        raise Interrupted(signum)
-
-
-def handle_signals() -> None:
-    """Forward SIGTERM/SIGINT to the children; adopt every orphan below this process
-    (a subreaper: ReFrame's jobs, in sessions of their own, stay findable)."""
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, _on_signal)
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-
-
-@contextlib.contextmanager
-def uninterrupted():
-    """A signal waits until the block is done, then stops the night."""
-    _state.critical = True
-    try:
-        yield
-    finally:
-        _state.critical = False
-    if _state.signum is not None:
-        raise Interrupted(_state.signum)
-
-
-def full_disk_note(out: Path) -> str:
-    """': the file system of --out (DIR) is full' when it is, else ''."""
-    try:
-        st = os.statvfs(out)
-    except OSError:
-        return ''
-    if st.f_bavail * st.f_frsize < 1 << 20:
-        return f': the file system of --out ({out}) is full'
-    return ''
-
-
-def descendants(root: int | None = None) -> list[int]:
-    """Live processes below ``root`` (this process), from /proc."""
-    root = os.getpid() if root is None else root
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir('/proc'):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f'/proc/{entry.name}/stat', 'rb') as fp:
-                fields = fp.read().rsplit(b')', 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != b'Z':
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
-    out, todo = [], [root]
-    while todo:
-        for pid in children.get(todo.pop(), ()):
-            out.append(pid)
-            todo.append(pid)
-    return out
-
-
-def _reap() -> None:
-    """Collect the exit status of adopted orphans (no zombies left behind)."""
-    with contextlib.suppress(ChildProcessError):
-        while os.waitpid(-1, os.WNOHANG)[0]:
-            pass
-
-
-def stop_descendants(grace: float = GRACE) -> list[int]:
-    """SIGTERM every process below this one, SIGKILL what is left after ``grace``;
-    returns the PIDs that would not die (uninterruptible sleep)."""
-    start, termed = time.monotonic(), set()
-    while True:
-        _reap()
-        pids = descendants()
-        late = time.monotonic() - start > grace
-        if not pids or time.monotonic() - start > grace + 10:
-            return pids
-        for pid in pids:
-            if late or pid not in termed:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL if late else signal.SIGTERM)
-                termed.add(pid)
-        time.sleep(0.1)
-
-
-def _die_with_parent(parent: int) -> Callable[[], None]:
-    """A ``preexec_fn``: the child gets SIGTERM when this (single-threaded) process
-    dies, ``kill -9`` included (ReFrame then cancels its jobs)."""
-    def preexec() -> None:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        if os.getppid() != parent:          # died before the prctl
-            os.kill(os.getpid(), signal.SIGTERM)
-    return preexec
-
-
-def run(cmd: list, *, capture: bool = False, timeout: float | None = None,
-        **kwargs) -> subprocess.CompletedProcess:
-    """Run a child in a process group of its own (a signal to this process is
-    forwarded to the group); ``capture``: its output as text."""
-    cmd = [str(c) for c in cmd]
-    if not _state.quiet:
-        log('$ ' + ' '.join(cmd))
-    if capture:
-        kwargs.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    proc = subprocess.Popen(cmd, start_new_session=True, pass_fds=_state.lock_fds,
-                            preexec_fn=_die_with_parent(os.getpid()), **kwargs)
-    _state.child = proc
-    deadline = time.monotonic() + timeout if timeout else None
-    try:
-        while True:
-            try:
-                out, err = proc.communicate(timeout=0.5)
-                break
-            except subprocess.TimeoutExpired:
-                now = time.monotonic()
-                if (_state.signum is not None and now - _state.since > GRACE) or \
-                        (deadline and now > deadline):
-                    _signal_group(proc.pid, signal.SIGKILL)
-    finally:
-        _state.child = None
-    if _state.signum is not None:
-        raise Interrupted(_state.signum)
-    if deadline and time.monotonic() > deadline:
-        raise RuntimeError(f'{cmd[0]} did not finish in {timeout:g} s')
-    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
-
-
-def stop_leftovers(what: str) -> None:
-    """Processes a finished child left behind would disturb the next measurement."""
-    left = descendants()
-    if left:
-        log(f'warning: {what} left {len(left)} process(es) running (PIDs '
-            f'{", ".join(map(str, left))}): stopped')
-        stop_descendants(grace=2.0)
-
-
-# -- builds -------------------------------------------------------------------
-
-def build_standins(out: Path, slowdown: float) -> Path:
-    """Build the kernel and write a manifest of two stand-in builds; return its path.
-
-    Both builds have this project's FLASH-IO kernel and, when there is one
-    (:func:`standin_ior`), the same ``ior`` binary, so an A/A night of
-    ``ior_check`` runs too. With ``slowdown``, the candidate's tools are wrapped
-    so that their HDF5 runs only are slowed by the shim.
-    """
-    work = out / 'stand-in'
-    build = work / 'build'
-    if run(['cmake', '-S', KERNEL, '-B', build, '-DCMAKE_BUILD_TYPE=Release'],
-           stdout=subprocess.DEVNULL).returncode or \
-            run(['cmake', '--build', build, '-j', '2'], stdout=subprocess.DEVNULL).returncode:
-        raise RuntimeError(f'building the FLASH-IO kernel from {KERNEL} failed')
-    # tool -> (binary, shell pattern of its arguments when it writes through HDF5)
-    tools = {'flash-io': (build / 'flash-io', '*" --api=hdf5 "*')}
-    ior, ior_origin = standin_ior()
-    if ior:
-        tools['ior'] = (ior, '*" -a HDF5 "*')
-    base_tools = {name: str(binary) for name, (binary, _) in tools.items()}
-    cand_tools = dict(base_tools)
-    delay_log = work / DELAY_LOG
-    delay_log.unlink(missing_ok=True)       # an earlier attempt's, in a reused --out
-    if slowdown > 0:
-        shim = work / 'delay_shim.so'
-        if run(['gcc', '-shared', '-fPIC', '-O2', '-o', shim, SHIM, '-ldl']).returncode:
-            raise RuntimeError(f'building {SHIM} failed')
-        # the delay applies to the HDF5 runs only: MPI-IO is the canary, and an HDF5
-        # regression does not slow MPI-IO down
-        for name, (binary, hdf5_args) in tools.items():
-            wrapper = work / f'{name}-slowed'
-            wrapper.write_text(
-                '#!/bin/sh\n'
-                f'# stand-in candidate: writes through HDF5 take {1 + slowdown:g}x their time\n'
-                f'case " $* " in {hdf5_args})\n'
-                f'  export LD_PRELOAD={shim}${{LD_PRELOAD:+:$LD_PRELOAD}} '
-                f'H5REGRESS_DELAY_FRACTION={slowdown:g} H5REGRESS_DELAY_LOG={delay_log} ;;\n'
-                'esac\n'
-                f'exec {binary} "$@"\n')
-            wrapper.chmod(0o755)
-            cand_tools[name] = str(wrapper)
-    commit = run(['git', '-C', REPO, 'rev-parse', 'HEAD'], capture=True).stdout.strip() \
-        or '0' * 40
-    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds')
-
-    def standin(label, tool_paths, slowed=0.0):
-        return {'hdf5': {'version': 'system', 'label': label, 'commit': commit,
-                         'variants': 'stand-in: the HDF5 on this machine' + (
-                             f'; ior: {ior_origin}, the same binary in both builds'
-                             if ior else '') + (
-                             f'; writes through HDF5 slowed by {slowed:.0%} on purpose '
-                             f'(injected slowdown: not an A/A pair)' if slowed else ''),
-                         'hash': label, 'prefix': str(work)},
-                'tools': tool_paths}
-
-    path = work / 'manifest.json'
-    manifest.write(path, {
-        'schema': manifest.SCHEMA, 'generated': now, 'spack_version': 'none (stand-in)',
-        'environment': str(work), 'lock_sha256': hashlib.sha256(b'').hexdigest(),
-        'builds': {f'hdf5-{STANDIN_A}': standin(STANDIN_A, base_tools),
-                   f'hdf5-{STANDIN_B}': standin(STANDIN_B, cand_tools, slowdown)},
-    })
-    return path
-
-
-def injected_delay(work: Path, slowdown: float) -> str:
-    """What the shim says it did to the candidate's runs (its log, one line per
-    process): a sentence for the night's log. Raises RuntimeError when no run was
-    slowed: a night labelled with an injected slowdown must have had one."""
-    path = work / DELAY_LOG
-    try:
-        lines = path.read_text().splitlines()
-    except FileNotFoundError:
-        lines = []
-    totals = {'calls': 0, 'io_s': 0.0, 'delay_s': 0.0}
-    for line in lines:
-        fields = dict(f.split('=', 1) for f in line.split()[1:] if '=' in f)
-        for key, kind in (('calls', int), ('io_s', float), ('delay_s', float)):
-            totals[key] += kind(fields.get(key, 0))
-    if not totals['delay_s']:
-        raise RuntimeError(
-            f'--inject-slowdown {slowdown:g}: no run of the candidate was slowed (the delay '
-            f'shim logged no delayed call in {path}), so the night would be labelled '
-            'with a slowdown it did not have; do the checks run any HDF5 row?')
-    return (f'injected slowdown: the shim delayed {totals["calls"]} I/O calls in '
-            f'{len(lines)} candidate processes by {totals["delay_s"]:.1f} s on their '
-            f'{totals["io_s"]:.1f} s (x{1 + totals["delay_s"] / totals["io_s"]:.2f}; '
-            f'asked x{1 + slowdown:g}; the time between calls is not slowed)'
-            if totals['io_s'] else f'injected slowdown: {totals["delay_s"]:.1f} s')
-
-
-def standin_ior() -> tuple[Path | None, str]:
-    """The ``ior`` of both stand-in builds and where it comes from: the one on PATH,
-    else the Spack environment's (the manifest's first build that has one: IOR with
-    that build's HDF5, named in the stand-in manifest), else none (no IOR rows)."""
-    on_path = shutil.which('ior')
-    if on_path:
-        return Path(on_path), f'{on_path} (PATH)'
-    try:
-        builds = manifest.load(manifest.default_path())
-    except (OSError, manifest.ManifestError):
-        return None, ''
-    for build_id, b in sorted(builds.items()):
-        if 'ior' in b.tools and os.access(b.tools['ior'], os.X_OK):
-            return Path(b.tools['ior']), (f"{b.tools['ior']} (the Spack environment's, "
-                                          f'build {build_id}: HDF5 {b.hdf5_version})')
-    return None, ''
-
-
-def resolve_commit(ref: str, repo: str) -> str:
-    """A full commit for ``ref``: itself when it is one, else the branch or tag's head."""
-    if re.fullmatch(r'[0-9a-f]{40}', ref):
-        return ref
-    out = run(['git', 'ls-remote', repo, ref], capture=True, timeout=120)
-    heads = [line.split()[0] for line in out.stdout.splitlines() if line.strip()]
-    if out.returncode or not heads:
-        raise RuntimeError(f'cannot resolve {ref!r} in {repo}: '
-                           f'{out.stderr.strip() or "no such branch or tag"}')
-    return heads[0]
-
-
-def install_environment(candidate: str | None, manifest_path: Path,
-                        mirrors: list[str] = ()) -> None:
-    """Install the Spack environment with the night's candidate pinned; write its manifest."""
-    cmd = [REPO / 'spack-env' / 'install', '--manifest', manifest_path,
-           *[f'--mirror={m}' for m in mirrors]]
-    if candidate:
-        cmd += ['--candidate', candidate]
-    if run(cmd).returncode:
-        raise RuntimeError('spack-env/install failed (see its output above)')
-
-
-def pinned_candidate_build() -> str:
-    """Build id of the candidate that spack-env/spack.yaml pins (its marked line)."""
-    spack_yaml = REPO / 'spack-env' / 'spack.yaml'
-    for line in spack_yaml.read_text().splitlines():
-        m = re.search(r'hdf5@git\.[0-9a-f]{40}=(\S+).*# h5regress:candidate', line)
-        if m:
-            return f'hdf5-{m.group(1)}'
-    raise RuntimeError(f'{spack_yaml}: no line marked "# h5regress:candidate"')
-
-
-def choose_builds(builds: dict, args) -> tuple[str, str]:
-    """(baseline, candidate) build ids of a manifest."""
-    by_commit = [b for b, build in builds.items() if build.hdf5_commit == args.candidate]
-    candidate = args.candidate_build or (by_commit[0] if by_commit else pinned_candidate_build())
-    baseline = args.baseline_build or next((b for b in sorted(builds) if b != candidate), '')
-    for build in (baseline, candidate):
-        if build not in builds:
-            raise RuntimeError(f'the manifest has no build {build!r} '
-                               f'(builds: {", ".join(sorted(builds))})')
-    return baseline, candidate
-
-
-# -- pairs --------------------------------------------------------------------
-
-def run_once(build: str, pair_id: str, args, env: dict) -> int:
-    """One ReFrame run of the selected checks for one build."""
-    report = args.out / 'reports' / args.attempt / f'{pair_id}-{build}.json'
-    cmd = [Path(sys.executable).with_name('reframe'), '-c', REPO / 'reframe' / 'checks',
-           *args.select, *build_filter(build), '-r',
-           '-s', args.out / 'stage', '-o', args.out / 'output', '--report-file', report]
-    if args.system:
-        cmd += ['--system', args.system]
-    for setting in args.setvar:
-        cmd += ['-S', setting]
-    result = run(cmd, env={**env, 'H5REGRESS_PAIR_ID': pair_id},
-                 stdout=subprocess.DEVNULL if args.quiet else None)
-    stop_leftovers(f'the ReFrame run of {pair_id} {build}')
-    try:
-        cases = json.loads(report.read_text())['session_info']['num_cases']
-    except (OSError, ValueError, KeyError) as err:
-        raise RuntimeError(f'ReFrame left no readable report {report} (exit '
-                           f'{result.returncode}; {getattr(err, "strerror", None) or err})'
-                           f'{full_disk_note(args.out)}') from None
-    if not cases:
-        raise RuntimeError(f'no test of build {build} matched {" ".join(args.select)!r} '
-                           f'(ReFrame exit {result.returncode})')
-    # a non-zero exit is a failed test: its sanity failures leave no record, its
-    # envelope failures are samples; the gate sees what is there
-    return result.returncode
-
-
-def run_pairs(first: int, last: int, baseline: str, candidate: str, args, env) -> None:
-    for i in range(first, last + 1):
-        pair_id = f'{args.attempt}-p{i:02d}'
-        order = (baseline, candidate) if i % 2 else (candidate, baseline)
-        start, args.pairs_run = time.monotonic(), i
-        codes = [run_once(build, pair_id, args, env) for build in order]
-        failed = [b for b, c in zip(order, codes) if c]
-        log(f'pair {i}/{last}{f" (up to {args.max_pairs})" if last < args.max_pairs else ""}: '
-            f'{order[0]} then {order[1]}, {time.monotonic() - start:.0f} s'
-            + (f'; ReFrame reported failed tests for {", ".join(failed)}' if failed else ''))
+from h5regress.nightprocs import (Interrupted, _state, handle_signals, log, run,
+                                  stop_descendants, uninterrupted)
+from h5regress.nightrun import (NIGHT_SELECTION, SETTINGS, STANDIN_IOR_SELECTION,
+                                STANDIN_IOR_SETVARS, STANDIN_SELECTION, NightRequest, NightResult,
+                                attempt_perflogs, checks_selection, choose_builds,
+                                install_environment, resolve_commit, run_once, run_pairs,
+                                standin_checks, start_attempt)
+from h5regress.standins import STANDIN_A, STANDIN_B, build_standins, injected_delay
 
 
 def look_summary(gate_json: Path, pairs: int, every_metric: bool,
@@ -572,8 +159,6 @@ def gate_once(baseline: str, candidate: str, args, final: bool) -> int:
     return code
 
 
-# -- main ---------------------------------------------------------------------
-
 class _Parser(argparse.ArgumentParser):
     """argparse whose usage errors exit 4 (ERROR): its own 2 reads as INCONCLUSIVE."""
 
@@ -582,9 +167,16 @@ class _Parser(argparse.ArgumentParser):
         self.exit(gate.EXIT_ERROR, f'{self.prog}: error: {message}\n')
 
 
-def parse_args(argv):
+def build_parser() -> _Parser:
     ap = _Parser(prog='ci/nightly', description=__doc__,
                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    _build_options(ap)
+    _run_options(ap)
+    _followup_options(ap)
+    return ap
+
+
+def _build_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument('--candidate', help='HDF5 commit, branch or tag of the candidate, '
                     'e.g. develop (its head tonight); default: the commit spack.yaml pins')
     ap.add_argument('--hdf5-repo', default='https://github.com/HDFGroup/hdf5.git',
@@ -605,6 +197,9 @@ def parse_args(argv):
                     f'{" ".join(STANDIN_IOR_SELECTION)} with -S '
                     f'{" -S ".join(STANDIN_IOR_SETVARS)} when the stand-in builds have '
                     f'IOR, else {" ".join(STANDIN_SELECTION)})')
+
+
+def _run_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument('--pairs', type=int, default=10, help='pairs before the first look (10)')
     ap.add_argument('--more-pairs', type=int, default=5,
                     help='pairs added while INCONCLUSIVE (5)')
@@ -619,6 +214,9 @@ def parse_args(argv):
                     help='ReFrame configuration files, later ones on top (default '
                     "reframe/config/settings.py); not the gate's YAML: the nightly's gate "
                     'reads ci/gate.yaml')
+
+
+def _followup_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument('--salloc', metavar='ARGS',
                     help="take the night's allocation: run under salloc ARGS (e.g. "
                     "'-N2 -p compute --exclusive'); a failed salloc is ERROR (4)")
@@ -653,6 +251,11 @@ def parse_args(argv):
                          "id already in the history is kept and this one stored as "
                          "<night>+2, +3...)")
     ap.add_argument('--quiet', action='store_true', help="hide ReFrame's output")
+
+
+def parse_args(argv) -> NightRequest:
+    """The night's request from ``ci/nightly``'s command line (usage errors exit 4)."""
+    ap = build_parser()
     args = ap.parse_args(argv)
     if args.pairs < 1 or args.max_pairs < args.pairs:
         ap.error('need 1 <= --pairs <= --max-pairs')
@@ -670,27 +273,9 @@ def parse_args(argv):
         args.config_files = config_files(args.config, '--config')
     except UsageError as err:
         ap.error(str(err))
-    args.select = checks_selection(args.checks) if args.checks else \
-        None if args.stand_in else NIGHT_SELECTION
-    # with --stand-in and no --checks: chosen once the builds say whether they have
-    # IOR (standin_checks)
-    args.out = args.out.resolve()
-    args.attempt = new_attempt(args.night)
-    args.pairs_run = 0          # pairs of this attempt run so far
-    return args
-
-
-def new_attempt(night: str) -> str:
-    """An id no other attempt has: the night, the UTC time, this process, a nonce (48
-    bits: 20 attempts in one second of one process collided 1 time in ~300 with 16)."""
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime('%Y%m%dT%H%M%SZ')
-    return (f'{re.sub(r"[^A-Za-z0-9._-]+", "_", night)}.{stamp}.{os.getpid()}.'
-            f'{secrets.token_hex(6)}')
-
-
-def attempt_perflogs(args) -> Path:
-    """This attempt's perflogs: the only ones its gate reads."""
-    return args.out / 'perflogs' / args.attempt
+    # with --stand-in and no --checks, the selection is chosen once the builds say
+    # whether they have IOR (standin_checks)
+    return NightRequest(**vars(args))
 
 
 @contextlib.contextmanager
@@ -712,19 +297,6 @@ def out_lock(out: Path):
             from None
 
 
-def start_attempt(args) -> None:
-    """This attempt's directories; an earlier attempt's verdict goes (its perflogs and
-    ReFrame reports stay, in directories of their own)."""
-    stale = [p for p in (args.out / 'gate.json', args.out / 'report') if p.exists()]
-    if stale:
-        log(f'removing the previous attempt\'s {" and ".join(p.name for p in stale)}')
-    with contextlib.suppress(FileNotFoundError):
-        (args.out / 'gate.json').unlink()
-    shutil.rmtree(args.out / 'report', ignore_errors=True)
-    attempt_perflogs(args).mkdir(parents=True)
-    (args.out / 'reports' / args.attempt).mkdir(parents=True)
-
-
 def prepare_builds(args) -> tuple[Path, str, str]:
     """(manifest, baseline build, candidate build) of the night."""
     if args.stand_in:
@@ -741,21 +313,6 @@ def prepare_builds(args) -> tuple[Path, str, str]:
     return (manifest_path, *choose_builds(manifest.load(manifest_path), args))
 
 
-def standin_checks(args, tools: dict) -> None:
-    """The stand-in night's checks, unless --checks named them: IOR's quiet HDF5 row
-    and its canary, at 1 MiB transfers, when the builds have IOR; else FLASH-IO."""
-    if args.select:
-        return
-    if 'ior' in tools:
-        args.select = STANDIN_IOR_SELECTION
-        # the user's -S come after: ReFrame keeps the last of a variable
-        args.setvar = [*STANDIN_IOR_SETVARS, *args.setvar]
-    else:
-        args.select = STANDIN_SELECTION
-    log(f'stand-in checks: {" ".join(args.select)}'
-        + (f' with -S {" -S ".join(STANDIN_IOR_SETVARS)}' if 'ior' in tools else ''))
-
-
 def final_gate(baseline: str, candidate: str, args) -> int:
     """The verdict, its report and its history night: all written, or (a signal before
     it) none; a signal during it waits for it."""
@@ -763,7 +320,7 @@ def final_gate(baseline: str, candidate: str, args) -> int:
         return gate_once(baseline, candidate, args, final=True)
 
 
-def night(args) -> int:
+def night(args: NightRequest) -> NightResult:
     """The attempt: builds, pairs, looks, the verdict."""
     start_attempt(args)
     manifest_path, baseline, candidate = prepare_builds(args)
@@ -798,7 +355,7 @@ def night(args) -> int:
     if code == gate.EXIT_FAIL:
         after_fail(manifest_path, args, env)
     log(f'verdict: exit {code}; artifacts in {args.out}')
-    return code
+    return NightResult(code, done, args.out, args.attempt)
 
 
 def add_coverage(args) -> None:
@@ -830,7 +387,7 @@ def after_fail(manifest_path: Path, args, env: dict) -> None:
     result = json.loads(gate_json.read_text())
 
     def run_check(build, checks, pair_id, extra):
-        one = argparse.Namespace(**{**vars(args), 'select': checks_selection(checks)})
+        one = dataclasses.replace(args, select=checks_selection(checks))
         run_once(build, pair_id, one, {**env, **extra})
 
     # the verdict stands whatever happens here: a failure is said, never an ERROR night
@@ -842,8 +399,9 @@ def after_fail(manifest_path: Path, args, env: dict) -> None:
     if args.bisect:
         try:
             result['bisect'] = bisect_night(result, args)
-        except (RuntimeError, OSError) as err:
-            result['bisect'] = {'error': f'h5regress bisect did not run: {err}'}
+        except (bisectbuild.BisectError, manifest.ManifestError, RuntimeError,
+                OSError) as err:
+            result['bisect'] = {'error': f'h5regress bisect: {err}'}
     with uninterrupted():
         atomic.write_text(gate_json, gate.dumps(result))
         report.write_all(result, history.load(args.history, exclude_night=args.night)
@@ -861,9 +419,10 @@ def last_pass_commit(args) -> str | None:
     return None
 
 
-def bisect_night(result: dict, args) -> dict:
-    """``h5regress bisect`` from the good commit to tonight's candidate commit, over the
-    FAIL metrics, in --out/bisect (resumable: a rerun of the night goes on there)."""
+def bisect_night(result: dict, args: NightRequest) -> dict:
+    """The bisect (a call, :func:`bisectruns.run_bisect`) from the good commit to
+    tonight's candidate commit, over the FAIL metrics, in --out/bisect (resumable: a
+    rerun of the night goes on there)."""
     good = args.bisect_good or last_pass_commit(args)
     bad = args.bisect_bad or result.get('candidate_commit')
     if not good or not bad:
@@ -871,28 +430,38 @@ def bisect_night(result: dict, args) -> dict:
                 'with a PASS night)' if not good else 'no candidate commit tonight'}
     fails = [m for m in result['metrics'] if m.get('role') == 'gated'
              and m.get('verdict') == 'FAIL']
-    # only the FAIL metrics' tests run, and only their tools are built per step
-    tests = sorted({m['test'] for m in fails})
-    cmd = [sys.executable, '-m', 'h5regress.bisect', '--good', good, '--bad', bad,
-           '--repo', args.bisect_repo or args.hdf5_repo, '--builder',
-           'stand-in' if args.stand_in else 'spack',
-           '--checks', '(' + '|'.join(map(darshan.name_regex, tests)) + ')',
-           '--work', args.out / 'bisect', '--json', args.out / 'bisect' / 'result.json',
-           *[f'--metric={m["key"]}' for m in fails], *[f'--mirror={u}' for u in args.mirror]]
     # tonight measured the regression: its least slowed FAIL metric's ratio sets the
     # bisect's step margin, and --bad is not measured again
     ratios = [m['perf_ratio'] for m in fails if m.get('perf_ratio') is not None]
-    if ratios:
-        cmd += [f'--bad-ratio={max(ratios):.6f}']
-    if not args.stand_in:
-        cmd += [f'--tool={t}' for t in sorted({m['tool'] for m in fails})]
-    cmd += [f'--nightly-arg={a}' for a in (['--system', args.system] if args.system else [])
-            + [f'-S{s}' for s in args.setvar]]
-    proc = run(cmd)
-    out = args.out / 'bisect' / 'result.json'
-    if proc.returncode not in (0, 1) or not out.is_file():
-        return {'error': f'h5regress bisect exit {proc.returncode} (its output above)'}
-    return json.loads(out.read_text())
+    work = args.out / 'bisect'
+    work.mkdir(parents=True, exist_ok=True)
+    given = args.bisect_repo or args.hdf5_repo
+    repo = bisectbuild.local_repo(given, work)
+    good, bad = bisectbuild.resolve(repo, good, '--good'), bisectbuild.resolve(repo, bad,
+                                                                               '--bad')
+    req = bisectruns.BisectRequest(
+        good=good, bad=bad, repo=repo, work=work, repo_name=given,
+        builder='stand-in' if args.stand_in else 'spack',
+        # only the FAIL metrics' tests run, and only their tools are built per step
+        checks=tests_regex(sorted({m['test'] for m in fails})),
+        tools=[] if args.stand_in else sorted({m['tool'] for m in fails}),
+        metrics=[m['key'] for m in fails], mirror=list(args.mirror),
+        bad_ratio=round(max(ratios), 6) if ratios else None,
+        night=NightRequest(system=args.system, setvar=list(args.setvar)))
+    found = bisectruns.run_bisect(req, gate_look)
+    log(format_text(found))
+    atomic.write_text(work / 'result.json', json.dumps(found, indent=1))
+    return found
+
+
+def tests_regex(tests: list[str]) -> str:
+    """ReFrame -n regex of these tests (their parameters but the build)."""
+    return '(' + '|'.join(map(darshan.name_regex, tests)) + ')'
+
+
+def gate_look(baseline: str, candidate: str, args: NightRequest) -> int:
+    """A look of the gate at a bisect step's runs (:data:`bisectruns.GateLook`)."""
+    return gate_once(baseline, candidate, args, final=False)
 
 
 #: file the nightly under ``--salloc`` writes its exit code to (set by the outer one)
@@ -926,7 +495,7 @@ def main(argv=None) -> int:
         if args.salloc and not os.environ.get('SLURM_JOB_ID'):
             return under_salloc(argv, args)
         with out_lock(args.out):
-            code = night(args)
+            code = night(args).code
         if os.environ.get(STATUS_ENV):
             Path(os.environ[STATUS_ENV]).write_text(str(code))
         return code

@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-# nightly: its handling of children (process groups, signals, leftovers)
-from h5regress import atomic, nightly, perflog, stats, tools
+# nightprocs: the nightly's handling of children (process groups, signals, leftovers)
+from h5regress import atomic, nightprocs, nightrun, perflog, stats, tools
 from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
 from h5regress.record import Record
 
@@ -90,7 +90,7 @@ def ior_row(row: str) -> str:
 
 def reframe_command(variant: Variant, build: str, report: Path, args) -> list[str]:
     cmd = [str(Path(sys.executable).with_name('reframe')), '-c', str(REPO / 'reframe' / 'checks'),
-           '-n', variant.checks, *(nightly.build_filter(build) if variant.per_build else ()),
+           '-n', variant.checks, *(nightrun.build_filter(build) if variant.per_build else ()),
            '-r', '-s', str(args.out / 'stage'), '-o', str(args.out / 'output'),
            '--report-file', str(report)]
     if args.system:
@@ -131,9 +131,9 @@ def run_variant(variant: Variant, rep: int, build: str, study: Study, args) -> i
     cmd = reframe_command(variant, build, report, args)
     if not args.quiet:
         print('h5regress study: $ ' + ' '.join(cmd), file=sys.stderr, flush=True)
-    nightly._state.quiet = True             # its echo would say ci/nightly
-    nightly.run(cmd, env=env, stdout=subprocess.DEVNULL if args.quiet else None)
-    nightly.stop_leftovers(f'the ReFrame run of {variant.label}')
+    nightprocs._state.quiet = True             # its echo would say ci/nightly
+    nightprocs.run(cmd, env=env, stdout=subprocess.DEVNULL if args.quiet else None)
+    nightprocs.stop_leftovers(f'the ReFrame run of {variant.label}')
     try:
         return json.loads(report.read_text())['session_info']['num_cases']
     except (OSError, ValueError, KeyError):
@@ -143,7 +143,7 @@ def run_variant(variant: Variant, rep: int, build: str, study: Study, args) -> i
 def run_study(study: Study, args) -> dict[str, int]:
     """Every variant ``args.runs`` times, interleaved; test cases run per variant.
     SIGTERM or SIGINT stops the running ReFrame and its jobs, then the study."""
-    nightly.handle_signals()
+    nightprocs.handle_signals()
     variants = study.variants(args)
     cases = {v.label: 0 for v in variants}
     for rep in range(1, args.runs + 1):
@@ -489,7 +489,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = time.monotonic()
     try:
         cases = {} if args.analyse_only else run_study(study, args)
-    except nightly.Interrupted as stop:
+    except nightprocs.Interrupted as stop:
         print(f'h5regress study: {stop}: stopped; the records so far stay under '
               f'{args.out / "perflogs"} (--analyse-only reads them)', file=sys.stderr)
         return EXIT_ERROR

@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from h5regress import bisect, followup, manifest, nightly
+from h5regress import bisect, followup, manifest
+from h5regress import bisectbuild, bisectruns, bisectsearch, nightrun
 from reframe_run import REPO
 
 SLOW = 0.111            # the shim's fraction: writes take 1.111x, bandwidth x0.9 (10 %)
@@ -24,8 +25,8 @@ def standin_repo(tmp_path, planted, k=16, broken=()):
     """good + k commits, the slowdown from commit ``planted`` on; ``broken`` cannot build."""
     fractions = [0.0] + [SLOW if i >= planted else 0.0 for i in range(1, k + 1)]
     for i in broken:
-        fractions[i] = bisect.BUILD_FAILS
-    return bisect.make_standin_repo(tmp_path / 'repo', fractions)
+        fractions[i] = bisectbuild.BUILD_FAILS
+    return bisectbuild.make_standin_repo(tmp_path / 'repo', fractions)
 
 
 def cli(tmp_path, shas, *extra, seed=1):
@@ -35,11 +36,11 @@ def cli(tmp_path, shas, *extra, seed=1):
 
 
 def test_the_search_halves_what_is_unknown_and_avoids_skipped_commits():
-    assert bisect.next_index(16, {}) == 7                       # between -1 and 15
-    assert bisect.next_index(16, {7: 'good'}) == 11
-    assert bisect.next_index(16, {7: 'good', 11: 'bad', 9: 'skip'}) == 8   # tie: older
-    assert bisect.next_index(16, {7: 'good', 8: 'bad'}) is None
-    assert bisect.bounds(16, {3: 'good', 8: 'bad', 12: 'good'}) == (3, 8)   # noise: first bad wins
+    assert bisectsearch.next_index(16, {}) == 7                       # between -1 and 15
+    assert bisectsearch.next_index(16, {7: 'good'}) == 11
+    assert bisectsearch.next_index(16, {7: 'good', 11: 'bad', 9: 'skip'}) == 8   # tie: older
+    assert bisectsearch.next_index(16, {7: 'good', 8: 'bad'}) is None
+    assert bisectsearch.bounds(16, {3: 'good', 8: 'bad', 12: 'good'}) == (3, 8)   # noise: first bad wins
 
 
 def test_finds_the_planted_commit_within_log2_builds(tmp_path, capsys):
@@ -86,7 +87,7 @@ def test_a_bad_commit_the_gate_does_not_fail_is_an_error_not_an_answer(tmp_path,
     err = capsys.readouterr().err
     assert f'--bad {shas[-1][:12]} is not shown slower than --good: the gate said PASS' in err
     assert 'bisect-state.json (remove it to measure again)' in err
-    state = json.loads((tmp_path / 'work' / bisect.STATE_FILE).read_text())
+    state = json.loads((tmp_path / 'work' / bisectsearch.STATE_FILE).read_text())
     assert list(state['steps']) == [shas[-1]] and len(state['builds']) == 2
 
 
@@ -114,7 +115,7 @@ def test_a_large_regression_is_found_at_noise_where_the_nightly_margin_decides_n
     20 pairs against the nightly's 5 % margin. A step judged at the midpoint of 1 and
     --bad's ratio (a 1.6x slowdown: margin 21 %) decides at that noise (run CV 20 %)."""
     fractions = [0.0] + [0.6 if i >= 5 else 0.0 for i in range(1, 9)]
-    shas = bisect.make_standin_repo(tmp_path / 'repo', fractions)
+    shas = bisectbuild.make_standin_repo(tmp_path / 'repo', fractions)
     args = cli(tmp_path, shas, seed=0)
     args[args.index('--simulate-cv') + 1] = '0.2'
     assert bisect.main(args) == 0
@@ -140,7 +141,7 @@ def test_a_commit_that_does_not_build_is_skipped_and_said(tmp_path, capsys):
     assert f'cannot build {shas[8][:12]}' in out.err
 
 
-class Counting(bisect.StandInBuilder):
+class Counting(bisectbuild.StandInBuilder):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.built = []
@@ -166,14 +167,14 @@ def test_an_interrupted_bisect_resumes_without_rebuilding_or_rerunning(tmp_path)
 
     first = Counting(repo, work, tools=False)
     with pytest.raises(Stop):
-        bisect.bisect(repo, shas[0], shas[-1], first, bisect.SimulatedRuns(CV, random.Random(2)),
+        bisectsearch.bisect(repo, shas[0], shas[-1], first, bisectruns.SimulatedRuns(CV, random.Random(2)),
                       work, params, on_step=stop_after_2)
-    state = json.loads((work / bisect.STATE_FILE).read_text())
+    state = json.loads((work / bisectsearch.STATE_FILE).read_text())
     done = list(state['order'])
     assert len(done) == 2 and first.built == [shas[0]] + done
     second = Counting(repo, work, tools=False)
-    result = bisect.bisect(repo, shas[0], shas[-1], second,
-                           bisect.SimulatedRuns(CV, random.Random(3)), work, params)
+    result = bisectsearch.bisect(repo, shas[0], shas[-1], second,
+                           bisectruns.SimulatedRuns(CV, random.Random(3)), work, params)
     assert not set(second.built) & ({shas[0]} | set(done))      # nothing built twice
     assert [s['commit'] for s in result['steps']][:2] == done
     for sha in done:                                             # nor run again
@@ -184,7 +185,7 @@ def test_an_interrupted_bisect_resumes_without_rebuilding_or_rerunning(tmp_path)
 
 def test_a_bisect_killed_by_sigkill_resumes_from_its_state_file(tmp_path):
     shas = standin_repo(tmp_path, planted=13)
-    state_file = tmp_path / 'work' / bisect.STATE_FILE
+    state_file = tmp_path / 'work' / bisectsearch.STATE_FILE
     cmd = [sys.executable, '-m', 'h5regress.bisect', *cli(tmp_path, shas)]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -233,7 +234,7 @@ def test_bisect_through_the_nightly_finds_a_real_slowdown(tmp_path):
     """The nightly's machinery for real: stand-in builds of the FLASH-IO kernel (the
     planted commit's writes ten times slower through the shim), ReFrame, ABBA pairs,
     the gate; one step (good, planted, bad)."""
-    shas = bisect.make_standin_repo(tmp_path / 'repo', [0.0, 9.0, 9.0])
+    shas = bisectbuild.make_standin_repo(tmp_path / 'repo', [0.0, 9.0, 9.0])
     cmd = [sys.executable, '-m', 'h5regress.bisect', '--good', shas[0], '--bad', shas[-1],
            '--repo', str(tmp_path / 'repo'), '--builder', 'stand-in',
            '--checks', '^flashio_check.*-collective', '--pairs', '8', '--max-pairs', '8',
@@ -260,7 +261,7 @@ def test_a_failing_stand_in_night_bisects_and_reports(tmp_path):
     bisect (here over a stand-in repository with no commit left to test: its answer is
     the --bad commit, after building the good one) and the Darshan section (stand-ins
     have no Darshan: the reason) land in gate.json, the report and JUnit."""
-    shas = bisect.make_standin_repo(tmp_path / 'repo', [0.0, 9.0])
+    shas = bisectbuild.make_standin_repo(tmp_path / 'repo', [0.0, 9.0])
     out = tmp_path / 'out'
     cmd = [sys.executable, '-m', 'h5regress.nightly', '--stand-in', '--inject-slowdown', '9',
            '--pairs', '8', '--max-pairs', '8', '--checks', '^flashio_check.*-collective',
@@ -287,15 +288,15 @@ def test_the_spack_builder_builds_only_the_tools_of_the_checks(tmp_path):
     --only their packages; mdtest is IOR's), not every tool and Darshan: a real step
     cost 30-60 min when the whole environment was rebuilt per commit."""
     sha = '0123456789abcdef0123456789abcdef01234567'
-    builder = bisect.SpackBuilder(tmp_path, ['file:///m'],
-                                  packages=bisect.tool_packages(['mdtest', 'h5paths', 'ior']))
+    builder = bisectbuild.SpackBuilder(tmp_path, ['file:///m'],
+                                  packages=bisectruns.tool_packages(['mdtest', 'h5paths', 'ior']))
     cmd = builder.command(sha, tmp_path / 'manifest.json')
     assert cmd[cmd.index('--only') + 1:cmd.index('--mirror')] == ['h5paths', 'ior']
-    assert '--only' not in bisect.SpackBuilder(tmp_path).command(sha, tmp_path / 'm.json')
-    with pytest.raises(bisect.BisectError, match="--tool 'fio': not built by the Spack"):
-        bisect.tool_packages(['fio'])
-    with pytest.raises(bisect.BisectError, match="--tool 'nosuch': no benchmark"):
-        bisect.tool_packages(['nosuch'])
+    assert '--only' not in bisectbuild.SpackBuilder(tmp_path).command(sha, tmp_path / 'm.json')
+    with pytest.raises(bisectbuild.BisectError, match="--tool 'fio': not built by the Spack"):
+        bisectruns.tool_packages(['fio'])
+    with pytest.raises(bisectbuild.BisectError, match="--tool 'nosuch': no benchmark"):
+        bisectruns.tool_packages(['nosuch'])
 
 
 FAKE_INSTALL = '''
@@ -324,27 +325,27 @@ def test_the_spack_builder_takes_each_commits_source_from_the_bisect_clone(tmp_p
     subprocess.run(['git', '-C', str(repo), 'add', '.'], check=True)
     subprocess.run(['git', '-C', str(repo), '-c', 'user.name=t', '-c', 'user.email=t@t',
                     'commit', '-q', '-m', 'x'], check=True)
-    sha = bisect.git(repo, 'rev-parse', 'HEAD').strip()
+    sha = bisectbuild.git(repo, 'rev-parse', 'HEAD').strip()
     install = tmp_path / 'install'
     install.write_text(FAKE_INSTALL)
     work = tmp_path / 'work'
     offline = str(tmp_path / 'offline-mirror')      # the site's: not this commit
 
-    built = bisect.SpackBuilder(work, [offline], install=install, repo=repo).build(sha)
+    built = bisectbuild.SpackBuilder(work, [offline], install=install, repo=repo).build(sha)
     assert built.entry['hdf5']['commit'] == sha
-    tarball = work / 'source-mirror' / bisect.HDF5_MIRROR_PATH / f'{sha}.tar.gz'
+    tarball = work / 'source-mirror' / bisectbuild.HDF5_MIRROR_PATH / f'{sha}.tar.gz'
     listing = subprocess.run(['tar', 'tzf', str(tarball)], capture_output=True, text=True,
                              check=True).stdout.split()
     assert 'hdf5/configure.ac' in listing
-    cmd = bisect.SpackBuilder(work, [offline], install=install, repo=repo).command(sha, work)
+    cmd = bisectbuild.SpackBuilder(work, [offline], install=install, repo=repo).command(sha, work)
     assert cmd[-4:] == ['--mirror', offline, '--mirror', str(work / 'source-mirror')]
     # without the clone (as before) the build finds no source offline
-    with pytest.raises(bisect.BuildFailed, match='All fetchers failed'):
-        bisect.SpackBuilder(tmp_path / 'work2', [offline], install=install).build(sha)
+    with pytest.raises(bisectbuild.BuildFailed, match='All fetchers failed'):
+        bisectbuild.SpackBuilder(tmp_path / 'work2', [offline], install=install).build(sha)
     # a commit the clone cannot archive is said; the build goes on with the other mirrors
     missing = '1' * 40
-    with pytest.raises(bisect.BuildFailed, match='All fetchers failed'):
-        bisect.SpackBuilder(work, [offline], install=install, repo=repo).build(missing)
+    with pytest.raises(bisectbuild.BuildFailed, match='All fetchers failed'):
+        bisectbuild.SpackBuilder(work, [offline], install=install, repo=repo).build(missing)
     assert not list((work / 'source-mirror').rglob('*.part'))
 
 
@@ -360,12 +361,14 @@ def test_the_nightly_bisects_only_the_failing_tests_with_their_tools_and_mirrors
     """ci/nightly --bisect after a FAIL: the bisect runs the FAIL rows' tests only (not
     the night's --checks), builds their tools only (--tool), and gets --mirror."""
     from h5regress import nightly
-    args = nightly.parse_args(['--out', str(tmp_path), '--bisect', '--bisect-good', 'a' * 40,
+    shas = bisectbuild.make_standin_repo(tmp_path / 'repo', [0, 0.5])
+    args = nightly.parse_args(['--out', str(tmp_path), '--bisect', '--bisect-good', shas[0],
                                '--bisect-repo', str(tmp_path / 'repo'),
-                               '--mirror', 'file:///srv/mirror', '--mirror', '/m2'])
+                               '--mirror', 'file:///srv/mirror', '--mirror', '/m2',
+                               '--system', 'local:cpu', '-S', 'x.y=1'])
     test = ('h5paths_check %benchmark=compound-subset-hdf5-collective-contiguous-earliest-warm'
             ' %hdf5_build=hdf5-1.15.0')
-    result = {'candidate_commit': 'b' * 40, 'metrics': [
+    result = {'candidate_commit': shas[1], 'metrics': [
         {'key': 'k-read', 'role': 'gated', 'verdict': 'FAIL', 'tool': 'h5paths', 'test': test,
          'perf_ratio': 0.62},
         {'key': 'k-write', 'role': 'gated', 'verdict': 'FAIL', 'tool': 'h5paths', 'test': test,
@@ -376,24 +379,25 @@ def test_the_nightly_bisects_only_the_failing_tests_with_their_tools_and_mirrors
          'test': 'ior_check %benchmark=MPIIO-independent-ssf %hdf5_build=hdf5-1.15.0'}]}
     seen = []
 
-    def fake_run(cmd, **kw):
-        seen.append([str(c) for c in cmd])
-        return subprocess.CompletedProcess(cmd, 2)
+    def fake_bisect(req, gate_look, on_step=None):
+        seen.append(req)
+        raise bisectbuild.BisectError('stopped here')
 
-    monkeypatch.setattr(nightly, 'run', fake_run)
-    assert 'error' in nightly.bisect_night(result, args)
-    (cmd,) = seen
-    opt = lambda name: [cmd[i + 1] for i, c in enumerate(cmd) if c == name] + \
-        [c.split('=', 1)[1] for c in cmd if c.startswith(name + '=')]
-    assert opt('--tool') == ['h5paths'] and opt('--builder') == ['spack']
-    assert opt('--mirror') == ['file:///srv/mirror', '/m2']
-    assert sorted(opt('--metric')) == ['k-read', 'k-write']
+    monkeypatch.setattr(bisectruns, 'run_bisect', fake_bisect)
+    assert nightly.bisect_night.__module__ == 'h5regress.nightly'
+    with pytest.raises(bisectbuild.BisectError):
+        nightly.bisect_night(result, args)
+    (req,) = seen       # a typed call, no argv
+    assert req.tools == ['h5paths'] and req.builder == 'spack'
+    assert req.mirror == ['file:///srv/mirror', '/m2']
+    assert (req.good, req.bad) == (shas[0], shas[1])
+    assert sorted(req.metrics) == ['k-read', 'k-write']
+    assert req.night.system == 'local:cpu' and req.night.setvar == ['x.y=1']
     # tonight's least slowed FAIL sets the steps' margin; --bad (tonight's) is not re-measured
-    assert opt('--bad-ratio') == ['0.880000']
-    (checks,) = opt('--checks')
+    assert req.bad_ratio == 0.88
     import re
-    pattern = re.compile(f'(?=.*%hdf5_build=hdf5-bisect-good(%|$)){checks}')
-    assert pattern.match(test.replace(' ', '').replace('hdf5-1.15.0', 'hdf5-bisect-good'))
+    pattern = re.compile(req.checks)
+    assert pattern.match(test.replace(' ', ''))
     for other in ('ior_check%benchmark=HDF5-independent-ssf%hdf5_build=hdf5-bisect-good',
                   'h5paths_check%benchmark=compound-subset-hdf5-collective-contiguous-earliest'
                   '%hdf5_build=hdf5-bisect-good'):
@@ -409,7 +413,7 @@ def test_steps_stops_a_run_and_the_same_command_goes_on(tmp_path, capsys):
         codes.append(bisect.main(cli(tmp_path, shas, '--steps', '1')))
         assert len(codes) < 20
     assert codes[-1] == 0 and len(codes) >= 4 and set(codes[:-1]) == {bisect.EXIT_STOPPED}
-    state = json.loads((tmp_path / 'work' / bisect.STATE_FILE).read_text())
+    state = json.loads((tmp_path / 'work' / bisectsearch.STATE_FILE).read_text())
     assert len(state['steps']) == len(codes)
     assert json.loads((tmp_path / 'result.json').read_text())['first_bad']['commit'] == shas[11]
     assert 'stopped after 1 step(s) of this run' in capsys.readouterr().out
@@ -431,12 +435,12 @@ def test_the_lock_is_held_during_the_runs_of_a_step_and_not_its_build(tmp_path):
             fcntl.flock(fp, fcntl.LOCK_UN)
             return False
 
-    class Builder(bisect.StandInBuilder):
+    class Builder(bisectbuild.StandInBuilder):
         def build(self, commit):
             seen.append(('build', locked()))
             return super().build(commit)
 
-    class Runs(bisect.SimulatedRuns):
+    class Runs(bisectruns.SimulatedRuns):
         def pairs(self, first, last):
             seen.append(('pairs', locked()))
             return super().pairs(first, last)
@@ -445,7 +449,7 @@ def test_the_lock_is_held_during_the_runs_of_a_step_and_not_its_build(tmp_path):
     repo, work = tmp_path / 'repo', tmp_path / 'work'
     params = {'good': shas[0], 'bad': shas[-1], 'repo': 'r', 'builder': 'stand-in',
               'checks': None, 'metrics': [], 'looks': [10, 15, 20]}
-    bisect.bisect(repo, shas[0], shas[-1], Builder(repo, work, tools=False),
+    bisectsearch.bisect(repo, shas[0], shas[-1], Builder(repo, work, tools=False),
                   Runs(CV, random.Random(1)), work, params, lock=lock)
     assert {what for what, _ in seen} == {'build', 'pairs'}
     assert all(held == (what == 'pairs') for what, held in seen), seen
@@ -455,22 +459,22 @@ def test_a_stand_in_bisect_without_checks_runs_the_stand_in_nights_checks(tmp_pa
     """h5regress bisect --builder stand-in without --checks: the step's runs take the
     stand-in night's default checks (with IOR: its quiet HDF5 row; else FLASH-IO), not a
     name filter of 'None' that matches no test."""
-    runs = bisect.NightlyRuns(['--stand-in', '--quiet'])
-    for tools, checks in (({'flash-io': '/k/flash-io'}, nightly.STANDIN_SELECTION),
+    runs = bisectruns.NightlyRuns(nightrun.NightRequest(stand_in=True, quiet=True), None)
+    for tools, checks in (({'flash-io': '/k/flash-io'}, nightrun.STANDIN_SELECTION),
                           ({'flash-io': '/k/flash-io', 'ior': '/k/ior'},
-                           nightly.STANDIN_IOR_SELECTION)):
+                           nightrun.STANDIN_IOR_SELECTION)):
         entry = {'hdf5': {'version': 'system', 'label': 'x', 'commit': '0' * 40,
                           'variants': 'stand-in', 'hash': 'x', 'prefix': str(tmp_path)},
                  'tools': tools}
         top = {'schema': manifest.SCHEMA, 'generated': '2026-11-24T00:00:00+00:00',
                'spack_version': 'none (stand-in)', 'environment': str(tmp_path),
                'lock_sha256': '0' * 64}
-        built = bisect.Built(entry, top, {'slowdown': 0.0})
+        built = bisectbuild.Built(entry, top, {'slowdown': 0.0})
         runs.start(built, built, 'a' * 40, tmp_path / checks[1].strip('^'))
         assert runs.args.select == checks
 
 
-class InconclusiveRuns(bisect.Runs):
+class InconclusiveRuns(bisectsearch.Runs):
     """Every look: one gated row, INCONCLUSIVE, at this ratio and pair-log-ratio variance."""
 
     def __init__(self, ratio, lr_var):
@@ -497,16 +501,16 @@ def test_a_step_inconclusive_at_the_cap_is_decided_against_the_midpoint(ratio, v
     """At IOR's noise (CV 4 %) 3-6 of ~80 steps of a 10 % bisect ended INCONCLUSIVE at 20
     pairs against the 5 % margin, and their bisects answered a range. A step is either
     like --good or like --bad: at the cap its 90 % bound against the midpoint decides."""
-    built = bisect.Built({}, {}, {})
+    built = bisectbuild.Built({}, {}, {})
     margin = 1 - 0.9 ** 0.5            # --bad 10 % slower: midpoint 0.949
-    step = bisect.run_step(InconclusiveRuns(ratio, 0.0025), built, built, 'c' * 40, None,
+    step = bisectsearch.run_step(InconclusiveRuns(ratio, 0.0025), built, built, 'c' * 40, None,
                            [10, 15, 20], [], margin)
     assert step['pairs'] == 20 and step['gate'] == 'INCONCLUSIVE'
     assert step['verdict'] == verdict and step['decided_at_cap'] == (verdict != 'skip')
     assert step['reason'] == ('INCONCLUSIVE after 20 pairs (the cap); against the midpoint '
                               f"0.949 of 1 and --bad's ratio, {words}")
     # --bad's own measurement has no midpoint yet: INCONCLUSIVE at the cap stays undecided
-    ref = bisect.run_step(InconclusiveRuns(ratio, 0.0025), built, built, 'c' * 40, None,
+    ref = bisectsearch.run_step(InconclusiveRuns(ratio, 0.0025), built, built, 'c' * 40, None,
                           [10, 15, 20], [])
     assert ref['verdict'] == 'skip' and not ref['decided_at_cap']
 
@@ -522,10 +526,10 @@ def test_a_signal_to_the_bisect_stops_the_runs_it_started(tmp_path):
     script.write_text(
         'import sys\n'
         f'sys.path.insert(0, {str(REPO)!r})\n'
-        'from h5regress import bisect, nightly\n'
+        'from h5regress import bisect, bisectruns, nightprocs\n'
         'def pairs(self, first, last):\n'
-        f'    nightly.run(["sh", "-c", "echo $$ > {pidfile}; exec sleep 300"])\n'
-        'bisect.SimulatedRuns.pairs = pairs\n'
+        f'    nightprocs.run(["sh", "-c", "echo $$ > {pidfile}; exec sleep 300"])\n'
+        'bisectruns.SimulatedRuns.pairs = pairs\n'
         'sys.exit(bisect.main(sys.argv[1:]))\n')
     log = tmp_path / 'stderr'
     with open(log, 'w') as stderr:      # a file: a surviving child would hold a pipe open

@@ -11,6 +11,7 @@ import os
 import pytest
 
 from h5regress import darshan, followup, manifest, nightly
+from h5regress import nightrun
 from reframe_run import REPO
 
 BUILD = 'hdf5-1.14.1'
@@ -101,14 +102,14 @@ def test_a_real_darshan_shows_a_planted_doubling_of_the_writes(tmp_path):
                       'hdf5-halved': {**entry, 'hdf5': {**entry['hdf5'], 'label': 'halved'}}}
     path = manifest.write(tmp_path / 'manifest.json', data)
     args = nightly.parse_args(['--out', str(tmp_path / 'out'), '--quiet', '--no-install'])
-    nightly.start_attempt(args)
+    nightrun.start_attempt(args)
 
     def run_check(build, checks, pair_id, extra):
         size = '512k' if build == 'hdf5-halved' else '1m'
         one = nightly.argparse.Namespace(**{**vars(args), 'checks': checks, 'setvar': [
             f'ior_check.transfer_size={size}', 'ior_check.block_size=8m']})
         env = {**os.environ, 'RFM_CONFIG_FILES': ':'.join(args.config_files), **extra}
-        nightly.run_once(build, pair_id, one, env)
+        nightrun.run_once(build, pair_id, one, env)
 
     result = fail_result(BUILD, 'hdf5-halved')
     section = darshan.night_diff(result, path, tmp_path / 'out' / 'darshan', run_check)
@@ -121,7 +122,7 @@ def test_a_real_darshan_shows_a_planted_doubling_of_the_writes(tmp_path):
     assert 1.5 < by['POSIX_WRITES']['ratio'] < 2.5
     assert 'POSIX_BYTES_WRITTEN' not in by or abs(by['POSIX_BYTES_WRITTEN']['ratio'] - 1) < 0.05
     # never samples: the gate's perflogs have nothing of these runs
-    assert not list(nightly.attempt_perflogs(args).rglob('*.log'))
+    assert not list(nightrun.attempt_perflogs(args).rglob('*.log'))
     (title, header, rows, note), = followup.tables({'darshan': section})
     assert 'H5D_WRITES' in [r[0] for r in rows] and 'PyDarshan' in note
     print('\n'.join(' | '.join(r) for r in rows))

@@ -89,7 +89,8 @@ def test_the_night_under_salloc_returns_its_own_exit_code(tmp_path, monkeypatch)
     status = tmp_path / 'status'
     monkeypatch.setenv(nightly.STATUS_ENV, str(status))
     monkeypatch.setenv('SLURM_JOB_ID', '7')
-    monkeypatch.setattr(nightly, 'night', lambda args: gate.EXIT_INCONCLUSIVE)
+    monkeypatch.setattr(nightly, 'night', lambda args: nightly.NightResult(
+        gate.EXIT_INCONCLUSIVE, 0, args.out, args.attempt))
     assert nightly.main(['--stand-in', '--out', str(tmp_path), '--salloc=-N2']) == 2
     assert status.read_text() == '2'
 

@@ -15,6 +15,7 @@ import sys
 import pytest
 
 from h5regress import gate, perflog
+from h5regress import nightrun, standins
 from reframe_run import REPO
 
 PAIRS = '10'
@@ -84,7 +85,6 @@ def test_a_large_injected_slowdown_fails(tmp_path):
 def test_the_candidate_is_resolved_and_chosen(tmp_path):
     from types import SimpleNamespace
 
-    from h5regress import nightly
     from h5regress.manifest import Build
 
     repo = tmp_path / 'hdf5'
@@ -93,26 +93,26 @@ def test_the_candidate_is_resolved_and_chosen(tmp_path):
                     'commit', '-q', '--allow-empty', '-m', 'x'], check=True)
     head = subprocess.run(['git', '-C', str(repo), 'rev-parse', 'HEAD'], capture_output=True,
                           text=True).stdout.strip()
-    assert nightly.resolve_commit('develop', str(repo)) == head
-    assert nightly.resolve_commit(head, 'unused') == head
+    assert nightrun.resolve_commit('develop', str(repo)) == head
+    assert nightrun.resolve_commit(head, 'unused') == head
     with pytest.raises(RuntimeError, match="cannot resolve 'nope'"):
-        nightly.resolve_commit('nope', str(repo))
+        nightrun.resolve_commit('nope', str(repo))
 
     def build(label, commit):
         return Build(f'hdf5-{label}', label, label, commit, '', '', '', {})
 
     builds = {'hdf5-1.14.1': build('1.14.1', 'a' * 40), 'hdf5-dev': build('dev', head)}
     args = SimpleNamespace(candidate=head, candidate_build=None, baseline_build=None)
-    assert nightly.choose_builds(builds, args) == ('hdf5-1.14.1', 'hdf5-dev')
+    assert nightrun.choose_builds(builds, args) == ('hdf5-1.14.1', 'hdf5-dev')
     # without a commit, the candidate is the build spack.yaml marks
     args = SimpleNamespace(candidate=None, candidate_build=None, baseline_build=None)
     with pytest.raises(RuntimeError, match='no build'):
-        nightly.choose_builds(builds, args)
-    assert nightly.pinned_candidate_build().startswith('hdf5-')
+        nightrun.choose_builds(builds, args)
+    assert nightrun.pinned_candidate_build().startswith('hdf5-')
 
 
 def test_stand_ins_carry_ior_from_path_and_slow_only_its_hdf5_runs(tmp_path, monkeypatch):
-    from h5regress import manifest, nightly as nightly_mod
+    from h5regress import manifest
     bindir = tmp_path / 'bin'
     bindir.mkdir()
     fake_ior = bindir / 'ior'
@@ -120,7 +120,7 @@ def test_stand_ins_carry_ior_from_path_and_slow_only_its_hdf5_runs(tmp_path, mon
                         'fraction=${H5REGRESS_DELAY_FRACTION:-none}"\n')
     fake_ior.chmod(0o755)
     monkeypatch.setenv('PATH', f'{bindir}:{os.environ["PATH"]}')
-    builds = manifest.load(nightly_mod.build_standins(tmp_path / 'out', 0.25),
+    builds = manifest.load(standins.build_standins(tmp_path / 'out', 0.25),
                            check_stale=False)
     base = builds['hdf5-standin-a'].tools['ior']
     cand = builds['hdf5-standin-b'].tools['ior']
@@ -144,7 +144,7 @@ def test_an_injected_slowdown_that_slowed_nothing_is_an_error(tmp_path, monkeypa
     it delayed, and a candidate no run of which was slowed (here: only an MPI-IO run,
     which the wrapper leaves alone) is an ERROR, not a night of a slowdown it never had
     (a CI night with --inject-slowdown 9 once gated a ratio of 1.016)."""
-    from h5regress import manifest, nightly as nightly_mod
+    from h5regress import manifest
     bindir = tmp_path / 'bin'
     bindir.mkdir()
     fake_ior = bindir / 'ior'
@@ -152,19 +152,19 @@ def test_an_injected_slowdown_that_slowed_nothing_is_an_error(tmp_path, monkeypa
     fake_ior.chmod(0o755)
     monkeypatch.setenv('PATH', f'{bindir}:{os.environ["PATH"]}')
     out = tmp_path / 'out'
-    builds = manifest.load(nightly_mod.build_standins(out, 9), check_stale=False)
+    builds = manifest.load(standins.build_standins(out, 9), check_stale=False)
     cand = builds['hdf5-standin-b'].tools['ior']
     subprocess.run([cand, '-a', 'MPIIO', '-w'], check=True)
     with pytest.raises(RuntimeError, match='no run of the candidate was slowed'):
-        nightly_mod.injected_delay(out / 'stand-in', 9)
+        standins.injected_delay(out / 'stand-in', 9)
     subprocess.run([cand, '-a', 'HDF5', '-w'], check=True)
-    said = nightly_mod.injected_delay(out / 'stand-in', 9)
+    said = standins.injected_delay(out / 'stand-in', 9)
     assert re.match(r'injected slowdown: the shim delayed \d+ I/O calls in 1 candidate '
                     r'processes by [\d.]+ s on their [\d.]+ s \(x[\d.]+; asked x10;', said), said
     # a new attempt in the same --out starts from an empty account
-    nightly_mod.build_standins(out, 9)
+    standins.build_standins(out, 9)
     with pytest.raises(RuntimeError, match='no run of the candidate was slowed'):
-        nightly_mod.injected_delay(out / 'stand-in', 9)
+        standins.injected_delay(out / 'stand-in', 9)
 
 
 def test_the_stand_in_night_gates_the_quiet_ior_row_and_its_canary():
@@ -175,7 +175,7 @@ def test_the_stand_in_night_gates_the_quiet_ior_row_and_its_canary():
     from test_ior_validity import ior_checks
 
     args = nightly_mod.parse_args(['--stand-in', '-S', 'ior_check.repetitions=2'])
-    nightly_mod.standin_checks(args, {'flash-io': 'k', 'ior': 'i'})
+    nightrun.standin_checks(args, {'flash-io': 'k', 'ior': 'i'})
     # what run_once asks ReFrame for: the rows tagged standin (test_the_night_is_its_tags)
     assert args.select == ('-t', 'standin')
     rows = ior_checks().ior_check.param_space['benchmark']
@@ -190,10 +190,10 @@ def test_the_stand_in_night_gates_the_quiet_ior_row_and_its_canary():
     assert gate.role_of(cfg, 'ior', 'write', 'bw_mean', {**params, 'api': 'MPIIO'}) == 'canary'
     # stand-in builds without IOR: the FLASH-IO kernel; a --checks of the user: kept
     args = nightly_mod.parse_args(['--stand-in'])
-    nightly_mod.standin_checks(args, {'flash-io': 'k'})
-    assert args.select == nightly_mod.STANDIN_SELECTION and args.setvar == []
+    nightrun.standin_checks(args, {'flash-io': 'k'})
+    assert args.select == nightrun.STANDIN_SELECTION and args.setvar == []
     args = nightly_mod.parse_args(['--stand-in', '--checks', '^flashio_check'])
-    nightly_mod.standin_checks(args, {'flash-io': 'k', 'ior': 'i'})
+    nightrun.standin_checks(args, {'flash-io': 'k', 'ior': 'i'})
     assert args.select == ('-n', '^flashio_check') and args.setvar == []
 
 
@@ -210,7 +210,7 @@ def test_the_night_is_its_tags(tmp_path):
     of lookaheads they replace. Fails on the code before the tags (no test tagged)."""
     import hashlib
 
-    from h5regress import manifest, nightly as nightly_mod
+    from h5regress import manifest
     from reframe_run import run_reframe
 
     def build(label):
@@ -235,16 +235,16 @@ def test_the_night_is_its_tags(tmp_path):
         assert out.returncode == 0, out.stdout + out.stderr
         return sorted(re.findall(r'^- (\S+ .*?) /', out.stdout, re.M))
 
-    keep = nightly_mod.build_filter('hdf5-1.15.0')
+    keep = nightrun.build_filter('hdf5-1.15.0')
     old = listed('-n', f'(?=.*%hdf5_build=hdf5-1.15.0(%|$)){OLD_NIGHT}')
-    assert len(old) > 10 and listed(*nightly_mod.NIGHT_SELECTION, *keep) == old
+    assert len(old) > 10 and listed(*nightrun.NIGHT_SELECTION, *keep) == old
     old = listed('-n', f'(?=.*%hdf5_build=hdf5-1.15.0(%|$)){OLD_STANDIN_IOR}')
-    assert len(old) == 2 and listed(*nightly_mod.STANDIN_IOR_SELECTION, *keep) == old
+    assert len(old) == 2 and listed(*nightrun.STANDIN_IOR_SELECTION, *keep) == old
 
 
 def test_stand_ins_take_ior_from_the_spack_manifest_without_one_on_path(tmp_path,
                                                                        monkeypatch):
-    from h5regress import manifest, nightly as nightly_mod
+    from h5regress import manifest
     spack_ior = tmp_path / 'spack' / 'bin' / 'ior'
     spack_ior.parent.mkdir(parents=True)
     spack_ior.write_text('#!/bin/sh\n')
@@ -259,8 +259,8 @@ def test_stand_ins_take_ior_from_the_spack_manifest_without_one_on_path(tmp_path
                                                      'tools': {'ior': str(spack_ior)}}}})
     monkeypatch.setenv('H5REGRESS_MANIFEST', str(path))
     monkeypatch.setenv('PATH', '/usr/bin:/bin')
-    assert nightly_mod.shutil.which('ior') is None
-    builds = manifest.load(nightly_mod.build_standins(tmp_path / 'out', 0.0),
+    assert standins.shutil.which('ior') is None
+    builds = manifest.load(standins.build_standins(tmp_path / 'out', 0.0),
                            check_stale=False)
     assert {b.tools['ior'] for b in builds.values()} == {str(spack_ior)}
     variants = builds['hdf5-standin-a'].variants
@@ -288,7 +288,7 @@ def test_quiet_night_prints_at_most_three_lines_per_pair(tmp_path, monkeypatch, 
     monkeypatch.setattr(nightly_mod, 'prepare_builds',
                         lambda args: (tmp_path / 'manifest.json', BASE, CAND))
     (tmp_path / 'manifest.json').write_text('{}')
-    monkeypatch.setattr(nightly_mod, 'run_once', lambda build, pair_id, args, env: 0)
+    monkeypatch.setattr(nightrun, 'run_once', lambda build, pair_id, args, env: 0)
     pairs = {'n': 0}
 
     def fake_gate(argv):
@@ -359,7 +359,7 @@ def test_a_candidate_that_breaks_a_row_stops_the_loop_with_an_error(tmp_path, mo
                 fp.write(r.to_json() + '\n')
         return 1 if build == CAND else 0
 
-    monkeypatch.setattr(nightly_mod, 'run_once', run_once)
+    monkeypatch.setattr(nightrun, 'run_once', run_once)
     real_gate = nightly_mod.gate.main_gate
 
     def gate_on_records(argv):

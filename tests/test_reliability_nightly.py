@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from h5regress import gate, history, nightly, perflog
+from h5regress import nightrun
 from reframe_run import REPO
 from test_gate import BASE, CAND, rec, write_jsonl
 
@@ -43,7 +44,7 @@ def two_attempts(first: str, second: str, n_first: int = 6, n_second: int = 4):
 
 
 def test_the_gate_keeps_only_the_records_of_its_attempt(tmp_path):
-    first, second = nightly.new_attempt(NIGHT), f'{NIGHT}.20261121T030000Z.99.ab12'
+    first, second = nightrun.new_attempt(NIGHT), f'{NIGHT}.20261121T030000Z.99.ab12'
     assert first != second and first.startswith(NIGHT + '.')
     path = write_jsonl(tmp_path / 'both.jsonl', two_attempts(first, second))
     out = tmp_path / 'gate.json'
@@ -71,7 +72,7 @@ def test_nightly_gates_its_attempts_directory_with_its_attempt(tmp_path, monkeyp
     argv = seen['argv']
     assert argv[argv.index('--perflogs') + 1] == str(tmp_path / 'perflogs' / args.attempt)
     assert argv[argv.index('--attempt') + 1] == args.attempt
-    assert len({nightly.new_attempt(NIGHT) for _ in range(20)}) == 20
+    assert len({nightrun.new_attempt(NIGHT) for _ in range(20)}) == 20
 
 
 def test_a_new_attempt_drops_the_old_verdict_but_keeps_its_perflogs(tmp_path):
@@ -82,10 +83,10 @@ def test_a_new_attempt_drops_the_old_verdict_but_keeps_its_perflogs(tmp_path):
     (tmp_path / 'report').mkdir()
     (tmp_path / 'report' / 'report.md').write_text('FAIL')
     args = nightly.parse_args(['--stand-in', '--out', str(tmp_path), '--night', NIGHT])
-    nightly.start_attempt(args)
+    nightrun.start_attempt(args)
     assert not (tmp_path / 'gate.json').exists() and not (tmp_path / 'report').exists()
     assert (old / 'x.log').read_text() == 'kept'
-    assert nightly.attempt_perflogs(args).is_dir()
+    assert nightrun.attempt_perflogs(args).is_dir()
 
 
 def test_two_nightlies_cannot_share_an_out_directory(tmp_path):
@@ -128,7 +129,7 @@ def test_bad_history_makes_the_nightly_gate_go_on_not_crash(tmp_path, capsys):
     bad.write_bytes(bytes(data))
     args = nightly.parse_args(['--stand-in', '--out', str(tmp_path), '--night', NIGHT,
                                '--history', str(hdir)])
-    attempt_dir = nightly.attempt_perflogs(args)
+    attempt_dir = nightrun.attempt_perflogs(args)
     attempt_dir.mkdir(parents=True)
     header = '|'.join(perflog.COLUMNS)
     lines = []
@@ -188,13 +189,13 @@ def test_run_forwards_a_signal_and_nothing_below_survives(tmp_path):
     pids = tmp_path / 'pids'
     script = (
         'import sys\n'
-        'from h5regress import nightly\n'
-        'nightly.handle_signals()\n'
+        'from h5regress import nightprocs\n'
+        'nightprocs.handle_signals()\n'
         'try:\n'
-        f'    nightly.run(["sh", "-c", "setsid sleep 300 & echo $! >> {pids}; '
+        f'    nightprocs.run(["sh", "-c", "setsid sleep 300 & echo $! >> {pids}; '
         f'echo $$ >> {pids}; trap \'\' TERM; sleep 300"])\n'
-        'except nightly.Interrupted:\n'
-        '    sys.exit(4 if not nightly.stop_descendants(grace=2) else 5)\n'
+        'except nightprocs.Interrupted:\n'
+        '    sys.exit(4 if not nightprocs.stop_descendants(grace=2) else 5)\n'
         'sys.exit(3)\n')
     proc = subprocess.Popen([sys.executable, '-c', script], cwd=REPO)
     try:

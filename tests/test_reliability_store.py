@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from h5regress import gate, history, perflog
+from h5regress import nightrun
 from test_reliability import needs_fio, run_suite
 
 
@@ -187,10 +188,10 @@ def test_a_held_lock_refuses_naming_its_holder(tmp_path):
 NIGHT_CHILD = '''
 import sys
 from pathlib import Path
-from h5regress import nightly
+from h5regress import nightly, nightprocs
 out = Path(sys.argv[1])
 with nightly.out_lock(out):
-    nightly.run(sys.argv[2:])
+    nightprocs.run(sys.argv[2:])
 '''
 
 
@@ -243,17 +244,16 @@ def test_a_nightly_killed_with_sigkill_takes_reframe_and_its_ranks_along(tmp_pat
 
 def test_a_full_out_is_named_not_blamed_on_the_selection(small_fs, monkeypatch):
     import types
-    from h5regress import nightly
     out = small_fs('64k')
     (out / 'reports' / 'a1').mkdir(parents=True)
     fill(out)
     # ReFrame ran (exit 0) but could not write its report on the full --out
-    monkeypatch.setattr(nightly, 'run', lambda cmd, **kw: subprocess.CompletedProcess(cmd, 0))
-    monkeypatch.setattr(nightly, 'stop_leftovers', lambda what: None)
-    args = types.SimpleNamespace(checks='ior_check', out=out, attempt='a1', system=None,
+    monkeypatch.setattr(nightrun, 'run', lambda cmd, **kw: subprocess.CompletedProcess(cmd, 0))
+    monkeypatch.setattr(nightrun, 'stop_leftovers', lambda what: None)
+    args = types.SimpleNamespace(select=('-n', 'ior_check'), out=out, attempt='a1', system=None,
                                  setvar=[], quiet=True)
     with pytest.raises(RuntimeError) as err:
-        nightly.run_once('hdf5-1.14.1', 'p1', args, {})
+        nightrun.run_once('hdf5-1.14.1', 'p1', args, {})
     report = out / 'reports' / 'a1' / 'p1-hdf5-1.14.1.json'
     assert f'ReFrame left no readable report {report}' in str(err.value)
     assert f'the file system of --out ({out}) is full' in str(err.value)

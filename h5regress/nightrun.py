@@ -1,0 +1,250 @@
+"""The night's attempt: its request, its builds, its ReFrame runs in ABBA pairs.
+
+A :class:`NightRequest` says what to run (``ci/nightly``'s options, typed); the bisect
+makes one per step without going through argv.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from h5regress.cmdline import config_files
+from h5regress.nightprocs import full_disk_note, log, run, stop_leftovers
+
+REPO = Path(__file__).resolve().parents[1]
+SETTINGS = REPO / 'reframe' / 'config' / 'settings.py'
+
+
+#: checks of a night (ReFrame's selection options): the rows tagged ``nightly`` (HDF5
+#: against MPI-IO through the same pattern, the canary; FLASH-IO; the h5paths rows of the
+#: HDF5 code paths where real regressions were)
+NIGHT_SELECTION = ('-t', 'nightly')
+#: the stand-in night's checks when its builds have IOR (:func:`standin_ior`): the rows
+#: tagged ``standin``, IOR's quietest HDF5 row measured on a workstation VM (2 ranks,
+#: independent 1 MiB transfers into one file, fsync; the gated write bw_mean: pair
+#: log-ratio SD 0.04-0.19 there) and its MPI-IO twin, the canary. FLASH-IO's checkpoint
+#: (393 MB with fsync at local's 2000 blocks per rank) varied 0.1-0.3 on the same VM.
+STANDIN_IOR_SELECTION = ('-t', 'standin')
+#: ... with 1 MiB transfers (IOR's HDF5 writes of 4 MiB transfers fell in two modes on
+#: this kind of VM, 1 MiB ones did not): recorded as each record's transfer_size
+STANDIN_IOR_SETVARS = ('ior_check.transfer_size=1m',)
+#: the stand-in night's checks without IOR: the FLASH-IO kernel, which stand-in
+#: builds always have
+STANDIN_SELECTION = ('-n', '^flashio_check')
+
+
+def default_config_files() -> list[str]:
+    """ReFrame's configuration of a night without --config: the project's."""
+    return config_files(str(SETTINGS), '--config')
+
+
+def today() -> str:
+    return datetime.date.today().isoformat()
+
+
+@dataclass
+class NightRequest:
+    """What a night (or a bisect step) runs: ``ci/nightly``'s options, typed. The
+    defaults are the command line's."""
+    candidate: str | None = None
+    hdf5_repo: str = 'https://github.com/HDFGroup/hdf5.git'
+    baseline_build: str | None = None
+    candidate_build: str | None = None
+    stand_in: bool = False
+    inject_slowdown: float = 0.0
+    no_install: bool = False
+    #: --checks: a ReFrame name regex (None: the night's tags)
+    checks: str | None = None
+    pairs: int = 10
+    more_pairs: int = 5
+    max_pairs: int = 20
+    alpha: float | None = None
+    margin: float | None = None
+    system: str | None = None
+    config: str = str(SETTINGS)
+    salloc: str | None = None
+    bisect: bool = False
+    bisect_good: str | None = None
+    bisect_bad: str | None = None
+    bisect_repo: str | None = None
+    mirror: list[str] = field(default_factory=list)
+    coverage_map: Path | None = None
+    coverage_repo: str | None = None
+    setvar: list[str] = field(default_factory=list)
+    history: Path | None = field(default_factory=lambda: os.environ.get('H5REGRESS_HISTORY'))
+    out: Path = Path('nightly-out')
+    night: str = field(default_factory=today)
+    quiet: bool = False
+    #: ReFrame's configuration files, later ones on top (RFM_CONFIG_FILES)
+    config_files: list[str] = field(default_factory=default_config_files)
+    #: ReFrame's options selecting the checks (None, with --stand-in: chosen once the
+    #: builds say whether they have IOR, :func:`standin_checks`)
+    select: tuple[str, ...] | None = None
+    #: this attempt's id (:func:`new_attempt`)
+    attempt: str = ''
+    #: pairs of this attempt run so far
+    pairs_run: int = 0
+
+    def __post_init__(self) -> None:
+        if self.select is None and self.checks:
+            self.select = checks_selection(self.checks)
+        elif self.select is None and not self.stand_in:
+            self.select = NIGHT_SELECTION
+        self.out = Path(self.out).resolve()
+        self.history = Path(self.history) if self.history else None
+        self.attempt = self.attempt or new_attempt(self.night)
+
+
+@dataclass(frozen=True)
+class NightResult:
+    """What a night ended with: the gate's exit code, the pairs run, where it wrote."""
+    code: int
+    pairs: int
+    out: Path
+    attempt: str
+
+
+def checks_selection(regex: str) -> tuple[str, ...]:
+    """ReFrame's options selecting the checks whose name matches ``regex`` (--checks)."""
+    return ('-n', regex)
+
+
+def build_filter(build: str) -> tuple[str, ...]:
+    """ReFrame's options keeping the tests of one HDF5 build (its ``hdf5_build``)."""
+    return ('-E', f'hdf5_build == {json.dumps(build)}')
+
+
+def new_attempt(night: str) -> str:
+    """An id no other attempt has: the night, the UTC time, this process, a nonce (48
+    bits: 20 attempts in one second of one process collided 1 time in ~300 with 16)."""
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime('%Y%m%dT%H%M%SZ')
+    return (f'{re.sub(r"[^A-Za-z0-9._-]+", "_", night)}.{stamp}.{os.getpid()}.'
+            f'{secrets.token_hex(6)}')
+
+
+def attempt_perflogs(args) -> Path:
+    """This attempt's perflogs: the only ones its gate reads."""
+    return args.out / 'perflogs' / args.attempt
+
+
+def start_attempt(args) -> None:
+    """This attempt's directories; an earlier attempt's verdict goes (its perflogs and
+    ReFrame reports stay, in directories of their own)."""
+    stale = [p for p in (args.out / 'gate.json', args.out / 'report') if p.exists()]
+    if stale:
+        log(f'removing the previous attempt\'s {" and ".join(p.name for p in stale)}')
+    with contextlib.suppress(FileNotFoundError):
+        (args.out / 'gate.json').unlink()
+    shutil.rmtree(args.out / 'report', ignore_errors=True)
+    attempt_perflogs(args).mkdir(parents=True)
+    (args.out / 'reports' / args.attempt).mkdir(parents=True)
+
+
+def standin_checks(args, tools: dict) -> None:
+    """The stand-in night's checks, unless --checks named them: IOR's quiet HDF5 row
+    and its canary, at 1 MiB transfers, when the builds have IOR; else FLASH-IO."""
+    if args.select:
+        return
+    if 'ior' in tools:
+        args.select = STANDIN_IOR_SELECTION
+        # the user's -S come after: ReFrame keeps the last of a variable
+        args.setvar = [*STANDIN_IOR_SETVARS, *args.setvar]
+    else:
+        args.select = STANDIN_SELECTION
+    log(f'stand-in checks: {" ".join(args.select)}'
+        + (f' with -S {" -S ".join(STANDIN_IOR_SETVARS)}' if 'ior' in tools else ''))
+
+
+def resolve_commit(ref: str, repo: str) -> str:
+    """A full commit for ``ref``: itself when it is one, else the branch or tag's head."""
+    if re.fullmatch(r'[0-9a-f]{40}', ref):
+        return ref
+    out = run(['git', 'ls-remote', repo, ref], capture=True, timeout=120)
+    heads = [line.split()[0] for line in out.stdout.splitlines() if line.strip()]
+    if out.returncode or not heads:
+        raise RuntimeError(f'cannot resolve {ref!r} in {repo}: '
+                           f'{out.stderr.strip() or "no such branch or tag"}')
+    return heads[0]
+
+
+def install_environment(candidate: str | None, manifest_path: Path,
+                        mirrors: list[str] = ()) -> None:
+    """Install the Spack environment with the night's candidate pinned; write its manifest."""
+    cmd = [REPO / 'spack-env' / 'install', '--manifest', manifest_path,
+           *[f'--mirror={m}' for m in mirrors]]
+    if candidate:
+        cmd += ['--candidate', candidate]
+    if run(cmd).returncode:
+        raise RuntimeError('spack-env/install failed (see its output above)')
+
+
+def pinned_candidate_build() -> str:
+    """Build id of the candidate that spack-env/spack.yaml pins (its marked line)."""
+    spack_yaml = REPO / 'spack-env' / 'spack.yaml'
+    for line in spack_yaml.read_text().splitlines():
+        m = re.search(r'hdf5@git\.[0-9a-f]{40}=(\S+).*# h5regress:candidate', line)
+        if m:
+            return f'hdf5-{m.group(1)}'
+    raise RuntimeError(f'{spack_yaml}: no line marked "# h5regress:candidate"')
+
+
+def choose_builds(builds: dict, args) -> tuple[str, str]:
+    """(baseline, candidate) build ids of a manifest."""
+    by_commit = [b for b, build in builds.items() if build.hdf5_commit == args.candidate]
+    candidate = args.candidate_build or (by_commit[0] if by_commit else pinned_candidate_build())
+    baseline = args.baseline_build or next((b for b in sorted(builds) if b != candidate), '')
+    for build in (baseline, candidate):
+        if build not in builds:
+            raise RuntimeError(f'the manifest has no build {build!r} '
+                               f'(builds: {", ".join(sorted(builds))})')
+    return baseline, candidate
+
+
+def run_once(build: str, pair_id: str, args, env: dict) -> int:
+    """One ReFrame run of the selected checks for one build."""
+    report = args.out / 'reports' / args.attempt / f'{pair_id}-{build}.json'
+    cmd = [Path(sys.executable).with_name('reframe'), '-c', REPO / 'reframe' / 'checks',
+           *args.select, *build_filter(build), '-r',
+           '-s', args.out / 'stage', '-o', args.out / 'output', '--report-file', report]
+    if args.system:
+        cmd += ['--system', args.system]
+    for setting in args.setvar:
+        cmd += ['-S', setting]
+    result = run(cmd, env={**env, 'H5REGRESS_PAIR_ID': pair_id},
+                 stdout=subprocess.DEVNULL if args.quiet else None)
+    stop_leftovers(f'the ReFrame run of {pair_id} {build}')
+    try:
+        cases = json.loads(report.read_text())['session_info']['num_cases']
+    except (OSError, ValueError, KeyError) as err:
+        raise RuntimeError(f'ReFrame left no readable report {report} (exit '
+                           f'{result.returncode}; {getattr(err, "strerror", None) or err})'
+                           f'{full_disk_note(args.out)}') from None
+    if not cases:
+        raise RuntimeError(f'no test of build {build} matched {" ".join(args.select)!r} '
+                           f'(ReFrame exit {result.returncode})')
+    # a non-zero exit is a failed test: its sanity failures leave no record, its
+    # envelope failures are samples; the gate sees what is there
+    return result.returncode
+
+
+def run_pairs(first: int, last: int, baseline: str, candidate: str, args, env) -> None:
+    for i in range(first, last + 1):
+        pair_id = f'{args.attempt}-p{i:02d}'
+        order = (baseline, candidate) if i % 2 else (candidate, baseline)
+        start, args.pairs_run = time.monotonic(), i
+        codes = [run_once(build, pair_id, args, env) for build in order]
+        failed = [b for b, c in zip(order, codes) if c]
+        log(f'pair {i}/{last}{f" (up to {args.max_pairs})" if last < args.max_pairs else ""}: '
+            f'{order[0]} then {order[1]}, {time.monotonic() - start:.0f} s'
+            + (f'; ReFrame reported failed tests for {", ".join(failed)}' if failed else ''))
