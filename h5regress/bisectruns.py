@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from h5regress import catalog, gate, manifest, nightrun
+from h5regress import catalog, coverage, gate, manifest, nightrun
 from h5regress.bisectbuild import BASE_ID, BisectError, Builder, Built, SpackBuilder, \
-    StandInBuilder
+    StandInBuilder, log
 from h5regress.bisectsearch import Runs, bisect, looks
 from h5regress.nightrun import NightRequest
 from h5regress.record import Record, config_hash
@@ -147,6 +147,9 @@ class BisectRequest:
     simulate_cv: float | None = None
     seed: int = 0
     lock: Path | None = None
+    #: a coverage map of --bad's commit: without --checks, the checks are the rows that
+    #: execute a HDF5 function the range changes (issue 28)
+    coverage_map: Path | None = None
     #: the steps' night (system, -S, configuration...; None: the command line's defaults)
     night: NightRequest | None = None
 
@@ -170,10 +173,35 @@ def step_request(req: BisectRequest) -> NightRequest:
         stand_in=req.builder == 'stand-in' and not req.checks)
 
 
+def covering_rows(map_path: Path, repo: Path, good: str, bad: str) -> list[str]:
+    """The rows of a coverage map of ``bad``'s commit that execute a HDF5 function
+    changed between ``good`` and ``bad`` (their ``src/``)."""
+    try:
+        cmap = coverage.CoverageMap.from_json(Path(map_path).read_text(), str(map_path))
+        if cmap.commit and cmap.commit != bad:
+            raise BisectError(f'--coverage-map {map_path} is of HDF5 {cmap.commit[:12]}, '
+                              f'--bad is {bad[:12]}: its line numbers do not fit the diff')
+        changed = coverage.changed_functions(coverage.changed_ranges(
+            coverage.git_diff(str(repo), good, bad, ['src'])), cmap)
+    except (OSError, coverage.CoverageError) as err:
+        raise BisectError(f'--coverage-map {map_path}: {err}') from None
+    rows = coverage.rows_executing_any(cmap, [(c.file, c.name) for c in changed])
+    if not rows:
+        raise BisectError(f'no row of --coverage-map {map_path} executes any of the '
+                          f'{len(changed)} HDF5 function(s) changed in {good[:12]}..'
+                          f'{bad[:12]}: give --checks')
+    return rows
+
+
 def run_bisect(req: BisectRequest, gate_look: GateLook,
                on_step: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Builder and runs from the request; the search (:func:`bisectsearch.bisect`)."""
     req.check()
+    if req.coverage_map and not req.checks:
+        rows = covering_rows(req.coverage_map, req.repo, req.good, req.bad)
+        log(f'--coverage-map: {len(rows)} row(s) execute a HDF5 function the range '
+            f'changes; the steps run them')
+        req = dataclasses.replace(req, checks=nightrun.tests_regex(rows))
     simulate = req.simulate_cv is not None
     if req.builder == 'stand-in':
         builder: Builder = StandInBuilder(req.repo, req.work, tools=not simulate)

@@ -202,6 +202,13 @@ def changed_functions(ranges: Mapping[str, Sequence[tuple[int, int]]],
     return out
 
 
+def rows_executing_any(cmap: CoverageMap, functions: Iterable[tuple[str, str]]) -> list[str]:
+    """The map's rows that execute at least one of ``functions`` ((file, name) pairs)."""
+    wanted = set(functions)
+    return sorted(r for r, hits in cmap.rows.items()
+                  if any((h.file, h.name) in wanted for h in hits))
+
+
 def git(repo: str, *args: str) -> str:
     out = subprocess.run(['git', '-C', repo, *args], capture_output=True, text=True,
                          check=False)

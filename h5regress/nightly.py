@@ -79,7 +79,7 @@ from h5regress.bisectsearch import format_text
 from h5regress.cmdline import UsageError, config_files
 from h5regress.nightprocs import (Interrupted, _state, handle_signals, log, run,
                                   stop_descendants, uninterrupted)
-from h5regress.nightrun import (NIGHT_SELECTION, SETTINGS, STANDIN_IOR_SELECTION,
+from h5regress.nightrun import (NIGHT_SELECTION, tests_regex, SETTINGS, STANDIN_IOR_SELECTION,
                                 STANDIN_IOR_SETVARS, STANDIN_SELECTION, NightRequest, NightResult,
                                 attempt_perflogs, checks_selection, choose_builds,
                                 install_environment, resolve_commit, run_once, run_pairs,
@@ -443,7 +443,8 @@ def bisect_night(result: dict, args: NightRequest) -> dict:
         good=good, bad=bad, repo=repo, work=work, repo_name=given,
         builder='stand-in' if args.stand_in else 'spack',
         # only the FAIL metrics' tests run, and only their tools are built per step
-        checks=tests_regex(sorted({m['test'] for m in fails})),
+        checks=tests_regex(night_tests(sorted({m['test'] for m in fails}), args, repo,
+                                       good, bad)),
         tools=[] if args.stand_in else sorted({m['tool'] for m in fails}),
         metrics=[m['key'] for m in fails], mirror=list(args.mirror),
         bad_ratio=round(max(ratios), 6) if ratios else None,
@@ -454,9 +455,23 @@ def bisect_night(result: dict, args: NightRequest) -> dict:
     return found
 
 
-def tests_regex(tests: list[str]) -> str:
-    """ReFrame -n regex of these tests (their parameters but the build)."""
-    return '(' + '|'.join(map(darshan.name_regex, tests)) + ')'
+def night_tests(tests: list[str], args: NightRequest, repo: Path, good: str,
+                bad: str) -> list[str]:
+    """The FAIL tests the bisect runs: with --coverage-map, those whose rows execute a
+    HDF5 function the range changes (issue 28), when any does; else all of them."""
+    if not args.coverage_map or args.stand_in:
+        return tests
+    try:
+        rows = {coverage.row_name(r) for r in bisectruns.covering_rows(args.coverage_map,
+                                                                        repo, good, bad)}
+    except bisectbuild.BisectError as err:
+        log(f'bisect: {err}; bisecting every FAIL row')
+        return tests
+    covering = [t for t in tests if coverage.row_name(t) in rows]
+    if not covering:
+        log(f'bisect: no FAIL row executes a HDF5 function changed in {good[:12]}..'
+            f'{bad[:12]} (by {args.coverage_map}): bisecting every FAIL row')
+    return covering or tests
 
 
 def gate_look(baseline: str, candidate: str, args: NightRequest) -> int:

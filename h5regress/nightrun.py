@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from h5regress import darshan
 from h5regress.cmdline import config_files
 from h5regress.nightprocs import full_disk_note, log, run, stop_leftovers
 
@@ -118,6 +119,11 @@ class NightResult:
 def checks_selection(regex: str) -> tuple[str, ...]:
     """ReFrame's options selecting the checks whose name matches ``regex`` (--checks)."""
     return ('-n', regex)
+
+
+def tests_regex(tests: list[str]) -> str:
+    """ReFrame -n regex of these tests (their parameters but the build)."""
+    return '(' + '|'.join(map(darshan.name_regex, tests)) + ')'
 
 
 def build_filter(build: str) -> tuple[str, ...]:
