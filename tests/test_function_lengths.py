@@ -23,3 +23,16 @@ def test_lengths_are_counted_def_to_last_line():
 def test_no_function_longer_than_the_limit(module):
     lengths = function_lengths((REPO / 'h5regress' / f'{module}.py').read_text())
     assert [(name, n) for name, n in lengths if n > LIMIT] == []
+
+
+#: the operations layer (nightly, bisect, study): modules of at most 600 lines,
+#: functions of at most 60 (issue 26)
+OPERATIONS = ['nightly', 'nightprocs', 'nightrun', 'standins', 'bisect', 'bisectbuild',
+              'bisectsearch', 'bisectruns', 'study', 'darshan', 'cmdline', 'cli']
+
+
+@pytest.mark.parametrize('module', OPERATIONS)
+def test_operations_modules_and_functions_are_short(module):
+    src = (REPO / 'h5regress' / f'{module}.py').read_text()
+    assert len(src.splitlines()) <= 600
+    assert [(name, n) for name, n in function_lengths(src) if n > 60] == []

@@ -100,12 +100,16 @@ def test_no_import_cycle_in_h5regress():
     assert find_cycle(edges) is None, ' -> '.join(find_cycle(edges))
 
 
-def test_the_gate_modules_import_at_module_level():
+def nested_imports(names) -> list[tuple[str, str]]:
+    """(module, imported h5regress module) of the imports inside functions of ``names``."""
     known = modules()
-    nested = [(m, t) for m in TOP_LEVEL_ONLY
-              for t, at_top in imports(f'h5regress.{m}', known[f'h5regress.{m}'], known)
-              if not at_top]
-    assert nested == []
+    return [(m, t) for m in names
+            for t, at_top in imports(f'h5regress.{m}', known[f'h5regress.{m}'], known)
+            if not at_top]
+
+
+def test_the_gate_modules_import_at_module_level():
+    assert nested_imports(TOP_LEVEL_ONLY) == []
 
 
 def test_gate_refs_report_layering():
@@ -114,3 +118,22 @@ def test_gate_refs_report_layering():
                 'h5regress.cmdline'):
         assert 'h5regress.gate' not in edges[low]
     assert 'h5regress.report' not in edges['h5regress.refs']
+
+
+#: the operations layer's modules whose imports of h5regress are all at module level
+OPERATIONS = ('nightly', 'nightprocs', 'nightrun', 'standins', 'bisect', 'bisectbuild',
+              'bisectsearch', 'bisectruns', 'darshan', 'cmdline')
+
+
+def test_the_operations_modules_import_at_module_level():
+    assert nested_imports(OPERATIONS) == []
+
+
+def test_the_nightly_calls_the_bisect_and_not_the_reverse():
+    """The nightly starts the bisect as a call; the bisect's steps take the nightly's
+    gate look as a callable, so nothing below the nightly imports it (issue 26)."""
+    edges = graph()
+    below = ('bisectbuild', 'bisectsearch', 'bisectruns', 'nightrun', 'nightprocs',
+             'standins')
+    assert 'h5regress.bisectruns' in edges['h5regress.nightly']
+    assert [m for m in below if 'h5regress.nightly' in edges[f'h5regress.{m}']] == []
