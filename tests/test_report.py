@@ -431,7 +431,7 @@ def test_forest_keeps_room_for_the_no_change_label_on_a_night_far_below_one(gate
         assert (xmax - 1) / (xmax - xmin) >= 0.25, (xmin, xmax)
     # a night near 1 keeps the range its data give
     kept = report.forest_figure(near).layout.xaxis.range
-    monkeypatch.setattr(report, 'FOREST_RIGHT_OF_ONE', 0.0)
+    monkeypatch.setattr(report.plots, 'FOREST_RIGHT_OF_ONE', 0.0)
     assert report.forest_figure(near).layout.xaxis.range == kept
     assert report.forest_figure(far).layout.xaxis.range[1] < 1.2
 
