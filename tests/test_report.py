@@ -406,7 +406,8 @@ def test_forest_numbers_stand_beside_the_plot(gated_night):
     right = [a.text for a in fig.layout.annotations if a.xref == 'paper' and a.x == 1.0]
     for m in (m for m in res['metrics'] if m['role'] == 'gated'):
         assert any(t.startswith(f'{m["ratio"]:.3f} [{m["ratio_lo"]:.3f}, ') and
-                   f'<b>{m["verdict"]}</b>' in t for t in right), (m['label'], right)
+                   f'<b>{report.verdict_word(m["verdict"])}</b>' in t for t in right), \
+            (m['label'], right)
 
 
 def test_forest_keeps_room_for_the_no_change_label_on_a_night_far_below_one(gated_night,
@@ -445,3 +446,34 @@ def test_first_screen_keeps_the_measured_rates_folded(gated_night):
     assert first.count(rates) == 1
     details = first[first.index('<details'):first.index('</details>')]
     assert rates in details
+
+
+def _quiet_night(res, verdict, sensitivities=(0.12, 0.08)):
+    """The FAIL night turned into an unchanged night the gate judged ``verdict``."""
+    quiet = copy.deepcopy(res)
+    quiet['overall'] = verdict
+    gated = [m for m in quiet['metrics'] if m['role'] == 'gated']
+    for m, s in zip(gated, sensitivities):
+        m.update(verdict=verdict, sensitivity=s, ratio=1.01, ratio_lo=0.97, ratio_hi=1.05,
+                 perf_ratio=None, slower=False)
+    return quiet
+
+
+def test_no_slowdown_seen_is_told_apart_from_a_possible_slowdown(gated_night):
+    res, _, _ = gated_night
+    quiet = _quiet_night(res, 'NO-SLOWDOWN-SEEN')
+    text = report.summary(quiet)
+    assert text.startswith("no slowdown seen: no slowdown detected at tonight's sensitivity: "
+                           'a slowdown of 12 % or more would have been seen')
+    page = report.to_html(quiet, history.History())
+    head = _section(page, 'first-screen').split('</h1>')[0]
+    assert 'background:#0969da' in head and '>no slowdown seen</span>' in head
+    assert '| 12 % | no slowdown seen |' in report.markdown(quiet)
+    suite = ET.fromstring(report.junit(quiet)).find('testsuite')
+    assert suite.get('skipped') == '0' and suite.get('failures') == '0'
+    maybe = _quiet_night(res, 'INCONCLUSIVE')
+    assert report.summary(maybe).startswith('possible slowdown: ')
+    head = _section(report.to_html(maybe, history.History()), 'first-screen').split('</h1>')[0]
+    assert 'background:#9a6700' in head and '>possible slowdown</span>' in head
+    suite = ET.fromstring(report.junit(maybe)).find('testsuite')
+    assert suite.get('skipped') == '2'

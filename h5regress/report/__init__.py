@@ -32,11 +32,12 @@ from h5regress.report.markdown import markdown
 from h5regress.report.page import first_screen, index_html, to_html
 from h5regress.report.plots import (FOREST_RIGHT_OF_ONE, forest_figure, history_figure,
                                     plotly_js)
-from h5regress.report.text import (MEASURED_RATES, blind_spot_text, change_point_text,
-                                   summary)
+from h5regress.report.text import (MEASURED_RATES, NO_SLOWDOWN_SEEN, blind_spot_text,
+                                   change_point_text, summary, verdict_word)
 
-__all__ = ['BUILD_COLUMNS', 'FOREST_RIGHT_OF_ONE', 'MEASURED_RATES', 'WHERE_COLUMNS',
+__all__ = ['BUILD_COLUMNS', 'FOREST_RIGHT_OF_ONE', 'MEASURED_RATES', 'NO_SLOWDOWN_SEEN',
+           'WHERE_COLUMNS',
            'blind_spot_text', 'build_rows', 'change_point_text', 'collect_context',
            'find_context', 'first_screen', 'forest_figure', 'history_figure', 'index_html',
            'junit', 'main_report', 'markdown', 'missing_inputs', 'plotly_js', 'summary',
-           'to_html', 'where_rows', 'write_all', 'write_index']
+           'to_html', 'verdict_word', 'where_rows', 'write_all', 'write_index']

@@ -18,7 +18,8 @@ from h5regress.gateconfig import ConfigError, load_config
 from h5regress.report.context import find_context
 from h5regress.report.markdown import markdown
 from h5regress.report.page import index_html, to_html
-from h5regress.report.text import _interval, _num, _ratio, _rows
+from h5regress.report.text import (NO_SLOWDOWN_SEEN, _interval, _num, _ratio, _rows,
+                                   no_slowdown_text)
 
 
 # ------------------------------------------------------------------ JUnit
@@ -39,9 +40,12 @@ def junit(result: Mapping[str, Any]) -> str:
             fails += 1
             body = (f'<failure message={quoteattr(detail)} type="performance-regression">'
                     f'{html.escape(detail)}</failure>')
+        elif m['verdict'] == NO_SLOWDOWN_SEEN:
+            body = (f'<system-out>{html.escape(no_slowdown_text([m]))}: '
+                    f'{html.escape(detail)}</system-out>')
         elif m['verdict'] != 'PASS':
             skips += 1
-            body = f'<skipped message={quoteattr("INCONCLUSIVE: " + detail)}/>'
+            body = f'<skipped message={quoteattr("possible slowdown (INCONCLUSIVE): " + detail)}/>'
         else:
             body = f'<system-out>{html.escape(detail)}</system-out>'
         cases.append(f'  <testcase classname={cls} name={name}>{body}</testcase>')

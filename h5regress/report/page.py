@@ -12,9 +12,10 @@ from h5regress import history as hist_mod
 from h5regress.report.context import (BUILD_COLUMNS, WHERE_COLUMNS, build_rows, collect_context,
                                       where_rows)
 from h5regress.report.plots import _fig_html, forest_figure, history_figure, plotly_js
-from h5regress.report.text import (MEASURED_RATES, _COLORS, _interval, _perf, _ratio, _rows, _rule,
-                                   _skipped_text, _tables, _title, blind_spot_text,
-                                   change_point_text, summary)
+from h5regress.report.text import (MEASURED_RATES, NO_SLOWDOWN_SEEN, WORD_VERDICTS, _COLORS,
+                                   _interval, _perf, _ratio, _rows, _rule, _skipped_text, _tables,
+                                   _title, blind_spot_text, change_point_text, summary,
+                                   verdict_word)
 
 
 # ------------------------------------------------------------------ HTML
@@ -50,7 +51,8 @@ COLUMN_HELP = {
 
 def _badge(v: Any) -> str:
     if v in _COLORS and v:
-        return f'<span class="badge" style="background:{_COLORS[v]}">{html.escape(v)}</span>'
+        return (f'<span class="badge" style="background:{_COLORS[v]}" title="{html.escape(v)}">'
+                f'{html.escape(verdict_word(v))}</span>')
     return html.escape(str(v))
 
 
@@ -68,7 +70,8 @@ def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]], table_id: 
     for r in rows:
         cells = []
         for h, c in zip(header, r):
-            if h in ('verdict', 'state') and c in _COLORS:
+            if h in ('verdict', 'state') and WORD_VERDICTS.get(c, c) in _COLORS:
+                c = WORD_VERDICTS.get(c, c)
                 cells.append(f'<td>{_badge(c)}</td>')
             elif h.startswith('command'):
                 cells.append(f'<td><code class="cmd" title="{e(str(c))}">{e(str(c))}</code></td>')
@@ -169,13 +172,13 @@ def to_html(result: Mapping[str, Any], history: hist_mod.History,
 
 # ------------------------------------------------------------------ index of nights
 INDEX_COLUMNS = ('night', 'verdict', 'baseline (commit)', 'candidate (commit)', 'A/A',
-                 'gated: FAIL / INCONCLUSIVE / PASS', 'lowest gated ratio [interval]')
+                 'gated: FAIL / possible slowdown / no slowdown seen / PASS', 'lowest gated ratio [interval]')
 
 
 def _index_row(night: Mapping[str, Any], metrics: Sequence[Mapping[str, Any]]) -> list[str]:
     gated = [m for m in metrics if m.get('role') == 'gated']
     counts = ' / '.join(str(sum(m.get('verdict') == v for m in gated))
-                        for v in ('FAIL', 'INCONCLUSIVE', 'PASS'))
+                        for v in ('FAIL', 'INCONCLUSIVE', NO_SLOWDOWN_SEEN, 'PASS'))
     worst = min(gated, key=lambda m: _perf(m)[0] if _perf(m)[0] is not None else math.inf,
                 default=None)
     low = f'{_ratio(_perf(worst)[0])} {_interval(*_perf(worst)[1:])}' if worst else '–'

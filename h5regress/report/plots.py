@@ -8,7 +8,8 @@ from typing import Any
 
 from h5regress import history as hist_mod
 from h5regress import stats
-from h5regress.report.text import _COLORS, _finite, _interval, _num, _perf, _ratio, _rows
+from h5regress.report.text import (NO_SLOWDOWN_SEEN, _COLORS, _finite, _interval, _num, _perf,
+                                   _ratio, _rows, verdict_word)
 
 
 _TEMPLATE = 'none'      # plotly's default template would add ~10 KiB per figure
@@ -51,7 +52,7 @@ def _forest_hover(m: Mapping[str, Any]) -> str:
     return (f'<b>{html.escape(m["label"])}</b><br>performance ratio {_ratio(r)} '
             f'{_interval(lo, hi)}<br>medians: baseline {_num(m["base_median"])}, '
             f'candidate {_num(m["cand_median"])} {html.escape(m["unit"])}<br>'
-            f'{m["n_pairs"]} pairs, q (BH) {_num(m["q"], 2)}<br>{m["verdict"] or "–"}')
+            f'{m["n_pairs"]} pairs, q (BH) {_num(m["q"], 2)}<br>{verdict_word(m["verdict"])}')
 
 
 def forest_figure(result: Mapping[str, Any]) -> Any:
@@ -61,7 +62,7 @@ def forest_figure(result: Mapping[str, Any]) -> Any:
     floor = 1 - result['config']['margin']
     xmin, xmax = _forest_range(gated, floor)
     fig = go.Figure()
-    for verdict in ('FAIL', 'INCONCLUSIVE', 'PASS', None):
+    for verdict in ('FAIL', 'INCONCLUSIVE', NO_SLOWDOWN_SEEN, 'PASS', None):
         ms = [m for m in gated if m['verdict'] == verdict and _perf(m)[0] is not None]
         if not ms:
             continue
@@ -69,7 +70,7 @@ def forest_figure(result: Mapping[str, Any]) -> Any:
         plus = [(_perf(m)[2] if _perf(m)[2] is not None else xmax) - x for m, x in zip(ms, xs)]
         minus = [x - (_perf(m)[1] or xmin) for m, x in zip(ms, xs)]
         fig.add_trace(go.Scatter(
-            x=xs, y=[_wrap(m['label']) for m in ms], mode='markers', name=verdict or 'no verdict',
+            x=xs, y=[_wrap(m['label']) for m in ms], mode='markers', name=verdict_word(verdict),
             marker={'size': 12, 'symbol': 'diamond', 'color': _COLORS.get(verdict)},
             error_x={'type': 'data', 'symmetric': False, 'array': plus, 'arrayminus': minus,
                      'thickness': 2.5, 'width': 7, 'color': _COLORS.get(verdict)},
@@ -88,7 +89,7 @@ def forest_figure(result: Mapping[str, Any]) -> Any:
         fig.add_annotation(
             x=1.0, xref='paper', xanchor='left', xshift=8, y=_wrap(m['label']), yref='y',
             showarrow=False, align='left', font={'color': _COLORS.get(m['verdict']), 'size': 12},
-            text=f'{_ratio(r)} {_interval(lo, hi)}<br><b>{m["verdict"] or "no verdict"}</b>')
+            text=f'{_ratio(r)} {_interval(lo, hi)}<br><b>{verdict_word(m["verdict"])}</b>')
     fig.add_annotation(x=1.0, xref='paper', xanchor='left', xshift=8, y=1.0, yref='paper',
                        yanchor='bottom', showarrow=False, align='left',
                        text='ratio [interval]', font={'color': '#57606a', 'size': 12})
@@ -179,7 +180,7 @@ def _tonight_traces(go: Any, m: Mapping[str, Any], night: str) -> list[Any]:
             'verdict)', marker={'size': 16, 'symbol': 'circle-open',
                                 'color': _COLORS.get(m['verdict'], '#57606a'),
                                 'line': {'width': 3}},
-            hovertemplate=f'tonight: candidate median %{{y:.4g}}, {m["verdict"] or "–"}'
+            hovertemplate=f'tonight: candidate median %{{y:.4g}}, {verdict_word(m["verdict"])}'
                           '<extra></extra>'))
     return out
 

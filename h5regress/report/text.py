@@ -12,7 +12,11 @@ from h5regress import followup
 #: (title, header, rows, note) of one table
 Table = tuple[str, Sequence[str], list[list[str]], str]
 
+#: the gate's verdict without a slowdown shown, told apart from "possible slowdown"
+NO_SLOWDOWN_SEEN = 'NO-SLOWDOWN-SEEN'
+
 _COLORS = {'PASS': '#1a7f37', 'FAIL': '#cf222e', 'INCONCLUSIVE': '#9a6700',
+           NO_SLOWDOWN_SEEN: '#0969da',
            'DEGRADED': '#8250df', 'ERROR': '#cf222e', 'WARN': '#bc4c00', 'OK': '#1a7f37',
            None: '#57606a'}
 
@@ -52,23 +56,55 @@ def _envelope(m: Mapping[str, Any]) -> str:
 
 
 def _rows(result: Mapping[str, Any], role: str) -> list[Mapping[str, Any]]:
-    order = {'FAIL': 0, 'INCONCLUSIVE': 1, 'PASS': 2, None: 3}
+    order = {'FAIL': 0, 'INCONCLUSIVE': 1, NO_SLOWDOWN_SEEN: 2, 'PASS': 3, None: 4}
     rows = [m for m in result['metrics'] if m['role'] == role]
-    return sorted(rows, key=lambda m: (order.get(m['verdict'], 3), m['label']))
+    return sorted(rows, key=lambda m: (order.get(m['verdict'], 4), m['label']))
+
+
+#: what a reader sees for a verdict code (the code itself for the others)
+VERDICT_WORDS = {'INCONCLUSIVE': 'possible slowdown', NO_SLOWDOWN_SEEN: 'no slowdown seen'}
+
+WORD_VERDICTS = {w: v for v, w in VERDICT_WORDS.items()}
+
+
+def verdict_word(verdict: Any) -> str:
+    """A verdict as the report shows it: the two undecided verdicts in words."""
+    return VERDICT_WORDS.get(verdict, str(verdict) if verdict else '–')
+
+
+def sensitivity_pct(m: Mapping[str, Any]) -> str:
+    """The smallest slowdown the night could have seen in a metric, as '12 %'."""
+    s = m.get('sensitivity')
+    return f'{s * 100:.0f} %' if _finite(s) and s > 0 else '–'
+
+
+def no_slowdown_text(gated: Sequence[Mapping[str, Any]]) -> str:
+    """NO-SLOWDOWN-SEEN in words, with the least sensitive metric's smallest visible slowdown."""
+    seen = [m for m in gated if _finite(m.get('sensitivity'))]
+    text = "no slowdown detected at tonight's sensitivity"
+    if not seen:
+        return text
+    worst = max(seen, key=lambda m: m['sensitivity'])
+    text += f': a slowdown of {sensitivity_pct(worst)} or more would have been seen'
+    if len(seen) > 1:
+        text += (f' in every gated metric ({worst["label"]} the least sensitive; '
+                 + ', '.join(f'{m["label"]} {sensitivity_pct(m)}' for m in seen) + ')')
+    return text
 
 
 VERDICT_COLUMNS = ('metric', 'system', 'baseline', 'candidate', 'unit', 'ratio',
-                   '95% interval', 'pairs', 'q (BH)', 'envelope', 'verdict')
+                   '95% interval', 'pairs', 'q (BH)', 'envelope', 'smallest slowdown seen',
+                   'verdict')
 
 
 def _verdict_cells(m: Mapping[str, Any], degraded: bool) -> list[str]:
-    verdict = m['verdict'] or '–'
+    verdict = verdict_word(m['verdict'])
     if degraded and m['verdict']:
         verdict = f'({verdict}, not judged: degraded night)'
     arrow = '↑' if m['higher_is_better'] else '↓'
     return [m['label'], m.get('system') or '–', _num(m['base_median']), _num(m['cand_median']),
             f'{m["unit"]} {arrow}', _ratio(m['ratio']), _interval(m['ratio_lo'], m['ratio_hi']),
-            str(m['n_pairs']), _num(m['q'], 2), _envelope(m), verdict]
+            str(m['n_pairs']), _num(m['q'], 2), _envelope(m), sensitivity_pct(m), verdict]
 
 
 def _tables(result: Mapping[str, Any]) -> list[Table]:
@@ -183,7 +219,7 @@ def _rule(cfg: Mapping[str, Any], rates: bool = True) -> str:
 def _undecided(gated: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any]) -> str:
     """What INCONCLUSIVE means tonight, and how many pairs a PASS would need."""
     floor = 1 - cfg['margin']
-    und = [m for m in gated if m['verdict'] != 'PASS']
+    und = [m for m in gated if m['verdict'] not in ('PASS', NO_SLOWDOWN_SEEN)]
     slower = [m['label'] for m in und if m.get('slower')]
     text = f'{len(und)} of {len(gated)} gated metrics undecided'
     if slower:
@@ -224,6 +260,8 @@ def summary(result: Mapping[str, Any]) -> str:
                for m in gated if m['verdict'] == 'FAIL']
         text = (f'{len(bad)} of {len(gated)} gated metrics slower than the {cfg["margin"]:.0%} '
                 f'margin allows, significantly: ' + '; '.join(bad))
+    elif overall == NO_SLOWDOWN_SEEN:
+        text = no_slowdown_text(gated)
     elif overall == 'PASS':
         text = (f'all {len(gated)} gated metrics within the margin: every interval lies '
                 f'above {floor:.2f}')
@@ -236,7 +274,7 @@ def summary(result: Mapping[str, Any]) -> str:
         text += (f'. Injected slowdown: the candidate is the baseline\'s commit with its '
                  f'HDF5 writes slowed by {result["injected_slowdown"]:.0%} on purpose (a '
                  f'test of the gate), so a FAIL here is right')
-    return f'{overall}: {text}.'
+    return f'{verdict_word(overall)}: {text}.'
 
 
 def change_point_text(result: Mapping[str, Any], direction: str = 'worse') -> str:
