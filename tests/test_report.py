@@ -390,11 +390,31 @@ def test_a_change_point_is_in_the_first_screen_and_on_its_history_plot(gated_nig
                 if s.name and s.name.startswith('change point')]
 
 
-def test_fail_sentence_gives_the_ratio_and_interval(gated_night):
+def test_fail_sentence_says_the_slowdown_in_words(gated_night):
     res, _, _ = gated_night
     m = next(m for m in res['metrics'] if m['role'] == 'gated' and m['verdict'] == 'FAIL')
-    assert (f'{m["label"]} (ratio {m["ratio"]:.3f} [{m["ratio_lo"]:.3f}, '
-            f'{m["ratio_hi"]:.3f}])') in report.summary(res)
+    text = report.summary(res)
+    # was: 'ior_check HDF5-collective-ssf write bw_mean [ior-HD] (ratio 0.682 [0.628, 0.722])'
+    assert (f'ior HDF5-collective-ssf write: writes take {1 / m["ratio"]:.2f}x as long '
+            f'(performance {(1 - m["ratio_hi"]) * 100:.0f}-{(1 - m["ratio_lo"]) * 100:.0f} % '
+            f'lower), 20 pairs; the verdict used the upper bound {m["fail_bound"]:.3f} at 95 %'
+            ) in text
+    assert m['label'] not in text
+
+
+def test_first_screen_uses_short_labels_wide_forest_and_full_where(gated_night):
+    res, files, _ = gated_night
+    html = files['html'].read_text()
+    first = _section(html, 'first-screen')
+    fig = report.forest_figure(res)
+    assert set(fig.layout.yaxis.categoryarray) == {'ior HDF5-collective-ssf write',
+                                                   'ior HDF5-collective-fpp write'}
+    assert '<div class="wide">\n<h3>Tonight per gated metric' in first
+    where = _section(html, 'where')
+    assert '<th>Spack spec (candidate HDF5)</th>' in where
+    label = next(m['label'] for m in res['metrics'] if m['role'] == 'gated')
+    assert f'title="{html_escape(label)}"' in where
+    assert 'text-overflow:ellipsis' not in html
 
 
 def test_forest_numbers_stand_beside_the_plot(gated_night):

@@ -11,7 +11,7 @@ from typing import Any
 from h5regress import history as hist_mod
 from h5regress import perflog
 from h5regress.record import Record
-from h5regress.report.text import _finite, _rows
+from h5regress.report.text import _finite, _rows, short_label
 
 
 # ------------------------------------------------------------------ where
@@ -111,7 +111,16 @@ def _nodes(m: Mapping[str, Any], rec: Record | None) -> tuple[str, str]:
 
 
 WHERE_COLUMNS = ('metric', 'system:partition', 'nodes × ranks', 'node list', 'file system',
-                 'data per run', 'command (one candidate run)')
+                 'data per run', 'command (one candidate run)', 'Spack spec (candidate HDF5)')
+
+
+def spack_spec(result: Mapping[str, Any], ctx: Mapping[str, Any], side: str = 'candidate') -> str:
+    """The Spack spec of a build's HDF5 from the manifest: version, variants, hash."""
+    hdf5 = ((ctx['manifest'].get('builds') or {}).get(result[side]) or {}).get('hdf5') or {}
+    if not hdf5:
+        return '–'
+    spec = f'hdf5@{hdf5.get("version") or "?"} {hdf5.get("variants") or ""}'.strip()
+    return spec + (f' /{str(hdf5["hash"])[:7]}' if hdf5.get('hash') else '')
 
 
 def where_rows(result: Mapping[str, Any], ctx: Mapping[str, Any]) -> list[list[str]]:
@@ -124,9 +133,9 @@ def where_rows(result: Mapping[str, Any], ctx: Mapping[str, Any]) -> list[list[s
         prov = (rec.provenance or {}) if rec else {}
         count, nodelist = _nodes(m, rec)
         command = prov.get('command_line') or prov.get('command') or '–'
-        rows.append([m['label'], m.get('system') or '–', count, nodelist,
+        rows.append([short_label(m), m.get('system') or '–', count, nodelist,
                      str(prov.get('fs_type') or '–'), _bytes(_data_bytes(rec)) if rec else '–',
-                     str(command)])
+                     str(command), spack_spec(result, ctx)])
     return rows
 
 

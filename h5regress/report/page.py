@@ -14,8 +14,8 @@ from h5regress.report.context import (BUILD_COLUMNS, WHERE_COLUMNS, build_rows, 
 from h5regress.report.plots import _fig_html, forest_figure, history_figure, plotly_js
 from h5regress.report.text import (MEASURED_RATES, NO_SLOWDOWN_SEEN, WORD_VERDICTS, _COLORS,
                                    _interval, _perf, _ratio, _rows, _rule, _skipped_text, _tables,
-                                   _title, blind_spot_text, change_point_text, summary,
-                                   verdict_word)
+                                   _title, blind_spot_text, change_point_text, short_label,
+                                   summary, verdict_word)
 
 
 # ------------------------------------------------------------------ HTML
@@ -34,8 +34,7 @@ h1 .badge{font-size:20px;padding:3px 14px}
 .note{color:#57606a;font-size:12px}.plot{margin:14px 0 26px}
 #first-screen{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:8px 24px}
 #first-screen .wide{grid-column:1 / span 2}
-td code.cmd{display:inline-block;max-width:420px;overflow:hidden;text-overflow:ellipsis;
-white-space:nowrap;vertical-align:bottom}
+td code.cmd{display:inline-block;white-space:pre-wrap;word-break:break-all;font-size:12px}
 """
 
 #: what a column holds, shown under its name (HTML) and under the table (Markdown)
@@ -60,8 +59,12 @@ _NUMERIC = ('baseline', 'candidate', 'ratio', 'pairs', 'q (BH)', 'tonight', 'fra
             'history median', 'robust z', 'drop', 'nights')
 
 
-def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]], table_id: str = '') -> str:
+def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]], table_id: str = '',
+                titles: Mapping[str, str] | None = None) -> str:
+    """A table; ``titles`` gives a tooltip to cells of that text (a short label's
+    ReFrame name)."""
     e = html.escape
+    titles = titles or {}
     tid = f' id="{table_id}"' if table_id else ''
     out = [f'<table{tid}><tr>' + ''.join(f'<th>{e(h)}</th>' for h in header) + '</tr>']
     if any(h in COLUMN_HELP for h in header):
@@ -77,7 +80,8 @@ def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]], table_id: 
                 cells.append(f'<td><code class="cmd" title="{e(str(c))}">{e(str(c))}</code></td>')
             else:
                 cls = ' class="num"' if h in _NUMERIC else ''
-                cells.append(f'<td{cls}>{e(str(c))}</td>')
+                tip = f' title="{e(titles[c])}"' if c in titles else ''
+                cells.append(f'<td{cls}{tip}>{e(str(c))}</td>')
         out.append('<tr>' + ''.join(cells) + '</tr>')
     out.append('</table>')
     return '\n'.join(out)
@@ -98,7 +102,7 @@ def first_screen(result: Mapping[str, Any], ctx: Mapping[str, Any]) -> str:
                    f'{e(change_point_text(result, "better"))}</p>')
     if blind_spot_text(result):
         out.append(f'<p class="summary" id="blind-spots">{e(blind_spot_text(result))}</p>')
-    out += ['</div>', '<div>',
+    out += ['</div>', '<div class="wide">',
            '<h3>Tonight per gated metric: ratio and 95% interval against the margin</h3>']
     if _rows(result, 'gated'):
         out.append(_fig_html(forest_figure(result), 'forest', False))
@@ -117,7 +121,9 @@ def first_screen(result: Mapping[str, Any], ctx: Mapping[str, Any]) -> str:
     out += ['<div><h3>Builds</h3>', _html_table(BUILD_COLUMNS, build_rows(result, ctx), 'builds'),
             perf, f'<p class="note">{e(_skipped_text(result))}</p></div>',
             '<div class="wide"><h3>Where</h3>',
-            _html_table(WHERE_COLUMNS, where_rows(result, ctx), 'where'), '</div>', '</section>']
+            _html_table(WHERE_COLUMNS, where_rows(result, ctx), 'where',
+                        {short_label(m): m['label'] for m in result['metrics']}),
+            '</div>', '</section>']
     return '\n'.join(out)
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from h5regress import history as hist_mod
 from h5regress import stats
 from h5regress.report.text import (NO_SLOWDOWN_SEEN, _COLORS, _finite, _interval, _num, _perf,
-                                   _ratio, _rows, verdict_word)
+                                   _ratio, _rows, short_label, verdict_word)
 
 
 _TEMPLATE = 'none'      # plotly's default template would add ~10 KiB per figure
@@ -49,7 +49,8 @@ def _forest_range(gated: Sequence[Mapping[str, Any]], floor: float) -> tuple[flo
 
 def _forest_hover(m: Mapping[str, Any]) -> str:
     r, lo, hi = _perf(m)
-    return (f'<b>{html.escape(m["label"])}</b><br>performance ratio {_ratio(r)} '
+    return (f'<b>{html.escape(short_label(m))}</b><br>{html.escape(m["label"])}<br>'
+            f'performance ratio {_ratio(r)} '
             f'{_interval(lo, hi)}<br>medians: baseline {_num(m["base_median"])}, '
             f'candidate {_num(m["cand_median"])} {html.escape(m["unit"])}<br>'
             f'{m["n_pairs"]} pairs, q (BH) {_num(m["q"], 2)}<br>{verdict_word(m["verdict"])}')
@@ -70,7 +71,7 @@ def forest_figure(result: Mapping[str, Any]) -> Any:
         plus = [(_perf(m)[2] if _perf(m)[2] is not None else xmax) - x for m, x in zip(ms, xs)]
         minus = [x - (_perf(m)[1] or xmin) for m, x in zip(ms, xs)]
         fig.add_trace(go.Scatter(
-            x=xs, y=[_wrap(m['label']) for m in ms], mode='markers', name=verdict_word(verdict),
+            x=xs, y=[_wrap(short_label(m)) for m in ms], mode='markers', name=verdict_word(verdict),
             marker={'size': 12, 'symbol': 'diamond', 'color': _COLORS.get(verdict)},
             error_x={'type': 'data', 'symmetric': False, 'array': plus, 'arrayminus': minus,
                      'thickness': 2.5, 'width': 7, 'color': _COLORS.get(verdict)},
@@ -87,7 +88,7 @@ def forest_figure(result: Mapping[str, Any]) -> Any:
     for m in gated:
         r, lo, hi = _perf(m)
         fig.add_annotation(
-            x=1.0, xref='paper', xanchor='left', xshift=8, y=_wrap(m['label']), yref='y',
+            x=1.0, xref='paper', xanchor='left', xshift=8, y=_wrap(short_label(m)), yref='y',
             showarrow=False, align='left', font={'color': _COLORS.get(m['verdict']), 'size': 12},
             text=f'{_ratio(r)} {_interval(lo, hi)}<br><b>{verdict_word(m["verdict"])}</b>')
     fig.add_annotation(x=1.0, xref='paper', xanchor='left', xshift=8, y=1.0, yref='paper',
@@ -97,9 +98,10 @@ def forest_figure(result: Mapping[str, Any]) -> Any:
         template=_TEMPLATE, height=130 + 62 * len(gated), showlegend=False,
         margin={'l': 10, 'r': 150, 't': 28, 'b': 50}, font={'size': 13}, hovermode='closest',
         xaxis={'range': [xmin, xmax], 'title': {'text': 'performance ratio cand/base, 95% '
-               'interval', 'standoff': 8}, 'showgrid': True, 'gridcolor': '#eaeef2'},
+               'interval (an early look decides on a stricter bound: see hover)',
+               'standoff': 8}, 'showgrid': True, 'gridcolor': '#eaeef2'},
         yaxis={'automargin': True, 'categoryorder': 'array',
-               'categoryarray': [_wrap(m['label']) for m in gated],
+               'categoryarray': [_wrap(short_label(m)) for m in gated],
                'range': [len(gated) - 0.5, -0.8]})
     return fig
 
