@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 import zlib
 import re
 from html import escape as html_escape
+from html import unescape as html_unescape
 from html.parser import HTMLParser
 
 import pytest
@@ -497,3 +498,34 @@ def test_no_slowdown_seen_is_told_apart_from_a_possible_slowdown(gated_night):
     assert 'background:#9a6700' in head and '>possible slowdown</span>' in head
     suite = ET.fromstring(report.junit(maybe)).find('testsuite')
     assert suite.get('skipped') == '2'
+
+
+def test_every_fail_links_to_what_explains_it(gated_night, tmp_path):
+    res, _, root = gated_night
+    res = copy.deepcopy(res)
+    fail = next(m for m in res['metrics'] if m['verdict'] == 'FAIL')
+    res['darshan'] = {'available': True, 'metrics': [
+        {'metric': fail['key'], 'counters': 3, 'changes': []}]}
+    recs = _with_provenance(night(15, ratio_slow=0.7, seed=15))
+    for r in recs:
+        r.provenance['job_script'] = f'/stage/{r.run_id}/rfm_job.sh'
+    ctx = report.collect_context(res, recs, perflogs='perflogs/a1')
+    files = report.write_all(res, history.load(root / 'hist'), tmp_path / 'rep', ctx,
+                             'https://github.com/HDFGroup/hdf5')
+    page = files['html'].read_text()
+    links = _section(page, 'fail-links')
+    hrefs = re.findall(r'href="([^"]+)"', links)
+    assert hrefs[0] == '#history-0' and 'id="history-0"' in page
+    darshan = next(h for h in hrefs if 'darshan' in h)
+    assert f'id="{darshan[1:]}"' in page
+    assert '../perflogs/a1/' in hrefs
+    assert any(h.endswith('/rfm_job.sh') for h in hrefs)
+    assert any(h.endswith('/rfm_job.out') for h in hrefs)
+    assert 'https://github.com/HDFGroup/hdf5/commit/c15' in hrefs
+    assert 'https://github.com/HDFGroup/hdf5/compare/b0...c15' in hrefs
+    assert "ci/run-suite -n '^ior_check' -E" in html_unescape(links) and 'h5regress bisect --good b0 --bad c15' \
+        in links
+    md = files['md'].read_text()
+    assert '[compare](https://github.com/HDFGroup/hdf5/compare/b0...c15)' in md
+    rc = report.main_report([str(root / 'none.json'), '--repo-url', 'x'])
+    assert rc == 4

@@ -20,6 +20,7 @@ from h5regress.report.markdown import markdown
 from h5regress.report.page import index_html, to_html
 from h5regress.report.text import (NO_SLOWDOWN_SEEN, _interval, _num, _ratio, _rows,
                                    no_slowdown_text)
+from h5regress.report.links import REPO_URL_ENV, repo_url
 
 
 # ------------------------------------------------------------------ JUnit
@@ -65,7 +66,8 @@ def junit(result: Mapping[str, Any]) -> str:
 
 
 def write_all(result: Mapping[str, Any], history: hist_mod.History | None,
-              outdir: str | Path, ctx: Mapping[str, Any] | None = None) -> dict[str, Path]:
+              outdir: str | Path, ctx: Mapping[str, Any] | None = None,
+              url: str | None = None) -> dict[str, Path]:
     """report.md, report.html and junit.xml in ``outdir``. Without ``ctx``, tonight's
     records and manifest are looked for where the nightly leaves them, beside
     ``outdir`` (``../perflogs/<attempt>/``, ``../manifest.json``)."""
@@ -74,8 +76,9 @@ def write_all(result: Mapping[str, Any], history: hist_mod.History | None,
     ctx = ctx or find_context(result, outdir.parent)
     files = {'md': outdir / 'report.md', 'html': outdir / 'report.html',
              'junit': outdir / 'junit.xml'}
-    atomic.write_text(files['md'], markdown(result, ctx))
-    atomic.write_text(files['html'], to_html(result, history, ctx))
+    url = repo_url(url)
+    atomic.write_text(files['md'], markdown(result, ctx, url))
+    atomic.write_text(files['html'], to_html(result, history, ctx, url))
     atomic.write_text(files['junit'], junit(result))
     return files
 
@@ -106,6 +109,9 @@ def _parser() -> ArgParser:
                         'metrics ran (default: perflogs/<attempt> beside the result)')
     parser.add_argument('--manifest', help='the builds manifest (default: manifest.json '
                         'beside the result)')
+    parser.add_argument('--repo-url', metavar='URL',
+                        help='web URL of the HDF5 repository, for commit and compare links '
+                             f'(default ${REPO_URL_ENV})')
     parser.add_argument('--index', action='store_true',
                         help='write OUT/index.html of all nights of the history instead; '
                              'each night links to OUT/<night>/report.html when present')
@@ -160,7 +166,7 @@ def main_report(argv: Sequence[str] | None = None) -> int:
         history = hist_mod.load(hdir, exclude_night=result['night'])
         ctx = find_context(result, Path(args.result).resolve().parent, args.perflogs,
                            args.manifest)
-        files = write_all(result, history, args.out, ctx)
+        files = write_all(result, history, args.out, ctx, args.repo_url)
     except (OSError, ValueError, KeyError, ConfigError) as err:
         print(f'h5regress report: error: {args.result}: {err}', file=sys.stderr)
         return EXIT_ERROR

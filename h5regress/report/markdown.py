@@ -8,6 +8,7 @@ from typing import Any
 from h5regress.report.context import WHERE_COLUMNS, _commit_label, collect_context, where_rows
 from h5regress.report.text import (_rule, _skipped_text, _tables, _title, blind_spot_text,
                                    change_point_text, summary)
+from h5regress.report.links import fail_links, links_markdown
 
 
 # ------------------------------------------------------------------ Markdown
@@ -23,7 +24,8 @@ def _md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]
     return out
 
 
-def markdown(result: Mapping[str, Any], ctx: Mapping[str, Any] | None = None) -> str:
+def markdown(result: Mapping[str, Any], ctx: Mapping[str, Any] | None = None,
+             url: str = '') -> str:
     cfg = result['config']
     ctx = ctx or collect_context(result)
     lines = [f'# {_title(result)}', '', f'**{summary(result).split(": ", 1)[1]}**', '']
@@ -35,6 +37,7 @@ def markdown(result: Mapping[str, Any], ctx: Mapping[str, Any] | None = None) ->
               f'- baseline: `{result["baseline"]}` at `{_commit_label(result, "baseline", ctx)}`',
               f'- rule: {_rule(cfg)}',
               f'- records: {_skipped_text(result)}']
+    lines += links_markdown(fail_links(result, ctx, url))
     if ctx.get('perflogs'):
         lines.append(f'- perflogs: `{ctx["perflogs"]}`')
     if result.get('error'):

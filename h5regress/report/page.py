@@ -16,6 +16,7 @@ from h5regress.report.text import (MEASURED_RATES, NO_SLOWDOWN_SEEN, WORD_VERDIC
                                    _interval, _perf, _ratio, _rows, _rule, _skipped_text, _tables,
                                    _title, blind_spot_text, change_point_text, short_label,
                                    summary, verdict_word)
+from h5regress.report.links import anchor, fail_links, links_html
 
 
 # ------------------------------------------------------------------ HTML
@@ -87,13 +88,14 @@ def _html_table(header: Sequence[str], rows: Sequence[Sequence[str]], table_id: 
     return '\n'.join(out)
 
 
-def first_screen(result: Mapping[str, Any], ctx: Mapping[str, Any]) -> str:
+def first_screen(result: Mapping[str, Any], ctx: Mapping[str, Any], url: str = '') -> str:
     """Verdict, forest plot of the gated ratios against the margin, and where."""
     e = html.escape
     cfg = result['config']
     out = ['<section id="first-screen">', '<div id="verdict" class="wide">',
            f'<h1>h5regress night {e(str(result["night"]))} {_badge(result["overall"])}</h1>',
-           f'<p class="summary">{e(summary(result))}</p>']
+           f'<p class="summary">{e(summary(result))}</p>',
+           links_html(fail_links(result, ctx, url))]
     if change_point_text(result):
         out.append(f'<p class="summary" id="change-points-summary">'
                    f'<b>⚠</b> {e(change_point_text(result))}</p>')
@@ -149,20 +151,21 @@ def _history_section(result: Mapping[str, Any], history: hist_mod.History) -> li
 
 
 def to_html(result: Mapping[str, Any], history: hist_mod.History,
-            ctx: Mapping[str, Any] | None = None) -> str:
+            ctx: Mapping[str, Any] | None = None, url: str = '') -> str:
+    """The page; ``url``: the HDF5 repository's web URL, for commit links."""
     e = html.escape
     ctx = ctx or collect_context(result)
     out = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
            f'<title>{e(_title(result))}</title><style>{_CSS}</style>',
            f'<script type="text/javascript">{plotly_js()}</script></head><body>',
-           first_screen(result, ctx)]
+           first_screen(result, ctx, url)]
     if result.get('error'):
         out.append(f'<p><b>error:</b> {e(result["error"])}</p>')
     if result['overall'] == 'DEGRADED':
         out.append('<p><b>Degraded night:</b> a canary fell far below its own history; '
                    'no verdict, rerun.</p>')
     for i, (title, header, rows, note) in enumerate(_tables(result)):
-        out.append(f'<h2>{e(title)}</h2>')
+        out.append(f'<h2 id="{anchor(title)}">{e(title)}</h2>')
         if note:
             out.append(f'<p class="note">{e(note)}</p>')
         out.append(_html_table(header, rows) if rows else '<p class="note">(none)</p>')
