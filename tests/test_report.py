@@ -259,7 +259,7 @@ def test_report_cli(gated_night, tmp_path):
                              '--out', str(tmp_path / 'rep')])
     assert rc == 0
     assert {p.name for p in (tmp_path / 'rep').iterdir()} == {'report.md', 'report.html',
-                                                              'junit.xml'}
+                                                              'junit.xml', 'summary.md'}
     (tmp_path / 'bad.json').write_text('{"x": 1}')
     assert report.main_report([str(tmp_path / 'bad.json'), '--out', str(tmp_path)]) == 4
     assert report.main_report([str(tmp_path / 'none.json')]) == 4
@@ -529,3 +529,15 @@ def test_every_fail_links_to_what_explains_it(gated_night, tmp_path):
     assert '[compare](https://github.com/HDFGroup/hdf5/compare/b0...c15)' in md
     rc = report.main_report([str(root / 'none.json'), '--repo-url', 'x'])
     assert rc == 4
+
+
+def test_merge_request_summary_fits_sixty_columns(gated_night, tmp_path):
+    res, files, _ = gated_night
+    text = (files['md'].parent / 'summary.md').read_text()
+    assert max(len(line) for line in text.splitlines()) < 60
+    assert text.startswith('### h5regress 2025-03-15: FAIL')
+    assert '- FAIL: ior HDF5-collective-ssf write: writes take' in text
+    assert 'possible slowdown: ior HDF5-collective-fpp write' in text
+    quiet = report.summary_markdown(_quiet_night(res, 'NO-SLOWDOWN-SEEN'))
+    assert max(len(line) for line in quiet.splitlines()) < 60
+    assert 'a slowdown of 12 % or more' in ' '.join(quiet.split())

@@ -16,7 +16,7 @@ from h5regress import followup
 from h5regress.cmdline import EXIT_ERROR, GATE_CONFIG_HELP, ArgParser, parse_args
 from h5regress.gateconfig import ConfigError, load_config
 from h5regress.report.context import find_context
-from h5regress.report.markdown import markdown
+from h5regress.report.markdown import markdown, summary_markdown
 from h5regress.report.page import index_html, to_html
 from h5regress.report.text import (NO_SLOWDOWN_SEEN, _interval, _num, _ratio, _rows,
                                    no_slowdown_text)
@@ -68,18 +68,19 @@ def junit(result: Mapping[str, Any]) -> str:
 def write_all(result: Mapping[str, Any], history: hist_mod.History | None,
               outdir: str | Path, ctx: Mapping[str, Any] | None = None,
               url: str | None = None) -> dict[str, Path]:
-    """report.md, report.html and junit.xml in ``outdir``. Without ``ctx``, tonight's
-    records and manifest are looked for where the nightly leaves them, beside
+    """report.md, report.html, junit.xml and summary.md (a merge-request comment) in
+    ``outdir``. Without ``ctx``, tonight's records and manifest are looked for where the nightly leaves them, beside
     ``outdir`` (``../perflogs/<attempt>/``, ``../manifest.json``)."""
     outdir = Path(outdir)
     history = history or hist_mod.History()
     ctx = ctx or find_context(result, outdir.parent)
     files = {'md': outdir / 'report.md', 'html': outdir / 'report.html',
-             'junit': outdir / 'junit.xml'}
+             'junit': outdir / 'junit.xml', 'summary': outdir / 'summary.md'}
     url = repo_url(url)
     atomic.write_text(files['md'], markdown(result, ctx, url))
     atomic.write_text(files['html'], to_html(result, history, ctx, url))
     atomic.write_text(files['junit'], junit(result))
+    atomic.write_text(files['summary'], summary_markdown(result))
     return files
 
 
@@ -97,8 +98,8 @@ def write_index(history: hist_mod.History, outdir: str | Path,
 def _parser() -> ArgParser:
     parser = ArgParser(
         prog='h5regress report',
-        description="Write the night's report (report.md, report.html, junit.xml) from "
-                    "the gate's JSON result and the history; or, with --index, a page "
+        description="Write the night's report (report.md, report.html, junit.xml, "
+                    "summary.md) from the gate's JSON result and the history; or, with --index, a page "
                     'listing every night of the history (OUT/index.html).')
     parser.add_argument('result', nargs='?', help='gate result JSON (h5regress gate --json)')
     parser.add_argument('--history', help=f'history directory (default ${hist_mod.ENV})')

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from h5regress.report.context import WHERE_COLUMNS, _commit_label, collect_context, where_rows
-from h5regress.report.text import (_rule, _skipped_text, _tables, _title, blind_spot_text,
-                                   change_point_text, summary)
+from h5regress.report.text import (NO_SLOWDOWN_SEEN, _interval, _perf, _ratio, _rows, _rule,
+                                   _skipped_text, _tables, _title, blind_spot_text,
+                                   change_point_text, sensitivity_pct, short_label, slowdown_words,
+                                   summary, verdict_word)
 from h5regress.report.links import fail_links, links_markdown
 
 
@@ -57,3 +60,39 @@ def markdown(result: Mapping[str, Any], ctx: Mapping[str, Any] | None = None,
     return '\n'.join(lines) + '\n'
 
 
+
+
+#: width of the merge-request summary: a comment box shows it without a scroll bar
+SUMMARY_COLUMNS = 59
+
+
+def _fill(text: str, first: str = '', rest: str = '  ') -> list[str]:
+    return textwrap.wrap(text, SUMMARY_COLUMNS, initial_indent=first, subsequent_indent=rest,
+                         break_long_words=True, break_on_hyphens=False)
+
+
+def _metric_line(m: Mapping[str, Any]) -> str:
+    word = verdict_word(m['verdict'])
+    if m['verdict'] == 'FAIL':
+        return f'{word}: {slowdown_words(m)}'
+    if m['verdict'] == NO_SLOWDOWN_SEEN:
+        return f'{word}: {short_label(m)}, a slowdown of {sensitivity_pct(m)} or more would ' \
+               'have been seen'
+    r, lo, hi = _perf(m)
+    return f'{word}: {short_label(m)}, ratio {_ratio(r)} {_interval(lo, hi)}, ' \
+           f'{m.get("n_pairs")} pairs'
+
+
+def summary_markdown(result: Mapping[str, Any]) -> str:
+    """The night in at most SUMMARY_COLUMNS columns, for a merge-request comment."""
+    out = [f'### h5regress {result["night"]}: {verdict_word(result["overall"])}', '']
+    out += _fill(f'{result["candidate"]} ({str(result.get("candidate_commit") or "?")[:12]}) '
+                 f'vs {result["baseline"]} ({str(result.get("baseline_commit") or "?")[:12]})',
+                 rest='')
+    out.append('')
+    out += _fill(summary(result).split(': ', 1)[1], rest='')
+    out.append('')
+    for m in _rows(result, 'gated'):
+        out += _fill(_metric_line(m), '- ', '  ')
+    out += ['', 'Details: report.html, report.md beside this file.']
+    return '\n'.join(out) + '\n'

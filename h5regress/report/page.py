@@ -181,7 +181,8 @@ def to_html(result: Mapping[str, Any], history: hist_mod.History,
 
 # ------------------------------------------------------------------ index of nights
 INDEX_COLUMNS = ('night', 'verdict', 'baseline (commit)', 'candidate (commit)', 'A/A',
-                 'gated: FAIL / possible slowdown / no slowdown seen / PASS', 'lowest gated ratio [interval]')
+                 'gated: FAIL / possible slowdown / no slowdown seen / PASS',
+                 'lowest gated ratio [interval]')
 
 
 def _index_row(night: Mapping[str, Any], metrics: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -71,7 +71,8 @@ def forest_figure(result: Mapping[str, Any]) -> Any:
         plus = [(_perf(m)[2] if _perf(m)[2] is not None else xmax) - x for m, x in zip(ms, xs)]
         minus = [x - (_perf(m)[1] or xmin) for m, x in zip(ms, xs)]
         fig.add_trace(go.Scatter(
-            x=xs, y=[_wrap(short_label(m)) for m in ms], mode='markers', name=verdict_word(verdict),
+            x=xs, y=[_wrap(short_label(m)) for m in ms], mode='markers',
+            name=verdict_word(verdict),
             marker={'size': 12, 'symbol': 'diamond', 'color': _COLORS.get(verdict)},
             error_x={'type': 'data', 'symmetric': False, 'array': plus, 'arrayminus': minus,
                      'thickness': 2.5, 'width': 7, 'color': _COLORS.get(verdict)},
