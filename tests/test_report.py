@@ -541,3 +541,39 @@ def test_merge_request_summary_fits_sixty_columns(gated_night, tmp_path):
     quiet = report.summary_markdown(_quiet_night(res, 'NO-SLOWDOWN-SEEN'))
     assert max(len(line) for line in quiet.splitlines()) < 60
     assert 'a slowdown of 12 % or more' in ' '.join(quiet.split())
+
+
+def test_publish_writes_one_site_with_triage_and_plotly_once(gated_night, tmp_path):
+    res, _, root = gated_night
+    hdir = tmp_path / 'hist'
+    shutil.copytree(root / 'hist', hdir)
+    history.write_night(hdir, *gate.history_lines(res))       # the FAIL night, 15th
+    nightdir = tmp_path / 'night15'
+    nightdir.mkdir()
+    (nightdir / 'gate.json').write_text(json.dumps(res))
+    fail = next(m for m in res['metrics'] if m['verdict'] == 'FAIL')
+    (tmp_path / 'triage.yaml').write_text(
+        f"- {{metric: '{fail['key']}', night: '2025-03-15', state: acknowledged, who: ana,\n"
+        "   why: known HDF5 change}\n")
+    site = tmp_path / 'site'
+    rc = report.main_publish(['--history', str(hdir), '--out', str(site), '--night',
+                              str(nightdir), '--triage', str(tmp_path / 'triage.yaml'),
+                              '--repo-url', 'https://github.com/HDFGroup/hdf5'])
+    assert rc == 0
+    pages = list(site.rglob('*.html'))
+    assert sum('plotly.js v' in p.read_text() for p in pages) == 0
+    assert 'plotly.js v' in (site / 'plotly.min.js').read_text()
+    night_page = (site / 'nights' / '2025-03-15' / 'report.html').read_text()
+    assert '<script src="../../plotly.min.js">' in night_page and len(night_page) < 400_000
+    index = (site / 'index.html').read_text()
+    assert index.count('<svg class="spark"') == 2 and 'metric/' in index
+    regs = _section((site / 'regressions.html').read_text(), 'regressions')
+    row = next(r for r in regs.split('<tr') if '2025-03-15' in r and 'FAIL' in r)
+    assert 'acknowledged' in row and 'ana' in row and 'known HDF5 change' in row
+    metric = next((site / 'metric').glob('*.html')).read_text()
+    assert 'candidate commit, night' in metric
+    assert 'https://github.com/HDFGroup/hdf5/commit/c15' in metric + regs
+    (tmp_path / 'bad.yaml').write_text('- {metric: x, night: y, state: maybe}\n')
+    assert report.main_publish(['--history', str(hdir), '--out', str(site),
+                                '--triage', str(tmp_path / 'bad.yaml')]) == 2
+    assert report.main_publish(['--history', str(tmp_path / 'none'), '--out', str(site)]) == 2

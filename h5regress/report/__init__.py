@@ -24,7 +24,7 @@ Modules: ``text`` (words and tables), ``context`` (where, builds),
 ``markdown``, ``plots``, ``page`` (HTML), ``cli`` (JUnit, files, command line).
 """
 
-from h5regress.report.cli import (junit, main_report, missing_inputs, write_all,
+from h5regress.report.cli import (junit, main_publish, main_report, missing_inputs, write_all,
                                   write_index)
 from h5regress.report.context import (BUILD_COLUMNS, WHERE_COLUMNS, build_rows,
                                       collect_context, find_context, where_rows)
@@ -32,13 +32,13 @@ from h5regress.report.markdown import markdown, summary_markdown
 from h5regress.report.page import first_screen, index_html, to_html
 from h5regress.report.plots import (FOREST_RIGHT_OF_ONE, forest_figure, history_figure,
                                     plotly_js)
+from h5regress.report.site import publish
 from h5regress.report.text import (MEASURED_RATES, NO_SLOWDOWN_SEEN, blind_spot_text,
                                    change_point_text, summary, verdict_word)
 
 __all__ = ['BUILD_COLUMNS', 'FOREST_RIGHT_OF_ONE', 'MEASURED_RATES', 'NO_SLOWDOWN_SEEN',
-           'WHERE_COLUMNS',
-           'blind_spot_text', 'build_rows', 'change_point_text', 'collect_context',
-           'find_context', 'first_screen', 'forest_figure', 'history_figure', 'index_html',
-           'junit', 'main_report', 'markdown', 'missing_inputs', 'plotly_js', 'summary',
-           'summary_markdown',
-           'to_html', 'verdict_word', 'where_rows', 'write_all', 'write_index']
+           'WHERE_COLUMNS', 'blind_spot_text', 'build_rows', 'change_point_text',
+           'collect_context', 'find_context', 'first_screen', 'forest_figure', 'history_figure',
+           'index_html', 'junit', 'main_publish', 'main_report', 'markdown', 'missing_inputs',
+           'plotly_js', 'publish', 'summary', 'summary_markdown', 'to_html', 'verdict_word',
+           'where_rows', 'write_all', 'write_index']

@@ -21,6 +21,11 @@ from h5regress.report.page import index_html, to_html
 from h5regress.report.text import (NO_SLOWDOWN_SEEN, _interval, _num, _ratio, _rows,
                                    no_slowdown_text)
 from h5regress.report.links import REPO_URL_ENV, repo_url
+from h5regress.report.site import SiteError, publish
+
+
+#: exit code of bad input (README: 2 = usage or bad input)
+EXIT_BAD_INPUT = 2
 
 
 # ------------------------------------------------------------------ JUnit
@@ -69,7 +74,8 @@ def write_all(result: Mapping[str, Any], history: hist_mod.History | None,
               outdir: str | Path, ctx: Mapping[str, Any] | None = None,
               url: str | None = None) -> dict[str, Path]:
     """report.md, report.html, junit.xml and summary.md (a merge-request comment) in
-    ``outdir``. Without ``ctx``, tonight's records and manifest are looked for where the nightly leaves them, beside
+    ``outdir``. Without ``ctx``, tonight's records and manifest are looked for where
+    the nightly leaves them, beside
     ``outdir`` (``../perflogs/<attempt>/``, ``../manifest.json``)."""
     outdir = Path(outdir)
     history = history or hist_mod.History()
@@ -99,7 +105,8 @@ def _parser() -> ArgParser:
     parser = ArgParser(
         prog='h5regress report',
         description="Write the night's report (report.md, report.html, junit.xml, "
-                    "summary.md) from the gate's JSON result and the history; or, with --index, a page "
+                    "summary.md) from the gate's JSON result and the history; or, with "
+                    '--index, a page '
                     'listing every night of the history (OUT/index.html).')
     parser.add_argument('result', nargs='?', help='gate result JSON (h5regress gate --json)')
     parser.add_argument('--history', help=f'history directory (default ${hist_mod.ENV})')
@@ -173,4 +180,44 @@ def main_report(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     for f in files.values():
         print(f'wrote {f}')
+    return 0
+
+
+def _publish_parser() -> ArgParser:
+    parser = ArgParser(prog='h5regress publish',
+                       description='Write one static site across nights: a dashboard of the '
+                                   'gated metrics, a page per metric on a commit axis, the '
+                                   "regressions with their triage, and the nights' reports.")
+    parser.add_argument('--history', help=f'history directory (default ${hist_mod.ENV})')
+    parser.add_argument('--config', metavar='GATE_YAML', help=GATE_CONFIG_HELP)
+    parser.add_argument('--out', default='site', help='site directory (./site)')
+    parser.add_argument('--night', action='append', default=[], metavar='DIR',
+                        help="a nightly's --out (gate.json beside perflogs/), repeatable")
+    parser.add_argument('--triage', metavar='YAML', help='triage of the regressions: a list '
+                        'of {metric, night, state: acknowledged|ignored, who, why}')
+    parser.add_argument('--repo-url', metavar='URL', help='web URL of the HDF5 repository, '
+                        f'for commit and compare links (default ${REPO_URL_ENV})')
+    return parser
+
+
+def main_publish(argv: Sequence[str] | None = None) -> int:
+    """``h5regress publish``: 0 written, 2 bad input (named), 4 error."""
+    args, code = parse_args(_publish_parser(), argv)
+    if args is None:
+        return code
+    try:
+        cfg = load_config(args.config)
+        hdir = hist_mod.resolve_dir(args.history, cfg)
+        if not hdir:
+            raise SiteError(f'give --history or ${hist_mod.ENV}')
+        if args.triage and not Path(args.triage).is_file():
+            raise SiteError(f'--triage {args.triage}: no such file')
+        files = publish(hdir, args.out, args.night, args.triage, cfg, repo_url(args.repo_url))
+    except (SiteError, ConfigError) as err:
+        print(f'h5regress publish: error: {err}', file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except (OSError, ValueError, KeyError) as err:
+        print(f'h5regress publish: error: {err}', file=sys.stderr)
+        return EXIT_ERROR
+    print(f'wrote {len(files)} files; open {Path(args.out) / "index.html"}')
     return 0

@@ -151,12 +151,15 @@ def _history_section(result: Mapping[str, Any], history: hist_mod.History) -> li
 
 
 def to_html(result: Mapping[str, Any], history: hist_mod.History,
-            ctx: Mapping[str, Any] | None = None, url: str = '') -> str:
-    """The page; ``url``: the HDF5 repository's web URL, for commit links."""
+            ctx: Mapping[str, Any] | None = None, url: str = '',
+            plotly_src: str | None = None) -> str:
+    """The page; ``url``: the HDF5 repository's web URL, for commit links;
+    ``plotly_src``: load plotly.js from there (a site's one copy) instead of inlining it."""
     e = html.escape
     ctx = ctx or collect_context(result)
     out = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
            f'<title>{e(_title(result))}</title><style>{_CSS}</style>',
+           f'<script src="{e(plotly_src)}"></script></head><body>' if plotly_src else
            f'<script type="text/javascript">{plotly_js()}</script></head><body>',
            first_screen(result, ctx, url)]
     if result.get('error'):
