@@ -577,3 +577,41 @@ def test_publish_writes_one_site_with_triage_and_plotly_once(gated_night, tmp_pa
     assert report.main_publish(['--history', str(hdir), '--out', str(site),
                                 '--triage', str(tmp_path / 'bad.yaml')]) == 2
     assert report.main_publish(['--history', str(tmp_path / 'none'), '--out', str(site)]) == 2
+
+
+def _shoot(html_path, png, size='1200,1400'):
+    browser = shutil.which('chromium') or shutil.which('chromium-browser')
+    if not browser:
+        pytest.skip('chromium not installed (apt-get install -y chromium)')
+    proc = subprocess.run(
+        [browser, '--headless', '--no-sandbox', '--disable-gpu', '--hide-scrollbars',
+         '--disable-background-networking', '--disable-component-update', '--disable-sync',
+         '--no-first-run', '--virtual-time-budget=5000', f'--screenshot={png}',
+         f'--window-size={size}', html_path.resolve().as_uri()],
+        capture_output=True, text=True, timeout=180)
+    assert png.exists(), proc.stderr[-2000:]
+    width, _, bpp, rows = _png_pixels(png)
+
+    def count(pred):
+        return sum(pred(row[x], row[x + 1], row[x + 2])
+                   for row in rows[::4] for x in range(0, width * bpp, bpp * 4))
+    return count
+
+
+def test_fail_unchanged_and_dashboard_in_headless_chromium(gated_night, tmp_path):
+    """Screenshots of a FAIL night, an unchanged night and the dashboard."""
+    res, files, root = gated_night
+    red = lambda r, g, b: r > 190 and g < 60 and b < 70             # noqa: E731 FAIL
+    blue = lambda r, g, b: r < 30 and 90 < g < 120 and 200 < b < 230  # noqa: E731
+    fail = _shoot(files['html'], tmp_path / 'fail-night.png')
+    assert fail(red) > 5
+    quiet = report.write_all(_quiet_night(res, 'NO-SLOWDOWN-SEEN'), history.load(root / 'hist'),
+                             tmp_path / 'quiet')
+    unchanged = _shoot(quiet['html'], tmp_path / 'unchanged-night.png')
+    assert unchanged(blue) > 20 and unchanged(red) < fail(red)
+    report.publish(str(root / 'hist'), tmp_path / 'site')
+    dash = _shoot(tmp_path / 'site' / 'index.html', tmp_path / 'dashboard.png', '1200,700')
+    assert dash(blue) > 5                                          # the sparklines
+    metric = next((tmp_path / 'site' / 'metric').glob('*.html'))
+    plot = _shoot(metric, tmp_path / 'metric.png', '1200,700')
+    assert plot(lambda r, g, b: r < 80 and g < 80 and b < 80) > 50

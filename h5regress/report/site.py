@@ -109,7 +109,7 @@ def metric_figure(label: str, points: Sequence[Mapping[str, Any]],
                   cps: Sequence[Mapping[str, Any]], margin: float) -> Any:
     """The nightly ratio on a commit axis (one category per night: commit and night)."""
     import plotly.graph_objects as go
-    xs = [f'{str(p["commit"])[:8]}<br>{p["night"]}' for p in points]
+    xs = [f'{str(p["commit"])[:8]} {p["night"][5:]}' for p in points]
     fig = go.Figure(go.Scatter(
         x=xs, y=[p['r'] for p in points], mode='lines+markers', name='performance ratio',
         line={'color': '#8c959f', 'width': 1},
@@ -132,7 +132,8 @@ def metric_figure(label: str, points: Sequence[Mapping[str, Any]],
     fig.update_layout(template='none', height=420, title=label, hovermode='closest',
                       margin={'l': 60, 'r': 20, 't': 50, 'b': 80},
                       yaxis={'title': 'performance ratio cand/base (< 1 slower)'},
-                      xaxis={'type': 'category', 'title': 'candidate commit, night'})
+                      xaxis={'type': 'category', 'title': 'candidate commit, night',
+                             'nticks': 16, 'tickangle': -45})
     return fig
 
 

@@ -183,12 +183,17 @@ def _machine_tables(result: Mapping[str, Any]) -> list[Table]:
 
 #: metrics a tool is mostly read for; other metrics are named in the short label
 _MAIN_METRICS = ('bw', 'bw_mean', 'time', 'elapsed', 'rate', 'throughput')
+#: parameters Where shows (nodes x ranks), left out of the short label
+_SIZE_PARAMS = ('num_nodes', 'num_ranks', 'num_tasks', 'tasks_per_node')
 
 
 def short_label(m: Mapping[str, Any]) -> str:
     """A metric as tool, row and phase (the ReFrame name stays in ``label``)."""
-    params = m.get('params') or {}
-    row = '-'.join(str(v) for v in params.values() if v not in (None, '', '-'))
+    vals = [str(v) for k, v in (m.get('params') or {}).items()
+            if v not in (None, '', '-') and k not in _SIZE_PARAMS]
+    # 'hdf5', 'hdf5-collective', 'collective' say one thing: keep the longest
+    row = '-'.join(v for i, v in enumerate(vals) if vals.index(v) == i and not any(
+        v.lower() in w.lower() and v != w for w in vals))
     metric = '' if m.get('metric') in _MAIN_METRICS else f' {m.get("metric")}'
     parts = [m.get('tool') or '', row, str(m.get('operation') or '') + metric]
     text = ' '.join(p for p in parts if p.strip())
