@@ -4,8 +4,8 @@ in the first screen of an A/A night, a FAIL night and a history with creep.
     nice -n 19 .venv/bin/python benchmarks/report_screenshots.py OUTDIR
     nice -n 19 .venv/bin/python benchmarks/report_screenshots.py OUTDIR --night NIGHTDIR ...
 
-Writes OUTDIR/<case>/report.html (and report.md, junit.xml) and OUTDIR/<case>.png (the
-first screen, 1400x900) and OUTDIR/<case>-full.png (the page down to the history plots,
+Writes OUTDIR/<case>/report.html (and report.md, junit.xml, summary.md) and
+OUTDIR/<case>.png (the first screen, 1400x900) and OUTDIR/<case>-full.png (the page down to the history plots,
 1400x2600) for three simulated nights, each with a 60-night history written by the
 gate itself (``gate.run_gate`` and ``history.write_night``, as ``ci/nightly`` does):
 
@@ -22,6 +22,10 @@ night together with sd 0.02; provenance as the checks record it (node list, file
 data size, command, HDF5 version). These are a quiet machine's figures: on this 2-core
 machine the stand-in nights measured a per-pair log-ratio sd of 0.16-0.27 (see
 benchmarks/creep.py).
+
+Then ``h5regress publish`` of the FAIL case's history and night as OUTDIR/site, shot
+as OUTDIR/dashboard.png (index), regressions.png and dashboard-metric.png (the
+collective checkpoint on its commit axis).
 
 ``--night DIR`` (repeatable) also renders a real night's directory as ``ci/nightly``
 left it (``DIR/gate.json``, ``DIR/perflogs/<attempt>``, ``DIR/manifest.json``) with
@@ -127,6 +131,8 @@ def simulate(out: Path, case: str, seed: int, creep_nights: int = 9) -> Path:
         if not tonight:
             history.write_night(hdir, *gate.history_lines(res))
             continue
+        (out / case / 'gate.json').write_text(gate.dumps(res))
+        history.write_night(out / case / 'site-history', *gate.history_lines(res))
         res = json.loads(gate.dumps(res))
         ctx = report.collect_context(res, recs)
         files = report.write_all(res, history.load(hdir), out / case / 'report', ctx)
@@ -181,6 +187,16 @@ def main(argv=None) -> int:
     for name, page in pages.items():
         screenshot(page, args.outdir / f'{name}.png', '1400,900')
         screenshot(page, args.outdir / f'{name}-full.png', '1400,2600')
+    site = args.outdir / 'site'
+    # the FAIL case's history with tonight in it (a copy: the reports exclude tonight)
+    hist = args.outdir / 'fail' / 'site-history'
+    shutil.copytree(args.outdir / 'fail' / 'history', hist, dirs_exist_ok=True)
+    report.publish(str(hist), site, [args.outdir / 'fail'])
+    screenshot(site / 'index.html', args.outdir / 'dashboard.png', '1400,900')
+    screenshot(site / 'regressions.html', args.outdir / 'regressions.png', '1400,900')
+    collective = next(p for p in sorted((site / 'metric').glob('*.html'))
+                      if 'flash-io hdf5-collective checkpoint' in p.read_text())
+    screenshot(collective, args.outdir / 'dashboard-metric.png', '1400,900')
     return 0
 
 

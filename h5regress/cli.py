@@ -4,6 +4,7 @@
     h5regress perflog PATH...        ReFrame perflogs -> records (JSON lines)
     h5regress gate ...               the nightly statistical verdict
     h5regress report ...             Markdown/HTML/JUnit report of a night
+    h5regress publish ...            one static site across nights (dashboard, triage)
     h5regress refs ...               reference envelopes from history
     h5regress manifest ...           the Spack environment's tool manifest
     h5regress bisect ...             the first HDF5 commit behind a FAIL (noise-aware)
@@ -189,6 +190,7 @@ def package_version() -> str:
 DELEGATED = {
     'gate': ('h5regress.gate', 'main_gate'),
     'report': ('h5regress.report', 'main_report'),
+    'publish': ('h5regress.report', 'main_publish'),
     'refs': ('h5regress.refs', 'main_refs'),
     'manifest': ('h5regress.manifest', 'main'),
     'bisect': ('h5regress.bisect', 'main'),

@@ -11,6 +11,7 @@ import xml.etree.ElementTree as ET
 import zlib
 import re
 from html import escape as html_escape
+from html import unescape as html_unescape
 from html.parser import HTMLParser
 
 import pytest
@@ -258,7 +259,7 @@ def test_report_cli(gated_night, tmp_path):
                              '--out', str(tmp_path / 'rep')])
     assert rc == 0
     assert {p.name for p in (tmp_path / 'rep').iterdir()} == {'report.md', 'report.html',
-                                                              'junit.xml'}
+                                                              'junit.xml', 'summary.md'}
     (tmp_path / 'bad.json').write_text('{"x": 1}')
     assert report.main_report([str(tmp_path / 'bad.json'), '--out', str(tmp_path)]) == 4
     assert report.main_report([str(tmp_path / 'none.json')]) == 4
@@ -390,11 +391,31 @@ def test_a_change_point_is_in_the_first_screen_and_on_its_history_plot(gated_nig
                 if s.name and s.name.startswith('change point')]
 
 
-def test_fail_sentence_gives_the_ratio_and_interval(gated_night):
+def test_fail_sentence_says_the_slowdown_in_words(gated_night):
     res, _, _ = gated_night
     m = next(m for m in res['metrics'] if m['role'] == 'gated' and m['verdict'] == 'FAIL')
-    assert (f'{m["label"]} (ratio {m["ratio"]:.3f} [{m["ratio_lo"]:.3f}, '
-            f'{m["ratio_hi"]:.3f}])') in report.summary(res)
+    text = report.summary(res)
+    # was: 'ior_check HDF5-collective-ssf write bw_mean [ior-HD] (ratio 0.682 [0.628, 0.722])'
+    assert (f'ior HDF5-collective-ssf write: writes take {1 / m["ratio"]:.2f}x as long '
+            f'(performance {(1 - m["ratio_hi"]) * 100:.0f}-{(1 - m["ratio_lo"]) * 100:.0f} % '
+            f'lower), 20 pairs; the verdict used the upper bound {m["fail_bound"]:.3f} at 95 %'
+            ) in text
+    assert m['label'] not in text
+
+
+def test_first_screen_uses_short_labels_wide_forest_and_full_where(gated_night):
+    res, files, _ = gated_night
+    html = files['html'].read_text()
+    first = _section(html, 'first-screen')
+    fig = report.forest_figure(res)
+    assert set(fig.layout.yaxis.categoryarray) == {'ior HDF5-collective-ssf write',
+                                                   'ior HDF5-collective-fpp write'}
+    assert '<div class="wide">\n<h3>Tonight per gated metric' in first
+    where = _section(html, 'where')
+    assert '<th>Spack spec (candidate HDF5)</th>' in where
+    label = next(m['label'] for m in res['metrics'] if m['role'] == 'gated')
+    assert f'title="{html_escape(label)}"' in where
+    assert 'text-overflow:ellipsis' not in html
 
 
 def test_forest_numbers_stand_beside_the_plot(gated_night):
@@ -406,7 +427,8 @@ def test_forest_numbers_stand_beside_the_plot(gated_night):
     right = [a.text for a in fig.layout.annotations if a.xref == 'paper' and a.x == 1.0]
     for m in (m for m in res['metrics'] if m['role'] == 'gated'):
         assert any(t.startswith(f'{m["ratio"]:.3f} [{m["ratio_lo"]:.3f}, ') and
-                   f'<b>{m["verdict"]}</b>' in t for t in right), (m['label'], right)
+                   f'<b>{report.verdict_word(m["verdict"])}</b>' in t for t in right), \
+            (m['label'], right)
 
 
 def test_forest_keeps_room_for_the_no_change_label_on_a_night_far_below_one(gated_night,
@@ -431,7 +453,7 @@ def test_forest_keeps_room_for_the_no_change_label_on_a_night_far_below_one(gate
         assert (xmax - 1) / (xmax - xmin) >= 0.25, (xmin, xmax)
     # a night near 1 keeps the range its data give
     kept = report.forest_figure(near).layout.xaxis.range
-    monkeypatch.setattr(report, 'FOREST_RIGHT_OF_ONE', 0.0)
+    monkeypatch.setattr(report.plots, 'FOREST_RIGHT_OF_ONE', 0.0)
     assert report.forest_figure(near).layout.xaxis.range == kept
     assert report.forest_figure(far).layout.xaxis.range[1] < 1.2
 
@@ -445,3 +467,151 @@ def test_first_screen_keeps_the_measured_rates_folded(gated_night):
     assert first.count(rates) == 1
     details = first[first.index('<details'):first.index('</details>')]
     assert rates in details
+
+
+def _quiet_night(res, verdict, sensitivities=(0.12, 0.08)):
+    """The FAIL night turned into an unchanged night the gate judged ``verdict``."""
+    quiet = copy.deepcopy(res)
+    quiet['overall'] = verdict
+    gated = [m for m in quiet['metrics'] if m['role'] == 'gated']
+    for m, s in zip(gated, sensitivities):
+        m.update(verdict=verdict, sensitivity=s, ratio=1.01, ratio_lo=0.97, ratio_hi=1.05,
+                 perf_ratio=None, slower=False)
+    return quiet
+
+
+def test_no_slowdown_seen_is_told_apart_from_a_possible_slowdown(gated_night):
+    res, _, _ = gated_night
+    quiet = _quiet_night(res, 'NO-SLOWDOWN-SEEN')
+    text = report.summary(quiet)
+    assert text.startswith("no slowdown seen: no slowdown detected at tonight's sensitivity: "
+                           'a slowdown of 12 % or more would have been seen')
+    page = report.to_html(quiet, history.History())
+    head = _section(page, 'first-screen').split('</h1>')[0]
+    assert 'background:#0969da' in head and '>no slowdown seen</span>' in head
+    assert '| 12 % | no slowdown seen |' in report.markdown(quiet)
+    suite = ET.fromstring(report.junit(quiet)).find('testsuite')
+    assert suite.get('skipped') == '0' and suite.get('failures') == '0'
+    maybe = _quiet_night(res, 'INCONCLUSIVE')
+    assert report.summary(maybe).startswith('possible slowdown: ')
+    head = _section(report.to_html(maybe, history.History()), 'first-screen').split('</h1>')[0]
+    assert 'background:#9a6700' in head and '>possible slowdown</span>' in head
+    suite = ET.fromstring(report.junit(maybe)).find('testsuite')
+    assert suite.get('skipped') == '2'
+
+
+def test_every_fail_links_to_what_explains_it(gated_night, tmp_path):
+    res, _, root = gated_night
+    res = copy.deepcopy(res)
+    fail = next(m for m in res['metrics'] if m['verdict'] == 'FAIL')
+    res['darshan'] = {'available': True, 'metrics': [
+        {'metric': fail['key'], 'counters': 3, 'changes': []}]}
+    recs = _with_provenance(night(15, ratio_slow=0.7, seed=15))
+    for r in recs:
+        r.provenance['job_script'] = f'/stage/{r.run_id}/rfm_job.sh'
+    ctx = report.collect_context(res, recs, perflogs='perflogs/a1')
+    files = report.write_all(res, history.load(root / 'hist'), tmp_path / 'rep', ctx,
+                             'https://github.com/HDFGroup/hdf5')
+    page = files['html'].read_text()
+    links = _section(page, 'fail-links')
+    hrefs = re.findall(r'href="([^"]+)"', links)
+    assert hrefs[0] == '#history-0' and 'id="history-0"' in page
+    darshan = next(h for h in hrefs if 'darshan' in h)
+    assert f'id="{darshan[1:]}"' in page
+    assert '../perflogs/a1/' in hrefs
+    assert any(h.endswith('/rfm_job.sh') for h in hrefs)
+    assert any(h.endswith('/rfm_job.out') for h in hrefs)
+    assert 'https://github.com/HDFGroup/hdf5/commit/c15' in hrefs
+    assert 'https://github.com/HDFGroup/hdf5/compare/b0...c15' in hrefs
+    assert "ci/run-suite -n '^ior_check' -E" in html_unescape(links) and 'h5regress bisect --good b0 --bad c15' \
+        in links
+    md = files['md'].read_text()
+    assert '[compare](https://github.com/HDFGroup/hdf5/compare/b0...c15)' in md
+    rc = report.main_report([str(root / 'none.json'), '--repo-url', 'x'])
+    assert rc == 4
+
+
+def test_merge_request_summary_fits_sixty_columns(gated_night, tmp_path):
+    res, files, _ = gated_night
+    text = (files['md'].parent / 'summary.md').read_text()
+    assert max(len(line) for line in text.splitlines()) < 60
+    assert text.startswith('### h5regress 2025-03-15: FAIL')
+    assert '- FAIL: ior HDF5-collective-ssf write: writes take' in text
+    assert 'possible slowdown: ior HDF5-collective-fpp write' in text
+    quiet = report.summary_markdown(_quiet_night(res, 'NO-SLOWDOWN-SEEN'))
+    assert max(len(line) for line in quiet.splitlines()) < 60
+    assert 'a slowdown of 12 % or more' in ' '.join(quiet.split())
+
+
+def test_publish_writes_one_site_with_triage_and_plotly_once(gated_night, tmp_path):
+    res, _, root = gated_night
+    hdir = tmp_path / 'hist'
+    shutil.copytree(root / 'hist', hdir)
+    history.write_night(hdir, *gate.history_lines(res))       # the FAIL night, 15th
+    nightdir = tmp_path / 'night15'
+    nightdir.mkdir()
+    (nightdir / 'gate.json').write_text(json.dumps(res))
+    fail = next(m for m in res['metrics'] if m['verdict'] == 'FAIL')
+    (tmp_path / 'triage.yaml').write_text(
+        f"- {{metric: '{fail['key']}', night: '2025-03-15', state: acknowledged, who: ana,\n"
+        "   why: known HDF5 change}\n")
+    site = tmp_path / 'site'
+    rc = report.main_publish(['--history', str(hdir), '--out', str(site), '--night',
+                              str(nightdir), '--triage', str(tmp_path / 'triage.yaml'),
+                              '--repo-url', 'https://github.com/HDFGroup/hdf5'])
+    assert rc == 0
+    pages = list(site.rglob('*.html'))
+    assert sum('plotly.js v' in p.read_text() for p in pages) == 0
+    assert 'plotly.js v' in (site / 'plotly.min.js').read_text()
+    night_page = (site / 'nights' / '2025-03-15' / 'report.html').read_text()
+    assert '<script src="../../plotly.min.js">' in night_page and len(night_page) < 400_000
+    index = (site / 'index.html').read_text()
+    assert index.count('<svg class="spark"') == 2 and 'metric/' in index
+    regs = _section((site / 'regressions.html').read_text(), 'regressions')
+    row = next(r for r in regs.split('<tr') if '2025-03-15' in r and 'FAIL' in r)
+    assert 'acknowledged' in row and 'ana' in row and 'known HDF5 change' in row
+    metric = next((site / 'metric').glob('*.html')).read_text()
+    assert 'candidate commit, night' in metric
+    assert 'https://github.com/HDFGroup/hdf5/commit/c15' in metric + regs
+    (tmp_path / 'bad.yaml').write_text('- {metric: x, night: y, state: maybe}\n')
+    assert report.main_publish(['--history', str(hdir), '--out', str(site),
+                                '--triage', str(tmp_path / 'bad.yaml')]) == 2
+    assert report.main_publish(['--history', str(tmp_path / 'none'), '--out', str(site)]) == 2
+
+
+def _shoot(html_path, png, size='1200,1400'):
+    browser = shutil.which('chromium') or shutil.which('chromium-browser')
+    if not browser:
+        pytest.skip('chromium not installed (apt-get install -y chromium)')
+    proc = subprocess.run(
+        [browser, '--headless', '--no-sandbox', '--disable-gpu', '--hide-scrollbars',
+         '--disable-background-networking', '--disable-component-update', '--disable-sync',
+         '--no-first-run', '--virtual-time-budget=5000', f'--screenshot={png}',
+         f'--window-size={size}', html_path.resolve().as_uri()],
+        capture_output=True, text=True, timeout=180)
+    assert png.exists(), proc.stderr[-2000:]
+    width, _, bpp, rows = _png_pixels(png)
+
+    def count(pred):
+        return sum(pred(row[x], row[x + 1], row[x + 2])
+                   for row in rows[::4] for x in range(0, width * bpp, bpp * 4))
+    return count
+
+
+def test_fail_unchanged_and_dashboard_in_headless_chromium(gated_night, tmp_path):
+    """Screenshots of a FAIL night, an unchanged night and the dashboard."""
+    res, files, root = gated_night
+    red = lambda r, g, b: r > 190 and g < 60 and b < 70             # noqa: E731 FAIL
+    blue = lambda r, g, b: r < 30 and 90 < g < 120 and 200 < b < 230  # noqa: E731
+    fail = _shoot(files['html'], tmp_path / 'fail-night.png')
+    assert fail(red) > 5
+    quiet = report.write_all(_quiet_night(res, 'NO-SLOWDOWN-SEEN'), history.load(root / 'hist'),
+                             tmp_path / 'quiet')
+    unchanged = _shoot(quiet['html'], tmp_path / 'unchanged-night.png')
+    assert unchanged(blue) > 20 and unchanged(red) < fail(red)
+    report.publish(str(root / 'hist'), tmp_path / 'site')
+    dash = _shoot(tmp_path / 'site' / 'index.html', tmp_path / 'dashboard.png', '1200,700')
+    assert dash(blue) > 5                                          # the sparklines
+    metric = next((tmp_path / 'site' / 'metric').glob('*.html'))
+    plot = _shoot(metric, tmp_path / 'metric.png', '1200,700')
+    assert plot(lambda r, g, b: r < 80 and g < 80 and b < 80) > 50

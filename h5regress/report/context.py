@@ -1,0 +1,166 @@
+"""Where the metrics ran and which builds: from tonight's records and the manifest."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from h5regress import history as hist_mod
+from h5regress import perflog
+from h5regress.record import Record
+from h5regress.report.text import _finite, _rows, short_label
+
+
+# ------------------------------------------------------------------ where
+def _of_attempt(pair_id: Any, attempt: str) -> bool:
+    """Whether a record's pair id belongs to a nightly attempt (``<attempt>-p<i>``)."""
+    return pair_id is not None and str(pair_id).rsplit('-p', 1)[0] == attempt
+
+
+def collect_context(result: Mapping[str, Any], records: Sequence[Record] = (),
+                    manifest: Mapping[str, Any] | None = None,
+                    perflogs: str | None = None) -> dict[str, Any]:
+    """What the gate result does not carry, from tonight's records and the manifest:
+    the records of each metric (provenance: node list, file system, data, command)
+    and whether the builds are stand-ins (their commit is this repository's)."""
+    by_key: dict[str, list[Record]] = {}
+    builds = (result.get('baseline'), result.get('candidate'))
+    for r in records:
+        if r.hdf5_build not in builds:
+            continue
+        if result.get('attempt') and not _of_attempt(r.pair_id, result['attempt']):
+            continue
+        by_key.setdefault(hist_mod.metric_key(*r.key), []).append(r)
+    mbuilds = (manifest or {}).get('builds') or {}
+    standin = 'stand-in' in str((manifest or {}).get('spack_version', '')) or any(
+        str(((mbuilds.get(b) or {}).get('hdf5') or {}).get('variants', '')).startswith('stand-in')
+        for b in builds) or all('standin' in str(b) for b in builds)
+    return {'records': by_key, 'manifest': manifest or {}, 'standin': standin,
+            'perflogs': perflogs}
+
+
+def find_context(result: Mapping[str, Any], night_dir: Path | None,
+                 perflogs: str | None = None, manifest: str | None = None) -> dict[str, Any]:
+    """:func:`collect_context` from files: ``perflogs``/``manifest`` when given, else
+    where the nightly leaves them (``<night_dir>/perflogs/<attempt>``,
+    ``<night_dir>/manifest.json``); missing files leave the fields unknown."""
+    if perflogs is None and night_dir is not None and result.get('attempt'):
+        cand = night_dir / 'perflogs' / str(result['attempt'])
+        perflogs = str(cand) if cand.is_dir() else None
+    if manifest is None and night_dir is not None and (night_dir / 'manifest.json').is_file():
+        manifest = str(night_dir / 'manifest.json')
+    records: list[Record] = []
+    if perflogs:
+        records, _problems = perflog.read([perflogs])
+    man = None
+    if manifest:
+        try:
+            man = json.loads(Path(manifest).read_text(encoding='utf-8'))
+        except (OSError, ValueError):
+            man = None
+    rel = None
+    if perflogs and night_dir is not None:
+        try:
+            rel = str(Path(perflogs).resolve().relative_to(night_dir.resolve()))
+        except ValueError:
+            rel = None
+    return collect_context(result, records, man if isinstance(man, dict) else None, rel)
+
+
+def _bytes(n: Any) -> str:
+    if not _finite(n) or n <= 0:
+        return '–'
+    for unit in ('B', 'KiB', 'MiB', 'GiB', 'TiB'):
+        if n < 1024 or unit == 'TiB':
+            return f'{n:.0f} {unit}' if unit == 'B' else f'{n:.1f} {unit}'
+        n /= 1024
+    return '–'
+
+
+def _data_bytes(rec: Record) -> float | None:
+    """Data one run of the tool wrote or read, from what the record says."""
+    prov, params = rec.provenance or {}, rec.params or {}
+    for src in (prov, params):
+        for k in ('data_bytes', 'aggregate_bytes', 'bytes_written', 'total_bytes'):
+            if _finite(src.get(k)):
+                return float(src[k])
+    files = prov.get('files')
+    if isinstance(files, list):
+        sizes = [f.get('size_bytes') or f.get('data_bytes') for f in files if isinstance(f, dict)]
+        if sizes and all(_finite(s) for s in sizes):
+            return float(sum(sizes))
+    for w in prov.get('warnings') or []:
+        got = re.search(r'data written \((\d+) B\)', str(w))
+        if got:
+            return float(got.group(1))
+    return None
+
+
+def _nodes(m: Mapping[str, Any], rec: Record | None) -> tuple[str, str]:
+    """('nodes × ranks', node list) of a metric."""
+    params = (rec.params if rec else None) or m.get('params') or {}
+    nn, nr = params.get('num_nodes'), params.get('num_ranks')
+    count = f'{nn or "?"} × {nr or "?"}' if nn or nr else '–'
+    nl = (rec.provenance or {}).get('nodelist') if rec else None
+    if isinstance(nl, (list, tuple)):
+        nl = ','.join(map(str, nl))
+    return count, str(nl) if nl else '–'
+
+
+WHERE_COLUMNS = ('metric', 'system:partition', 'nodes × ranks', 'node list', 'file system',
+                 'data per run', 'command (one candidate run)', 'Spack spec (candidate HDF5)')
+
+
+def spack_spec(result: Mapping[str, Any], ctx: Mapping[str, Any], side: str = 'candidate') -> str:
+    """The Spack spec of a build's HDF5 from the manifest: version, variants, hash."""
+    hdf5 = ((ctx['manifest'].get('builds') or {}).get(result[side]) or {}).get('hdf5') or {}
+    if not hdf5:
+        return '–'
+    spec = f'hdf5@{hdf5.get("version") or "?"} {hdf5.get("variants") or ""}'.strip()
+    return spec + (f' /{str(hdf5["hash"])[:7]}' if hdf5.get('hash') else '')
+
+
+def where_rows(result: Mapping[str, Any], ctx: Mapping[str, Any]) -> list[list[str]]:
+    """Where each gated metric ran: system, nodes, file system, data size, command."""
+    rows = []
+    for m in _rows(result, 'gated'):
+        recs = ctx['records'].get(m['key']) or []
+        cand = [r for r in recs if r.hdf5_build == result['candidate']] or recs
+        rec = cand[0] if cand else None
+        prov = (rec.provenance or {}) if rec else {}
+        count, nodelist = _nodes(m, rec)
+        command = prov.get('command_line') or prov.get('command') or '–'
+        rows.append([short_label(m), m.get('system') or '–', count, nodelist,
+                     str(prov.get('fs_type') or '–'), _bytes(_data_bytes(rec)) if rec else '–',
+                     str(command), spack_spec(result, ctx)])
+    return rows
+
+
+def _commit_label(result: Mapping[str, Any], side: str, ctx: Mapping[str, Any]) -> str:
+    build = result[side]
+    commit = result.get(f'{side}_commit') or (
+        ((ctx['manifest'].get('builds') or {}).get(build) or {}).get('hdf5') or {}).get('commit')
+    if ctx.get('standin'):
+        return f"stand-in (this repository's commit){' ' + str(commit)[:12] if commit else ''}"
+    return str(commit)[:12] if commit else '?'
+
+
+def _hdf5_version(result: Mapping[str, Any], side: str, ctx: Mapping[str, Any]) -> str:
+    for recs in ctx['records'].values():
+        for r in recs:
+            if r.hdf5_build == result[side] and (r.provenance or {}).get('hdf5_version'):
+                return str(r.provenance['hdf5_version'])
+    return '–'
+
+
+BUILD_COLUMNS = ('build', 'build id', 'HDF5 commit', 'HDF5 library version (as the tool saw it)')
+
+
+def build_rows(result: Mapping[str, Any], ctx: Mapping[str, Any]) -> list[list[str]]:
+    return [[name, str(result[side]), _commit_label(result, side, ctx),
+             _hdf5_version(result, side, ctx)]
+            for name, side in (('baseline', 'baseline'), ('candidate (tonight)', 'candidate'))]
+
