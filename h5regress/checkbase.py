@@ -160,6 +160,19 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
     #: Config hash of the run (see :func:`h5regress.record.config_hash`).
     config_hash = variable(str, value='', loggable=True)
 
+    #: Reference file the check reads, under ``config/references/`` beside the checks.
+    #:
+    #: :type: str
+    #: :default: the one its tool declares (:mod:`h5regress.catalog`)
+    reference_file = variable(str, value='')
+
+    #: ``{perf var: unit}`` of the performance variables declared at init: what
+    #: ``reframe --describe`` shows of them, and what ``h5regress refs --check`` reads.
+    #:
+    #: :type: dict
+    #: :default: filled at init from :meth:`perf_table`
+    perf_units = variable(typ.Dict[str, str], value={})
+
     #: Perflog context: JSON with parameters, provenance, samples; the last perflog column.
     h5r_context = variable(str, value='{}', loggable=True)
 
@@ -210,10 +223,11 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
         """ReFrame reads the envelopes from the reference file the tool declares
         (:mod:`h5regress.catalog`), the file ``h5regress refs`` writes: in
         ``config/references/`` beside the checks' directory, found relative to the check
-        (ReFrame's ``$ref``), unless the check names its own."""
+        (ReFrame's ``$ref``), unless the check names its own (``reference_file``)."""
+        self.reference_file = self.reference_file or catalog.get(self.tool).reference_file
         if not getattr(self.reference, 'is_external', bool)():
             self.reference = {'$ref': os.path.join(
-                '..', 'config', REFERENCES_DIR.name, catalog.get(self.tool).reference_file)}
+                '..', 'config', REFERENCES_DIR.name, self.reference_file)}
 
     # -- set-up ---------------------------------------------------------------
 
@@ -284,19 +298,25 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
         """Bytes the run writes in total (for the "data below node memory" warning)."""
         return 0
 
-    def perf_table(self, params: dict[str, object]) -> dict[str, tuple[str, str, str]]:
-        """``{perf var: (operation, metric, unit)}`` of the row."""
+    def perf_table(self) -> dict[str, tuple[str, str, str]]:
+        """``{perf var: (operation, metric, unit)}`` of the row: from the parameters and
+        variables alone (it is read at init, before any partition is known)."""
         return {}
+
+    @run_after('init')
+    def declare_perf_variables(self):
+        """The performance variables, declared at init: ``reframe --describe`` and
+        :mod:`h5regress.refs` see them without running anything."""
+        self.set_perf_variables(self.perf_table())
 
     @run_after('setup')
     def derive_from_row(self):
-        """``test_params``, ``tool_options``, ``executable_opts``, ``data_bytes`` and
-        the performance variables, each derived once from the row."""
+        """``test_params``, ``tool_options``, ``executable_opts`` and ``data_bytes``,
+        each derived once from the row."""
         self.test_params = self.row_params()
         self.tool_options = self.row_options(self.test_params)
         self.executable_opts = self.command_options()
         self.data_bytes = self.row_data_bytes(self.test_params)
-        self.set_perf_variables(self.perf_table(self.test_params))
 
     @run_before('run')
     def add_hygiene_and_probe(self):
@@ -626,6 +646,7 @@ class IOBenchmark(rfm.RunOnlyRegressionTest):
                                      for name, (op, metric, _) in table.items()}
         self.perf_variables = {name: self.perf(op, metric, unit)
                                for name, (op, metric, unit) in table.items()}
+        self.perf_units = {name: unit for name, (_, _, unit) in table.items()}
 
 
 class HDF5Benchmark(IOBenchmark):

@@ -125,9 +125,9 @@ class flashio_base(HDF5Benchmark):
                           min_each=checkpoint if kind == 'checkpoint' else 1)
             for kind in p['files'].split(',')))
 
-    def perf_table(self, p):
+    def perf_table(self):
         return {f'{kind}_{metric}': (kind, metric, unit)
-                for kind in [KINDS[f] for f in p['files'].split(',')]
+                for kind in [KINDS[f] for f in self.files.split(',')]
                 for metric, unit in (('bw', 'MiB/s'), ('time', 's'))}
 
     @sanity_function

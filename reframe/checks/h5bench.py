@@ -311,7 +311,7 @@ class h5bench_pattern_base(h5bench_base):
         return (math.prod(int(self.cfg[f'DIM_{i}']) for i in (1, 2, 3)) *
                 PARTICLE_BYTES * self.timesteps * self.num_tasks)
 
-    def perf_table(self, p):
+    def perf_table(self):
         op = self.kind
         return {f'{op}_raw_rate': (op, 'raw_rate', 'MiB/s'),
                 f'{op}_observed_rate': (op, 'observed_rate', 'MiB/s'),
@@ -508,9 +508,10 @@ class h5bench_exerciser_base(h5bench_base):
                 ['--dimranks'] + [str(r) for r in p['dimranks']] +
                 ['--indepio'] * (p['io'] == 'independent'))
 
-    def perf_table(self, p):
+    def perf_table(self):
         # bytes per rank of the double dataset at the largest buffer (the parser's key)
-        largest = 8 * (p['minels'] * p['bufmult'] ** (p['nsizes'] - 1)) ** p['numdims']
+        largest = 8 * (self.min_elements * self.buffer_multiplier ** (self.num_sizes - 1)) \
+            ** self.benchmark[0]
         return {'write_raw_rate': ('write', f'raw_rate_{largest}B', 'MiB/s'),
                 'read_raw_rate': ('read', f'raw_rate_{largest}B', 'MiB/s'),
                 'dataset_create_time': ('dataset_create', f'time_{largest}B', 's'),
@@ -588,7 +589,7 @@ class h5bench_metadata_base(h5bench_base):
         return proof.Expectation((proof.FileSet(
             "hdf5_iotest's file", self.data_file, count=1, min_each=data),))
 
-    def perf_table(self, p):
+    def perf_table(self):
         return {'total_time': ('total', 'time', 's'),
                 'write_phase_time_max': ('write', 'phase_time_max', 's'),
                 'read_phase_time_max': ('read', 'phase_time_max', 's'),

@@ -227,9 +227,9 @@ class h5paths_base(HDF5Benchmark):
             "h5paths' files", 'h5p_*',
             min_total=p['elements'] * self.num_tasks * 4 if data else 1),))
 
-    def perf_table(self, p):
+    def perf_table(self):
         return {f'{phase}_{metric}': (phase, metric, unit)
-                for phase in h5paths.PHASES[p['path']]
+                for phase in h5paths.PHASES[self.benchmark[0]]
                 for metric, unit in ((('bw', 'MiB/s') if phase in h5paths.DATA_PHASES
                                       else ('ops_per_s', '1/s')), ('time', 's'))}
 
