@@ -40,26 +40,10 @@ from typing import Any
 
 from h5regress.parsers.base import MIB, SYSTEM_ERRORS, ExpectedFile, Measurement, ParsedRun, \
     ParseError, RunFailed, check_files as check_expected, find_error_line, is_stderr_name
+# the paths and their phases: one table, which the check reads too
+from h5regress.parsers.h5paths_table import DATA_PHASES, PHASES
 
 TOOL = 'h5paths'
-
-#: phases that move array data (bandwidth) and phases that touch objects (rate)
-DATA_PHASES = ('write', 'write_subset', 'read', 'write_sources', 'read_vds')
-METADATA_PHASES = ('create', 'open_read', 'open_close')
-
-#: the timed phases of each path, in the kernel's order
-PHASES: dict[str, tuple[str, ...]] = {
-    **{p: ('write', 'read') for p in (
-        'compound-same', 'compound-superset', 'compound-reorder', 'convert-none',
-        'convert-float-double', 'convert-endian', 'chunked-deflate', 'partial-chunk',
-        'multi-dataset')},
-    'compound-subset': ('write', 'read', 'write_subset'),
-    'many-datasets': ('create', 'open_read'),
-    'attributes': ('create', 'open_read'),
-    'efc': ('create', 'open_read'),
-    'open-close': ('open_close',),
-    'vds': ('write_sources', 'read_vds'),
-}
 
 #: the record parameters, as the kernel's JSON ``params`` names them
 PARAMS = ('path', 'api', 'transfer', 'layout', 'chunk_elements', 'modify_write_buf',
