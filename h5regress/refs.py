@@ -453,13 +453,7 @@ def check_files(paths: Sequence[str], variables: CheckVariables | None = None,
     return EXIT_ERROR if bad else 0
 
 
-def main_refs(argv: Sequence[str] | None = None) -> int:
-    """``h5regress refs``: derive reference envelopes from history and write them.
-
-    Exit codes: 0 written (or --dry-run, or --check found nothing wrong), 4 error
-    (malformed file, a class, variable or unit no check declares, no history, a
-    directory that cannot be written).
-    """
+def _refs_parser() -> ArgParser:
     parser = ArgParser(
         prog='h5regress refs',
         description='Derive reference envelopes per system:partition from the nightly '
@@ -488,7 +482,17 @@ def main_refs(argv: Sequence[str] | None = None) -> int:
                              'performance variables and units the checks declare, only '
                              'configured system:partitions (ReFrame '
                              'itself only warns and drops the test of a malformed file)')
-    args, code = parse_args(parser, argv)
+    return parser
+
+
+def main_refs(argv: Sequence[str] | None = None) -> int:
+    """``h5regress refs``: derive reference envelopes from history and write them.
+
+    Exit codes: 0 written (or --dry-run, or --check found nothing wrong), 4 error
+    (malformed file, a class, variable or unit no check declares, no history, a
+    directory that cannot be written).
+    """
+    args, code = parse_args(_refs_parser(), argv)
     if args is None:
         return code
     if args.check:

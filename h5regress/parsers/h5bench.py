@@ -117,10 +117,10 @@ from typing import Any
 from h5regress.durability import FSYNC, NONE, WRITE_FLUSH, flush_map
 from h5regress.parsers.base import (MIB, Measurement, ParsedRun, ParseError, RunFailed,
                                     basename, by_directory)
-from h5regress.parsers.h5bench_common import (MAX_RATE_PER_RANK, SAME_EXECUTION_READ, TOOL,  # noqa: F401
-                                              _check_rate, _is_stderr, _is_stdout, _pick,
-                                              _stderr_problem, compute_time_s, parse_cfg,
-                                              parse_ini, to_bytes, to_mib_s)
+# shared with the exerciser and metadata readers; the names tests use stay here too
+from h5regress.parsers.h5bench_common import (  # noqa: F401
+    MAX_RATE_PER_RANK, SAME_EXECUTION_READ, TOOL, _check_rate, _is_stderr, _is_stdout, _pick,
+    _stderr_problem, compute_time_s, parse_cfg, parse_ini, to_bytes, to_mib_s)
 from h5regress.parsers.h5bench_exerciser_metadata import parse_exerciser, parse_metadata
 
 
@@ -334,11 +334,11 @@ def parse_pattern(group: Mapping[str, str], where: str, kind: str | None = None,
     ranks = res.get('ranks')
     mode = res.get('mode') or _stdout_field(stdout[1] if stdout else '', 'Mode') or 'SYNC'
     params.update({'benchmark': kind or operation, 'num_ranks': ranks, 'mode': mode})
-    for key in ('collective_data', 'subfiling'):
-        if key not in params and key in res_csv:
-            params[key] = res_csv[key]
-    if 'collective_metadata' not in params and 'collective_meta' in res_csv:
-        params['collective_metadata'] = res_csv['collective_meta']
+    # what the CSV states and the configuration file did not
+    for key, csv_key in (('collective_data', 'collective_data'), ('subfiling', 'subfiling'),
+                         ('collective_metadata', 'collective_meta')):
+        if key not in params and csv_key in res_csv:
+            params[key] = res_csv[csv_key]
 
     missing = [k for k in ('raw_rate', 'observed_rate', 'size') if k not in res]
     if missing:
@@ -352,6 +352,24 @@ def parse_pattern(group: Mapping[str, str], where: str, kind: str | None = None,
         _check_rate('raw rate', res['raw_rate'], ranks, max_rate_per_rank, src)
     _check_rate('observed rate', res['observed_rate'], ranks, max_rate_per_rank, src)
 
+    ms, warnings = _pattern_figures(res, params, operation, src)
+    prov: dict[str, Any] = dict(corrected)
+    if operation != 'read':
+        prov[WRITE_FLUSH] = write_flush(ms, operation, mode, params)
+    if command:
+        prov['command'] = command
+    if 'compute' in res:
+        prov['total_compute_time_s'] = res['compute']
+    data = re.search(r'^(?:Output|Read) data file:\s*(\S+)', stdout[1] if stdout else '', re.M)
+    if data:
+        prov['data_file'] = data.group(1)
+    return ParsedRun(tool=TOOL, params=params, provenance=prov, measurements=ms,
+                     warnings=warnings)
+
+
+def _pattern_figures(res: Mapping[str, Any], params: Mapping[str, Any], operation: str,
+                     src: str) -> tuple[list[Measurement], list[str]]:
+    """The measurements of a write/read run's results, and what makes them imprecise."""
     warnings = []
     if res.get('raw_time') == 0.0 and res['size'] > 0:
         warnings.append(f'{src}: raw time printed as 0.000 s: the raw rate is imprecise')
@@ -366,19 +384,7 @@ def parse_pattern(group: Mapping[str, str], where: str, kind: str | None = None,
         if key in res:
             ms.append(Measurement(operation, key, res[key], 's', False))
     ms.append(Measurement(operation, 'size', res['size'], 'B', True))
-    prov: dict[str, Any] = dict(corrected)
-    if operation != 'read':
-        prov[WRITE_FLUSH] = write_flush(ms, operation, mode, params)
-    if command:
-        prov['command'] = command
-    if 'compute' in res:
-        prov['total_compute_time_s'] = res['compute']
-    if stdout:
-        data = re.search(r'^(?:Output|Read) data file:\s*(\S+)', stdout[1], re.M)
-        if data:
-            prov['data_file'] = data.group(1)
-    return ParsedRun(tool=TOOL, params=params, provenance=prov, measurements=ms,
-                     warnings=warnings)
+    return ms, warnings
 
 
 def _stdout_field(text: str, name: str) -> str | None:
@@ -509,16 +515,7 @@ def outcomes(files: Mapping[str, str], max_rate_per_rank: float = MAX_RATE_PER_R
     if len(logs) > 1:
         raise ParseError(f'several h5bench runner logs: {", ".join(d + "/" + n for d, n in logs)}')
     if not logs:
-        results = []
-        for directory, group in sorted(groups.items()):
-            if detect_kind(group) is None:
-                continue
-            where = f'{directory}/' if directory else ''
-            results.append((directory or '.', _attempt(group, where, None, None,
-                                                        max_rate_per_rank)))
-        if not results:
-            raise ParseError(f'no h5bench output among {", ".join(sorted(files)) or "no files"}')
-        return results
+        return _directory_outcomes(files, groups, max_rate_per_rank)
 
     root, logname = logs[0]
     src = f'{root}/{logname}' if root else logname
@@ -557,6 +554,21 @@ def outcomes(files: Mapping[str, str], max_rate_per_rank: float = MAX_RATE_PER_R
     if not finished:
         results.append((src, RunFailed(f'{src}: no "Finishing h5bench Suite" line: the runner '
                                        'stopped before the end')))
+    return results
+
+
+def _directory_outcomes(files: Mapping[str, str], groups: Mapping[str, Mapping[str, str]],
+                        max_rate_per_rank: float) -> list[tuple[str, ParsedRun | RunFailed]]:
+    """Each benchmark directory's result or failure, without a runner log."""
+    results = []
+    for directory, group in sorted(groups.items()):
+        if detect_kind(group) is None:
+            continue
+        where = f'{directory}/' if directory else ''
+        results.append((directory or '.', _attempt(group, where, None, None,
+                                                    max_rate_per_rank)))
+    if not results:
+        raise ParseError(f'no h5bench output among {", ".join(sorted(files)) or "no files"}')
     return results
 
 

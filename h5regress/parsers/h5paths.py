@@ -181,17 +181,7 @@ def _from_json(path: str, d: dict[str, Any]) -> ParsedRun:
     except (KeyError, TypeError, ValueError) as e:
         raise ParseError(f'h5paths: {path}: malformed JSON summary ({e!r})') from None
     _check_moved_as_asked(path, per_phase, expected)
-    measurements = []
-    for phase in phases:
-        seconds = [s for s, _, _ in per_phase[phase]]
-        if phase in DATA_PHASES:
-            bws = [b / MIB / s for s, b, _ in per_phase[phase]]
-            measurements.append(Measurement(phase, 'bw', _mean(bws), 'MiB/s', True, bws))
-        else:
-            rates = [o / s for s, _, o in per_phase[phase]]
-            measurements.append(Measurement(phase, 'ops_per_s', _mean(rates), '1/s', True,
-                                            rates))
-        measurements.append(Measurement(phase, 'time', _mean(seconds), 's', False, seconds))
+    measurements = _measurements(phases, per_phase)
     prov = {k: d[k] for k in ('kernel_version', 'hdf5_version', 'hdf5_version_source',
                               'hdf5_library', 'hdf5_library_source', 'read_cache') if k in d}
     prov['files'] = [{'name': PurePosixPath(f['name']).name, 'bytes': int(f['bytes'])}
@@ -224,6 +214,23 @@ def _from_json(path: str, d: dict[str, Any]) -> ParsedRun:
         warnings.append('--modify-write-buf asked, not applied: this HDF5 has no '
                         'H5Pset_modify_write_buf')
     return ParsedRun(TOOL, params, prov, measurements, warnings=warnings)
+
+
+def _measurements(phases: tuple[str, ...], per_phase: dict[str, list]) -> list[Measurement]:
+    """Bandwidth (data phases) or rate (object phases) and time of each phase, per
+    iteration the samples."""
+    measurements = []
+    for phase in phases:
+        seconds = [s for s, _, _ in per_phase[phase]]
+        if phase in DATA_PHASES:
+            bws = [b / MIB / s for s, b, _ in per_phase[phase]]
+            measurements.append(Measurement(phase, 'bw', _mean(bws), 'MiB/s', True, bws))
+        else:
+            rates = [o / s for s, _, o in per_phase[phase]]
+            measurements.append(Measurement(phase, 'ops_per_s', _mean(rates), '1/s', True,
+                                            rates))
+        measurements.append(Measurement(phase, 'time', _mean(seconds), 's', False, seconds))
+    return measurements
 
 
 def _mean(values: list[float]) -> float:

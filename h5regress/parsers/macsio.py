@@ -445,25 +445,7 @@ def _parse_run(directory: str, group: Mapping[str, str], args: list[str] | None)
     log = parse_log(group[LOG_NAME], src)
     if not log.ranks:
         raise ParseError(f'{src}: no "Processor" sections: not a MACSio log')
-    problems = list(log.errors)
-    for name, text in sorted(group.items()):
-        if _is_stream(name):
-            problem = stream_failure(text)
-            if problem:
-                problems.append(f'{directory + "/" if directory else ""}{name}: {problem}')
-    if problems:
-        raise RunFailed('; '.join(problems[:5]) + (f' (+{len(problems) - 5} more)'
-                                                   if len(problems) > 5 else ''))
-    if log.total is None:
-        raise RunFailed(f'{src}: rank 0 logged no "Total Bytes" line: the run crashed or '
-                        'did not finish')
-    unfinished = [r for r in log.ranks if r not in log.overall]
-    if unfinished:
-        raise RunFailed(f'{src}: rank(s) {", ".join(map(str, unfinished))} logged no '
-                        '"Overall BW" line: the run did not finish')
-    for d in log.dumps.values():
-        if d.stat_bytes is not None and d.stat_bytes == 0:
-            raise RunFailed(f'{src}: rank {d.rank} found 0 bytes on disk after dump {d.dump}')
+    _raise_if_unfinished(log, directory, group, src)
 
     params: dict[str, Any] = {}
     provenance: dict[str, Any] = {}
@@ -505,6 +487,30 @@ def _parse_run(directory: str, group: Mapping[str, str], args: list[str] | None)
     return MacsioRun(tool=TOOL, params=params, provenance=provenance,
                      measurements=measurements, warnings=warnings,
                      dumps=sorted(log.dumps.values(), key=lambda d: (d.dump, d.rank)))
+
+
+def _raise_if_unfinished(log: _Log, directory: str, group: Mapping[str, str],
+                         src: str) -> None:
+    """RunFailed naming what the log and the streams say went wrong, if anything did."""
+    problems = list(log.errors)
+    for name, text in sorted(group.items()):
+        if _is_stream(name):
+            problem = stream_failure(text)
+            if problem:
+                problems.append(f'{directory + "/" if directory else ""}{name}: {problem}')
+    if problems:
+        raise RunFailed('; '.join(problems[:5]) + (f' (+{len(problems) - 5} more)'
+                                                   if len(problems) > 5 else ''))
+    if log.total is None:
+        raise RunFailed(f'{src}: rank 0 logged no "Total Bytes" line: the run crashed or '
+                        'did not finish')
+    unfinished = [r for r in log.ranks if r not in log.overall]
+    if unfinished:
+        raise RunFailed(f'{src}: rank(s) {", ".join(map(str, unfinished))} logged no '
+                        '"Overall BW" line: the run did not finish')
+    for d in log.dumps.values():
+        if d.stat_bytes is not None and d.stat_bytes == 0:
+            raise RunFailed(f'{src}: rank {d.rank} found 0 bytes on disk after dump {d.dump}')
 
 
 def _dump_numbers(log: _Log, src: str) -> tuple[list[int], bool]:
