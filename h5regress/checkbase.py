@@ -38,7 +38,7 @@ import os
 import reframe as rfm
 import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
-from reframe.core.builtins import parameter, run_after, sanity_function, variable
+from reframe.core.builtins import deferrable, parameter, run_after, sanity_function, variable
 
 from h5regress import catalog, loadedhdf5, tools
 from h5regress.checkjob import (CACHE_MARK, EXIT_MARK, FILES_LIST, HINTS_FILE,  # noqa: F401
@@ -48,6 +48,7 @@ from h5regress.checkrecord import RecordContext
 from h5regress.checksanity import SanityProof
 from h5regress.checktool import REQUIRE_TOOLS_ENV, ToolResolution  # noqa: F401
 from h5regress.gateconfig import REFERENCES_DIR
+from h5regress.parsers import parser_for
 
 
 class IOBenchmark(RecordContext, SanityProof, JobLayout, ToolResolution,
@@ -200,3 +201,20 @@ class HDF5Benchmark(IOBenchmark):
                                                     os.path.realpath(tool.hdf5_prefix)) if p))
         return loadedhdf5.problems(tool.build, tool.hdf5_version, prefixes,
                                    self.loaded_hdf5())
+
+
+class KernelBenchmark(HDF5Benchmark):
+    """One of this project's kernels (``kernels/``): beyond the base's sanity, the files
+    on disk are held to what its summary says it wrote (its parser's ``check_files``)."""
+
+    @sanity_function
+    def validate(self):
+        return sn.all([
+            super().validate(),
+            sn.assert_false(self.file_problems(), msg='files on disk: {0}'),
+        ])
+
+    @deferrable
+    def file_problems(self):
+        parser = parser_for(self.parser or self.tool)
+        return '; '.join(parser.check_files(self.parsed_run(), self.written_files()))

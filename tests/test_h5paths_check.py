@@ -18,7 +18,7 @@ import pytest
 from h5regress import gate, gateconfig, manifest, perflog
 from h5regress.parsers import h5paths as parser
 from h5regress.parsers.h5paths_table import PATHS, Row
-from reframe_run import REPO, run_reframe
+from reframe_run import REPO, load_check_file, run_reframe
 from test_reliability import chained_config, full_fs  # noqa: F401 (a fixture)
 
 CHECKS = REPO / 'reframe' / 'checks' / 'h5paths.py'
@@ -27,19 +27,7 @@ CHECKS = REPO / 'reframe' / 'checks' / 'h5paths.py'
 def check_module():
     """The check file as a module, loaded without a Spack manifest (as the ReFrame runs
     of these tests are)."""
-    spec = importlib.util.spec_from_file_location('h5paths_check_file', CHECKS)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    saved = os.environ.get('H5REGRESS_MANIFEST')
-    os.environ['H5REGRESS_MANIFEST'] = 'none'
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        if saved is None:
-            del os.environ['H5REGRESS_MANIFEST']
-        else:
-            os.environ['H5REGRESS_MANIFEST'] = saved
-    return module
+    return load_check_file('h5paths.py', 'h5paths_check_file')
 
 
 def test_the_table_covers_the_issue():

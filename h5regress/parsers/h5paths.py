@@ -39,7 +39,8 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from h5regress.parsers.base import MIB, SYSTEM_ERRORS, ExpectedFile, Measurement, ParsedRun, \
-    ParseError, RunFailed, check_files as check_expected, find_error_line, is_stderr_name
+    ParseError, RunFailed, check_files as check_expected, find_error_line, is_stderr_name, \
+    kernel_summary
 # the paths and their phases: one table, which the check reads too
 from h5regress.parsers.h5paths_table import DATA_PHASES, PHASES
 
@@ -117,7 +118,7 @@ def parse(files: Mapping[str, str]) -> list[ParsedRun]:
         raise ParseError('h5paths: nothing to parse')
     streams = {p: t for p, t in files.items() if not p.endswith('.json')}
     summaries = [(p, d) for p, t in files.items() if p.endswith('.json')
-                 for d in [_load_json(p, t)] if d is not None]
+                 for d in [kernel_summary(TOOL, p, t)] if d is not None]
     line = unavailable(files)
     if line:
         raise RunFailed(line)
@@ -142,18 +143,6 @@ def parse(files: Mapping[str, str]) -> list[ParsedRun]:
 
 
 # ------------------------------------------------------------------ helpers
-
-def _load_json(path: str, text: str) -> dict[str, Any] | None:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        if '"h5paths"' in text:
-            raise RunFailed(f'h5paths: {path}: truncated or invalid JSON summary ({e})') from None
-        return None
-    if not isinstance(data, dict) or data.get('tool') != TOOL:
-        return None
-    return data
-
 
 def _check_status(path: str, d: Mapping[str, Any]) -> None:
     status, errors = d.get('status'), d.get('errors') or []

@@ -20,13 +20,11 @@ cannot run (``multi-dataset`` before 1.14) is skipped with the kernel's own word
 import os
 
 import reframe as rfm
-import reframe.utility.sanity as sn
-from reframe.core.builtins import (deferrable, fixture, parameter, run_before,
-                                   sanity_function, variable)
+from reframe.core.builtins import fixture, parameter, run_before, variable
 
 from h5regress import proof, tools
 from h5regress.builds import BuiltByFixture, KernelBuild
-from h5regress.checkbase import HDF5Benchmark, shell_word
+from h5regress.checkbase import KernelBenchmark, shell_word
 from h5regress.parsers import h5paths
 from h5regress.parsers.h5paths_table import DATA_PHASES, PATHS, Row
 
@@ -146,7 +144,7 @@ class build_h5paths(KernelBuild):
     kernel = 'h5paths'
 
 
-class h5paths_base(HDF5Benchmark):
+class h5paths_base(KernelBenchmark):
     #: A :class:`Row` of :data:`ROWS`: the code path and how it is driven.
     benchmark = parameter(ROWS, fmt=Row.name, loggable=True)
 
@@ -211,17 +209,6 @@ class h5paths_base(HDF5Benchmark):
         """A path the HDF5 build lacks (the kernel's exit-2 line) is a skip, not a FAIL."""
         line = h5paths.unavailable(self.read_outputs())
         self.skip_if(line is not None, line)
-
-    @sanity_function
-    def validate(self):
-        return sn.all([
-            super().validate(),
-            sn.assert_false(self.file_problems(), msg='files on disk: {0}'),
-        ])
-
-    @deferrable
-    def file_problems(self):
-        return '; '.join(h5paths.check_files(self.parsed_run(), self.written_files()))
 
 
 @rfm.simple_test
