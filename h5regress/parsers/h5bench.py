@@ -392,13 +392,21 @@ def _stdout_field(text: str, name: str) -> str | None:
     return m.group(1) if m else None
 
 
+def _named_file(group: Mapping[str, str], suffix: str, naming: str,
+                text: str) -> tuple[list[str], tuple[str, str] | None]:
+    """The ``*<suffix>`` files of ``group``, and the one ``text`` names (``naming``'s
+    group 1), when it names one of them."""
+    files = sorted(n for n in group if n.endswith(suffix))
+    named = re.search(naming, text, re.M)
+    name = basename(named.group(1)) if named else None
+    return files, ((name, group[name]) if name in files else None)
+
+
 def _pick_cfg(group: Mapping[str, str], stdout: str) -> tuple[str, str] | None:
     """The ``*.cfg`` stdout names (``Configuration file: ...``), else the only one."""
-    cfgs = sorted(n for n in group if n.endswith('.cfg'))
-    named = re.search(r'^Configuration file:\s*(\S+)', stdout, re.M)
-    if named and basename(named.group(1)) in cfgs:
-        name = basename(named.group(1))
-        return name, group[name]
+    cfgs, named = _named_file(group, '.cfg', r'^Configuration file:\s*(\S+)', stdout)
+    if named:
+        return named
     if len(cfgs) > 1:
         raise ParseError(f'several configuration files ({", ".join(cfgs)}) and stdout names '
                          'none of them')
@@ -407,12 +415,8 @@ def _pick_cfg(group: Mapping[str, str], stdout: str) -> tuple[str, str] | None:
 
 def _pick_csv(group: Mapping[str, str], cfg: str) -> tuple[str, str] | None:
     """The CSV the configuration's ``CSV_FILE`` names, else the only ``*.csv``."""
-    csvs = sorted(n for n in group if n.endswith('.csv'))
-    named = re.search(r'^\s*CSV_FILE\s*=\s*(\S+)', cfg, re.M)
-    if named and basename(named.group(1)) in csvs:
-        name = basename(named.group(1))
-        return name, group[name]
-    return (csvs[0], group[csvs[0]]) if len(csvs) == 1 else None
+    csvs, named = _named_file(group, '.csv', r'^\s*CSV_FILE\s*=\s*(\S+)', cfg)
+    return named or ((csvs[0], group[csvs[0]]) if len(csvs) == 1 else None)
 
 
 # --------------------------------------------------------------------------- exerciser
