@@ -36,7 +36,7 @@ Validation (``h5regress refs --check``, exit 4 naming the file, the key and the
 value): references finite and not negative, thresholds in range (also when any
 reader loads a file); every class a check that declares performance variables,
 every variable one it declares, every unit the one it reports them in
-(:class:`CheckVariables`, read from the checks with ``ast``), every
+(:class:`CheckVariables`, what ``reframe --describe`` says of the checks), every
 system or system:partition key (or pattern) one of the ReFrame configuration
 (``$RFM_CONFIG_FILES``, else ``reframe/config/settings.py``).
 
@@ -50,230 +50,32 @@ with no history are kept as they are; ``$xfail`` entries are never touched.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
+import functools
+import json
 import math
 import os
 import re
 import runpy
+import shutil
+import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import yaml
 
-from h5regress import atomic, catalog, yamlfile
+from h5regress import atomic, catalog
 from h5regress import history as hist_mod
 from h5regress import stats
 from h5regress.cmdline import EXIT_ERROR, GATE_CONFIG_HELP, ArgParser, parse_args
 from h5regress.gateconfig import (CHECKS_DIR, REFERENCES_DIR, SETTINGS_FILE, ConfigError,
                                   load_config)
-
-
-class RefsError(ValueError):
-    """A reference file is malformed; the message names the file and the key."""
-
-
-_VARIANT = re.compile(r'_[0-9a-f]{8}$')
-
-
-# ------------------------------------------------------------------ naming
-def test_class(test: str, provenance: Mapping[str, Any] | None = None,
-               params: Mapping[str, Any] | None = None) -> str:
-    for src in (provenance or {}, params or {}):
-        if src.get('test_class'):
-            return str(src['test_class'])
-    word = (test or '').split()[0] if (test or '').split() else ''
-    return _VARIANT.sub('', word)
-
-
-def perf_var(operation: str, metric: str, provenance: Mapping[str, Any] | None = None) -> str:
-    if provenance and provenance.get('perf_var'):
-        return str(provenance['perf_var'])
-    return f'{operation}_{metric}'
-
-
-def index_value(attr: str, system: str, params: Mapping[str, Any]) -> Any:
-    """Value of one ``$index`` attribute for a record; KeyError when unknown."""
-    if attr == '$partition':
-        if not system:
-            raise KeyError(attr)
-        return system
-    if attr == '$system':
-        if not system:
-            raise KeyError(attr)
-        return system.split(':')[0]
-    if attr == '$environ':
-        for k in ('environ', 'prgenv'):
-            if k in params:
-                return params[k]
-        raise KeyError(attr)
-    if attr.startswith('$'):
-        raise KeyError(attr)
-    if attr in params:
-        return params[attr]
-    if attr == 'case':
-        # the checks' reference row when the record does not carry it: the parameters
-        # a benchmark declares for it (h5regress.catalog: ior `api-preset-layout`, fio `mode`)
-        for bench in catalog.BENCHMARKS.values():
-            if bench.case_params and all(k in params for k in bench.case_params):
-                return '-'.join(str(params[k]) for k in bench.case_params)
-    raise KeyError(attr)
-
-
-# ------------------------------------------------------------------ reading
-def _keypath(path: Sequence[Any]) -> str:
-    return '.'.join(str(p) for p in path)
-
-
-def _check_tuple(fname: str, path: list, val: Any) -> None:
-    where = f'{fname}: key {_keypath(path)!r}'
-    if isinstance(val, list) and val and val[0] == '$xfail':
-        if len(val) != 3 or not isinstance(val[2], list):
-            raise RefsError(f"{where}: an expected failure is ['$xfail', message, "
-                            f'[ref, lower, upper, unit]], got {val!r}')
-        _check_tuple(fname, path, val[2])
-        return
-    if not isinstance(val, list) or len(val) not in (3, 4):
-        raise RefsError(f'{where}: a reference is [ref, lower, upper, unit], got {val!r}')
-    ref, lo, hi = val[:3]
-    for name, x in (('ref', ref), ('lower', lo), ('upper', hi)):
-        if x is not None and (isinstance(x, bool) or not isinstance(x, (int, float))):
-            raise RefsError(f'{where}: {name} is not a number: {x!r}')
-        if x is not None and not math.isfinite(x):
-            raise RefsError(f'{where}: {name} is not a finite number: {x!r} (an unbounded '
-                            f'threshold is null)')
-    if ref is not None and ref < 0:
-        raise RefsError(f'{where}: reference {ref!r} is negative (performance values are '
-                        f'not)')
-    if lo is not None and not -1 <= lo <= 0:
-        raise RefsError(f'{where}: lower threshold {lo!r} not in [-1, 0]')
-    if hi is not None and hi < 0:
-        raise RefsError(f'{where}: upper threshold {hi!r} is negative')
-    if len(val) == 4 and val[3] is not None and not isinstance(val[3], str):
-        raise RefsError(f'{where}: unit is not a string: {val[3]!r}')
-
-
-def validate(data: Any, fname: str) -> dict:
-    """Check a loaded references mapping; raise :class:`RefsError` naming the key."""
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise RefsError(f'{fname}: top level must be a mapping of test class names, '
-                        f'got {type(data).__name__}')
-    for cls, body in data.items():
-        if not isinstance(body, dict):
-            raise RefsError(f'{fname}: key {cls!r}: must be a mapping, got {body!r}')
-        index = body.get('$index')
-        if index is not None and (not isinstance(index, list) or not index
-                                  or not all(isinstance(i, str) for i in index)):
-            raise RefsError(f'{fname}: key {cls}.$index: must be a list of attribute '
-                            f'names, got {index!r}')
-        depth = len(index) if index else 1
-
-        def walk(node: Any, path: list, level: int) -> None:
-            if level == depth:
-                if not isinstance(node, dict):
-                    raise RefsError(f'{fname}: key {_keypath(path)!r}: must map performance '
-                                    f'variables to references, got {node!r}')
-                for var, val in node.items():
-                    _check_tuple(fname, path + [var], val)
-                return
-            if not isinstance(node, dict):
-                raise RefsError(f'{fname}: key {_keypath(path)!r}: expected a mapping for '
-                                f'index level {level + 1}, got {node!r}')
-            for k, v in node.items():
-                walk(v, path + [k], level + 1)
-
-        for k, v in body.items():
-            if k == '$index':
-                continue
-            walk(v, [cls, k], 1)
-    return data
-
-
-def load_file(path: str | os.PathLike) -> dict:
-    return validate(yamlfile.load(path, RefsError), str(path))
-
-
-def reference_files(paths: Iterable[str | os.PathLike]) -> list[Path]:
-    out = []
-    for p in paths:
-        p = Path(p)
-        if p.is_dir():
-            out.extend(sorted(p.glob('*.yaml')) + sorted(p.glob('*.yml')))
-        elif p.exists():
-            out.append(p)
-    return out
-
-
-class References:
-    """All reference files, merged (class names are unique across files)."""
-
-    def __init__(self, data: Mapping[str, Mapping[str, Any]] | None = None) -> None:
-        self.data: dict[str, Any] = dict(data or {})
-
-    @classmethod
-    def load(cls, paths: Iterable[str | os.PathLike]) -> 'References':
-        merged: dict[str, Any] = {}
-        for f in reference_files(paths):
-            merged.update(load_file(f))
-        return cls(merged)
-
-    def lookup(self, klass: str, var: str, system: str,
-               params: Mapping[str, Any]) -> tuple[float, float | None, float | None, str | None] | None:
-        """The reference tuple ReFrame would use, or None (xfail entries unwrap)."""
-        body = self.data.get(klass)
-        if not isinstance(body, Mapping):
-            return None
-        index = body.get('$index')
-        node: Any = {k: v for k, v in body.items() if k != '$index'}
-        try:
-            if index:
-                for attr in index:
-                    node = _match_key(node, index_value(attr, system, params))
-            else:
-                node = _match_scope(node, system)
-            val = node[var]
-        except (KeyError, TypeError):
-            return None
-        if isinstance(val, list) and val and val[0] == '$xfail':
-            val = val[2]
-        unit = val[3] if len(val) > 3 else None
-        return (val[0], val[1], val[2], unit)
-
-
-def _match_key(node: Mapping[Any, Any], key: Any) -> Any:
-    if key in node:
-        return node[key]
-    for k in node:   # YAML may say 1 where params say '1', or the reverse
-        if str(k) == str(key):
-            return node[k]
-    if isinstance(key, str):
-        for k in node:
-            if isinstance(k, str):
-                try:
-                    if re.fullmatch(k, key):
-                        return node[k]
-                except re.error:
-                    continue
-    raise KeyError(key)
-
-
-def _match_scope(node: Mapping[str, Any], system: str) -> Any:
-    for scope in (system, system.split(':')[0], '*'):
-        if scope and scope in node:
-            return node[scope]
-    raise KeyError(system)
-
-
-def bounds(ref: tuple) -> tuple[float, float]:
-    """Absolute [low, high] of a reference tuple (None threshold: unbounded)."""
-    value, lo, hi = ref[0], ref[1], ref[2]
-    low = -math.inf if lo is None else (value + abs(value) * lo if value else lo)
-    high = math.inf if hi is None else (value + abs(value) * hi if value else hi)
-    return low, high
+# the files' format and lookup, for the gate as for this module (names kept here)
+from h5regress.reffile import (_VARIANT, References, RefsError, _keypath, bounds,  # noqa: F401
+                               index_value, load_file, perf_var, reference_files, test_class,
+                               validate)
 
 
 # ------------------------------------------------------------------ which file
@@ -283,9 +85,7 @@ class ReferenceFiles:
     say (:mod:`h5regress.catalog`; the checks' base sets ``reference`` from it).
 
     ``by_tool`` maps each declared tool to its file; ``by_class`` maps a check class
-    to its tool's file (the class's ``tool``, its own or inherited within its file),
-    or to the file its own ``reference = {'$ref': ...}`` names. The checks are read
-    with ``ast``: nothing is imported (the checks need ReFrame).
+    to the file it reads (its ``reference_file``, as ``reframe --describe`` shows it).
     """
     by_class: dict[str, str]
     by_tool: dict[str, str]
@@ -298,74 +98,57 @@ class ReferenceFiles:
     @classmethod
     def from_checks(cls, checks_dir: str | os.PathLike = CHECKS_DIR) -> 'ReferenceFiles':
         by_tool = {b.tool: b.reference_file for b in catalog.BENCHMARKS.values()}
-        by_class: dict[str, str] = {}
-        for path in sorted(Path(checks_dir).glob('*.py')):
-            for klass, (tool, ref) in _check_classes(path.read_text(encoding='utf-8')).items():
-                if ref or tool in by_tool:
-                    by_class[klass] = ref or by_tool[tool]
+        by_class = {t['@class']: t['reference_file'] for t in described_checks(checks_dir)
+                    if t.get('reference_file')}
         return cls(by_class, by_tool)
 
 
-def _check_classes(source: str) -> dict[str, tuple[str | None, str | None]]:
-    """Class name -> (``tool``, file name of ``reference['$ref']``), inherited in the file."""
-    own: dict[str, dict[str, str]] = {}
-    bases: dict[str, list[str]] = {}
-    for node in ast.parse(source).body:
-        if not isinstance(node, ast.ClassDef):
-            continue
-        bases[node.name] = [b.id for b in node.bases if isinstance(b, ast.Name)]
-        attrs = own[node.name] = {}
-        for stmt in node.body:
-            if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
-                    and isinstance(stmt.targets[0], ast.Name)):
-                continue
-            name, value = stmt.targets[0].id, stmt.value
-            if name == 'tool' and isinstance(value, ast.Constant) and isinstance(value.value, str):
-                attrs['tool'] = value.value
-            elif name == 'reference' and isinstance(value, ast.Dict):
-                for k, v in zip(value.keys, value.values):
-                    if isinstance(k, ast.Constant) and k.value == '$ref' \
-                            and isinstance(v, ast.Constant) and isinstance(v.value, str):
-                        attrs['reference'] = PurePosixPath(v.value).name
-
-    def inherited(klass: str, attr: str, seen: frozenset = frozenset()) -> str | None:
-        if attr in own.get(klass, {}):
-            return own[klass][attr]
-        for base in bases.get(klass, ()):
-            if base not in seen:
-                found = inherited(base, attr, seen | {klass})
-                if found:
-                    return found
-        return None
-
-    return {k: (inherited(k, 'tool'), inherited(k, 'reference')) for k in own}
-
-
 # ------------------------------------------------------------------ what the checks declare
-#: a formatted part of a performance variable's name that cannot be known statically
-_ANY_PART = r'[A-Za-z0-9_.+-]+'
+@functools.lru_cache(maxsize=4)
+def _describe(checks_dir: str) -> tuple[dict, ...]:
+    env = {**os.environ, 'H5REGRESS_MANIFEST': 'none'}   # builds do not change the names
+    env.setdefault('RFM_CONFIG_FILES', str(SETTINGS_FILE))
+    exe = Path(sys.executable).with_name('reframe')
+    cmd = [str(exe) if exe.exists() else (shutil.which('reframe') or 'reframe'),
+           '-c', checks_dir, '--describe']
+    try:
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+        described = json.loads(done.stdout) if done.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, ValueError) as err:
+        raise RefsError(f'{checks_dir}: cannot describe the checks: {err}') from None
+    if not isinstance(described, list):
+        tail = ' '.join(done.stderr.split()[-40:])
+        raise RefsError(f'{checks_dir}: `reframe --describe` failed '
+                        f'(exit {done.returncode}): {tail}')
+    return tuple(described)
+
+
+def described_checks(checks_dir: str | os.PathLike = CHECKS_DIR) -> list[dict]:
+    """What ``reframe -c checks_dir --describe`` says of every test (its variables,
+    the performance variables declared at init among them), read once per process."""
+    return list(_describe(str(checks_dir)))
 
 
 @dataclasses.dataclass
 class CheckVariables:
     """The performance variables each check class declares, and their units.
 
-    Read from ``reframe/checks`` with ``ast`` (nothing is imported): every
-    ``{name: (operation, metric, unit)}`` table in a class's methods (what
-    ``set_perf_variables`` takes), inherited within its file. Names are built
-    with f-strings over constants, class attributes and loops; what cannot be
-    known statically (a parameter) matches any word. ``by_class`` maps a class
-    to ``[(name regex, unit or None), ...]``; a class without any table is not
-    a check with performance variables.
+    From ReFrame (:func:`described_checks`): the checks declare them at init, every
+    parameter's variant lists its own. ``by_class`` maps a class to
+    ``[(name regex, unit or None), ...]``; a class without any is not a check with
+    performance variables.
     """
     by_class: dict[str, list[tuple[str, str | None]]]
 
     @classmethod
     def from_checks(cls, checks_dir: str | os.PathLike = CHECKS_DIR) -> 'CheckVariables':
-        by_class: dict[str, list[tuple[str, str | None]]] = {}
-        for path in sorted(Path(checks_dir).glob('*.py')):
-            by_class.update(_declared_variables(path.read_text(encoding='utf-8')))
-        return cls({k: v for k, v in by_class.items() if v})
+        by_class: dict[str, dict[tuple[str, str | None], None]] = {}
+        for test in described_checks(checks_dir):
+            units = test.get('perf_units') or {}
+            found = by_class.setdefault(test['@class'], {})
+            found.update(((re.escape(name), units.get(name)), None)
+                         for name in test.get('perf_variables') or ())
+        return cls({k: list(v) for k, v in by_class.items() if v})
 
     def units(self, klass: str, var: str) -> set[str | None] | None:
         """Units ``klass`` reports ``var`` in (None: unit unknown), or None when it
@@ -407,178 +190,6 @@ def _entries(data: Mapping[str, Any]) -> Iterable[tuple[str, list, str, list]]:
                 stack += [(path + [k], v, level + 1) for k, v in node.items()]
 
 
-def _declared_variables(source: str) -> dict[str, list[tuple[str, str | None]]]:
-    """Class -> [(name regex, unit)] of one checks file, inherited within it."""
-    tree = ast.parse(source)
-    consts: dict[str, Any] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
-                and isinstance(node.targets[0], ast.Name):
-            try:
-                consts[node.targets[0].id] = ast.literal_eval(node.value)
-            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                pass
-    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
-
-    def mro(name: str, seen: tuple = ()) -> list[ast.ClassDef]:
-        node = classes.get(name)
-        if node is None or name in seen:
-            return []
-        out = [node]
-        for base in node.bases:
-            if isinstance(base, ast.Name):
-                out += [c for c in mro(base.id, seen + (name,)) if c not in out]
-        return out
-
-    out = {}
-    for name in classes:
-        chain = mro(name)
-        attrs: dict[str, Any] = {}
-        for klass in reversed(chain):          # the class's own attributes win
-            attrs.update(_literal_attrs(klass))
-        ev = _Eval(consts, attrs)
-        out[name] = list(dict.fromkeys(v for klass in chain for v in ev.tables(klass)))
-    return out
-
-
-def _literal_attrs(klass: ast.ClassDef) -> dict[str, Any]:
-    attrs = {}
-    for stmt in klass.body:
-        if isinstance(stmt, ast.Assign):
-            for target in stmt.targets:
-                if isinstance(target, ast.Name):
-                    try:
-                        attrs[target.id] = ast.literal_eval(stmt.value)
-                    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                        pass
-    return attrs
-
-
-class _Eval:
-    """Just enough evaluation of a check's methods to name its performance variables:
-    possible values of an expression (a list), or None when they cannot be known."""
-
-    def __init__(self, consts: Mapping[str, Any], attrs: Mapping[str, Any]) -> None:
-        self.consts, self.attrs = consts, attrs
-        self.local: dict[str, ast.expr] = {}
-        self.depth = 0
-
-    def tables(self, klass: ast.ClassDef) -> list[tuple[str, str | None]]:
-        out = []
-        for fn in klass.body:
-            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                continue
-            self.local = {t.id: n.value for n in ast.walk(fn) if isinstance(n, ast.Assign)
-                          for t in n.targets if isinstance(t, ast.Name)}
-            for node in ast.walk(fn):
-                if isinstance(node, ast.Dict) and node.values and all(map(_is_row, node.values)):
-                    out += [(self.pattern(k, {}), u) for k, v in zip(node.keys, node.values)
-                            if k is not None for u in self.units(v, {})]
-                elif isinstance(node, ast.DictComp) and _is_row(node.value):
-                    for env in self.bindings(node.generators, {}):
-                        out += [(self.pattern(node.key, env), u)
-                                for u in self.units(node.value, env)]
-        return out
-
-    def units(self, row: ast.Tuple, env: dict) -> list[str | None]:
-        got = self.values(row.elts[2], env)
-        return [u if isinstance(u, str) else None for u in got] if got else [None]
-
-    def bindings(self, gens: Sequence[ast.comprehension], env: dict) -> list[dict]:
-        if not gens:
-            return [env]
-        gen, out = gens[0], []
-        elems = self.elements(gen.iter, env)
-        for elem in (elems if elems is not None else [_UNKNOWN]):
-            bound = dict(env)
-            _bind(gen.target, elem, bound)
-            out += self.bindings(gens[1:], bound)
-        return out
-
-    def values(self, expr: ast.expr, env: dict) -> list | None:
-        self.depth += 1
-        try:
-            return None if self.depth > 20 else self._values(expr, env)
-        finally:
-            self.depth -= 1
-
-    def _values(self, expr: ast.expr, env: dict) -> list | None:
-        if isinstance(expr, ast.Constant):
-            return [expr.value]
-        if isinstance(expr, ast.Name):
-            if expr.id in env:
-                return None if env[expr.id] is _UNKNOWN else [env[expr.id]]
-            if expr.id in self.local:
-                return self.values(self.local[expr.id], {})
-            return [self.consts[expr.id]] if expr.id in self.consts else None
-        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) \
-                and expr.value.id == 'self' and expr.attr in self.attrs:
-            return [self.attrs[expr.attr]]
-        if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name) \
-                and isinstance(self.consts.get(expr.value.id), dict):
-            return list(self.consts[expr.value.id].values())
-        if isinstance(expr, ast.Tuple):
-            parts = [self.values(e, env) for e in expr.elts]
-            if any(p is None or len(p) != 1 for p in parts):
-                return None
-            return [tuple(p[0] for p in parts)]
-        return None
-
-    def elements(self, expr: ast.expr, env: dict) -> list | None:
-        """What iterating over ``expr`` gives."""
-        if isinstance(expr, (ast.Tuple, ast.List, ast.Set)):
-            got = [self.values(e, env) for e in expr.elts]
-            return None if any(g is None for g in got) else [v for g in got for v in g]
-        if isinstance(expr, (ast.ListComp, ast.SetComp, ast.GeneratorExp)):
-            out = []
-            for bound in self.bindings(expr.generators, env):
-                got = self.values(expr.elt, bound)
-                if got is None:
-                    return None
-                out += got
-            return out
-        if isinstance(expr, ast.Name) and expr.id not in env and expr.id in self.local:
-            return self.elements(self.local[expr.id], {})
-        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) \
-                and expr.func.attr in ('keys', 'values', 'items') and not expr.args:
-            got = self.values(expr.func.value, env)
-            if got and len(got) == 1 and isinstance(got[0], dict):
-                return list(getattr(got[0], expr.func.attr)())
-            return None
-        got = self.values(expr, env)
-        if got and len(got) == 1 and isinstance(got[0], (tuple, list, set, dict, str)):
-            return list(got[0])
-        return None
-
-    def pattern(self, expr: ast.expr, env: dict) -> str:
-        """A regular expression of the names a key expression can take."""
-        if isinstance(expr, ast.JoinedStr):
-            return ''.join(self.pattern(part.value if isinstance(part, ast.FormattedValue)
-                                        else part, env) for part in expr.values)
-        got = self.values(expr, env)
-        if got is None:
-            return _ANY_PART
-        return '(?:' + '|'.join(re.escape(str(v)) for v in got) + ')'
-
-
-_UNKNOWN = object()
-
-
-def _is_row(node: ast.expr) -> bool:
-    """``(operation, metric, unit)``: a performance variable's table entry."""
-    return isinstance(node, ast.Tuple) and len(node.elts) == 3
-
-
-def _bind(target: ast.expr, value: Any, env: dict) -> None:
-    if isinstance(target, ast.Name):
-        env[target.id] = value
-    elif isinstance(target, (ast.Tuple, ast.List)):
-        ok = isinstance(value, (tuple, list)) and len(value) == len(target.elts)
-        for i, t in enumerate(target.elts):
-            _bind(t, value[i] if ok else _UNKNOWN, env)
-
-
-# ------------------------------------------------------------------ deriving
 def _round_sig(x: float, digits: int = 3) -> float:
     if x == 0 or not math.isfinite(x):
         return x
@@ -842,13 +453,7 @@ def check_files(paths: Sequence[str], variables: CheckVariables | None = None,
     return EXIT_ERROR if bad else 0
 
 
-def main_refs(argv: Sequence[str] | None = None) -> int:
-    """``h5regress refs``: derive reference envelopes from history and write them.
-
-    Exit codes: 0 written (or --dry-run, or --check found nothing wrong), 4 error
-    (malformed file, a class, variable or unit no check declares, no history, a
-    directory that cannot be written).
-    """
+def _refs_parser() -> ArgParser:
     parser = ArgParser(
         prog='h5regress refs',
         description='Derive reference envelopes per system:partition from the nightly '
@@ -877,7 +482,17 @@ def main_refs(argv: Sequence[str] | None = None) -> int:
                              'performance variables and units the checks declare, only '
                              'configured system:partitions (ReFrame '
                              'itself only warns and drops the test of a malformed file)')
-    args, code = parse_args(parser, argv)
+    return parser
+
+
+def main_refs(argv: Sequence[str] | None = None) -> int:
+    """``h5regress refs``: derive reference envelopes from history and write them.
+
+    Exit codes: 0 written (or --dry-run, or --check found nothing wrong), 4 error
+    (malformed file, a class, variable or unit no check declares, no history, a
+    directory that cannot be written).
+    """
+    args, code = parse_args(_refs_parser(), argv)
     if args is None:
         return code
     if args.check:

@@ -76,3 +76,33 @@ def path_with_tools(*names: str, how: str = '') -> str:
             pytest.fail(f'H5REGRESS_EXPECT_SPACK is set: {why}', pytrace=False)
         pytest.skip(why)
     return path
+
+
+def stub_path(tmp_path: Path, *tools: str) -> dict:
+    """PATH with do-nothing stand-ins for ``tools``: a dry run needs a binary to name."""
+    bindir = tmp_path / 'stub-bin'
+    bindir.mkdir()
+    for tool in tools:
+        (bindir / tool).write_text('#!/bin/sh\nexit 0\n')
+        (bindir / tool).chmod(0o755)
+    return {'PATH': f'{bindir}:{os.environ["PATH"]}'}
+
+
+def load_check_file(name: str, module_name: str):
+    """``reframe/checks/<name>`` as a module (its check classes, not run by ReFrame),
+    loaded without a Spack manifest: the PATH build only, so that a Spack environment
+    installed in this checkout changes nothing."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(module_name, REPO / 'reframe' / 'checks' / name)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module     # ReFrame reads the classes' source
+    saved = os.environ.get('H5REGRESS_MANIFEST')
+    os.environ['H5REGRESS_MANIFEST'] = 'none'
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        if saved is None:
+            del os.environ['H5REGRESS_MANIFEST']
+        else:
+            os.environ['H5REGRESS_MANIFEST'] = saved
+    return module

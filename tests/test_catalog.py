@@ -1,6 +1,10 @@
 """The benchmark declarations (h5regress/catalog.py) and what is derived from them."""
 
+from pathlib import Path
+
 from h5regress import catalog, gateconfig, manifest, parsers, refs
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def test_manifest_layout_is_derived_from_the_declarations():
@@ -54,3 +58,25 @@ def test_the_memory_warning_is_the_suites_once():
     assert 'something else' in warnings
     # where the suite cannot tell (node memory unknown), the tool's own is kept
     assert runresults.record_warnings(run, 100, None, 1) == [kernel, 'something else']
+
+
+def test_a_new_tool_is_the_places_the_readme_names():
+    """Every declared tool has a check that runs it (as ReFrame describes the checks),
+    its parser, its reference file, and its Spack line where a package installs it;
+    the README's "Adding a benchmark" names exactly these places."""
+    described = refs.described_checks()
+    spack = (REPO / 'spack-env' / 'spack.yaml').read_text()
+    for bench in catalog.BENCHMARKS.values():
+        assert any(t['tool'] == bench.tool for t in described), f'no check runs {bench.tool}'
+        assert parsers.parser_for(bench.tool)
+        assert (gateconfig.REFERENCES_DIR / bench.reference_file).is_file(), bench.tool
+        if bench.package:
+            assert f'    - {bench.package}@' in spack, bench.package
+    readme = (REPO / 'README.md').read_text()
+    section = readme.split('### Adding a benchmark\n')[1].split('\n### ')[0]
+    for place in ('reframe/checks/<tool>.py', 'h5regress/parsers/<parser>.py',
+                  'h5regress/catalog.py', 'reframe/config/references/<references>',
+                  'ci/gate.yaml', 'spack-env/spack.yaml'):
+        assert place in section, place
+    row = readme.split('### Adding a row\n')[1].split('\n## ')[0]
+    assert 'ROWS' in row and 'PATHS' in row and 'h5regress/parsers/h5paths_table.py' in row

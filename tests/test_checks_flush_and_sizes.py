@@ -3,7 +3,6 @@ include getting the data to storage, and the sizes ``local`` gives FLASH-IO (dry
 stub binaries, no benchmark runs)."""
 
 import importlib.util
-import os
 import re
 import sys
 from pathlib import Path
@@ -13,18 +12,9 @@ import pytest
 from h5regress.durability import write_flush_of
 from h5regress.parsers import RunFailed, macsio
 from h5regress.parsers.base import MIB
-from reframe_run import OWN_FIXTURES, REPO, run_reframe
+from reframe_run import OWN_FIXTURES, REPO, run_reframe, stub_path
 
 MACSIO_CASE = OWN_FIXTURES / 'macsio' / 'own-hdf5-mif2-p1M-d3'
-
-
-def stub_path(tmp_path, *tools):
-    bindir = tmp_path / 'stub-bin'
-    bindir.mkdir()
-    for tool in tools:
-        (bindir / tool).write_text('#!/bin/sh\nexit 0\n')
-        (bindir / tool).chmod(0o755)
-    return {'PATH': f'{bindir}:{os.environ["PATH"]}'}
 
 
 def job_scripts(workdir, prefix):

@@ -17,7 +17,8 @@ import pytest
 
 from h5regress import gate, gateconfig, manifest, perflog
 from h5regress.parsers import h5paths as parser
-from reframe_run import REPO, run_reframe
+from h5regress.parsers.h5paths_table import PATHS, Row
+from reframe_run import REPO, load_check_file, run_reframe
 from test_reliability import chained_config, full_fs  # noqa: F401 (a fixture)
 
 CHECKS = REPO / 'reframe' / 'checks' / 'h5paths.py'
@@ -26,19 +27,7 @@ CHECKS = REPO / 'reframe' / 'checks' / 'h5paths.py'
 def check_module():
     """The check file as a module, loaded without a Spack manifest (as the ReFrame runs
     of these tests are)."""
-    spec = importlib.util.spec_from_file_location('h5paths_check_file', CHECKS)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    saved = os.environ.get('H5REGRESS_MANIFEST')
-    os.environ['H5REGRESS_MANIFEST'] = 'none'
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        if saved is None:
-            del os.environ['H5REGRESS_MANIFEST']
-        else:
-            os.environ['H5REGRESS_MANIFEST'] = saved
-    return module
+    return load_check_file('h5paths.py', 'h5paths_check_file')
 
 
 def test_the_table_covers_the_issue():
@@ -63,6 +52,21 @@ def test_the_table_covers_the_issue():
     # warm reads of every compound and conversion path (where a conversion regression shows)
     assert {r[0] for r in rows if r[7] == 'keep'} == {
         p for p in parser.PHASES if p.startswith(('compound-', 'convert-'))}
+
+
+def test_a_row_is_one_line_of_the_one_paths_table():
+    """Rows name only what differs from Row's defaults; every path a row runs is in the
+    one paths table (PATHS) the parser reads its phases from, and every path of the
+    kernel (its --path list) is in it."""
+    checks = check_module()
+    assert all(isinstance(r, Row) for r in checks.ROWS)
+    assert {r.path for r in checks.ROWS} == set(PATHS) == set(parser.PHASES)
+    kernel = ''.join(p.read_text() for p in (REPO / 'kernels' / 'h5paths' / 'src').glob('*.c'))
+    kernel_paths = set(re.findall(r'\{"([a-z0-9-]+)", "[a-z]+", [01], ', kernel))
+    assert kernel_paths == set(PATHS)
+    rows_source = re.search(r'^ROWS = \[\n(.*?)^\]', CHECKS.read_text(), re.M | re.S)[1]
+    one_line = [ln for ln in rows_source.splitlines() if ln.strip().startswith('Row(')]
+    assert len(one_line) == len(checks.ROWS) and all(ln.endswith('),') for ln in one_line)
 
 
 def test_every_hdf5_row_has_one_gated_metric_and_its_twin_a_canary():
@@ -102,17 +106,17 @@ def test_options_of_a_row():
     assert checks.row_options(params) == [
         '--path', 'compound-subset', '--api', 'hdf5', '--transfer', 'independent',
         '--layout', 'chunked', '--chunk-elements', '4096', '--modify-write-buf',
-        '--libver', 'v110', '--elements', str(checks.SIZES['compound-subset']['elements']),
+        '--libver', 'v110', '--elements', str(PATHS['compound-subset'].elements),
         '--objects', '1', '--iterations', '2', '--read-cache', 'keep',
-        '--read-repeats', str(checks.WARM_READ_REPEATS['compound-subset'])]
+        '--read-repeats', str(PATHS['compound-subset'].warm_read_repeats)]
     params = checks.row_params(('many-datasets', 'hdf5', 'collective', 'contiguous', False,
                                 True, 'earliest', 'evict', True), size_factor=0.5,
                                chunk_elements=4096,
                                iterations=1)
     # a metadata path's work is its objects; its datasets stay their size
     assert params['chunk_elements'] == 0
-    assert params['objects'] == checks.SIZES['many-datasets']['objects'] // 2
-    assert params['elements'] == checks.SIZES['many-datasets']['elements']
+    assert params['objects'] == PATHS['many-datasets'].objects // 2
+    assert params['elements'] == PATHS['many-datasets'].elements
     assert '--coll-metadata' in checks.row_options(params)
     assert '--chunk-elements' not in checks.row_options(params)
     assert '--read-cache' not in checks.row_options(params)     # the kernel's default
@@ -131,7 +135,7 @@ def test_efc_has_a_twin_without_the_cache():
                      False: 'efc-hdf5-collective-contiguous-earliest-efc0'}
     opts = {r[8]: checks.row_options(checks.row_params(r, chunk_elements=4096, iterations=2))
             for r in efc}
-    objects = str(checks.SIZES['efc']['objects'])
+    objects = str(PATHS['efc'].objects)
     assert opts[True][opts[True].index('--efc-size') + 1] == objects
     assert opts[False][opts[False].index('--efc-size') + 1] == '0'
     for o in opts.values():

@@ -11,11 +11,9 @@
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
 import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,7 +21,7 @@ import pytest
 from h5regress import perflog, runresults
 from h5regress.parsers import ior
 from h5regress.parsers.base import Measurement, ParsedRun
-from reframe_run import REPO, path_with_tools, run_reframe
+from reframe_run import REPO, load_check_file, path_with_tools, run_reframe
 
 FIXTURE = Path(__file__).resolve().parent / 'fixtures' / 'ior' / \
     'json-one-read-execution-per-repetition'
@@ -33,22 +31,7 @@ READS = [f'ior-read-{i}.json' for i in (1, 2, 3)]
 @functools.cache
 def ior_checks():
     """reframe/checks/ior.py as a module (its check classes, not run by ReFrame)."""
-    spec = importlib.util.spec_from_file_location('ior_checks_under_test',
-                                                  REPO / 'reframe' / 'checks' / 'ior.py')
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module     # ReFrame reads the classes' source
-    # the classes' HDF5 builds come from a manifest: none here (the PATH build), so
-    # that a Spack environment being installed in this checkout changes nothing
-    saved = os.environ.get('H5REGRESS_MANIFEST')
-    os.environ['H5REGRESS_MANIFEST'] = 'none'
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        if saved is None:
-            del os.environ['H5REGRESS_MANIFEST']
-        else:
-            os.environ['H5REGRESS_MANIFEST'] = saved
-    return module
+    return load_check_file('ior.py', 'ior_checks_under_test')
 
 
 def read_runs() -> list[ParsedRun]:

@@ -1,19 +1,8 @@
 """ReFrame loads the checks with their parameters, and --dry-run writes the job scripts."""
 
-import os
 import re
 
-from reframe_run import REPO, run_reframe
-
-
-def stub_path(tmp_path, *tools):
-    """PATH with do-nothing stand-ins for ``tools``: a dry run needs a binary to name."""
-    bindir = tmp_path / 'stub-bin'
-    bindir.mkdir()
-    for tool in tools:
-        (bindir / tool).write_text('#!/bin/sh\nexit 0\n')
-        (bindir / tool).chmod(0o755)
-    return {'PATH': f'{bindir}:{os.environ["PATH"]}'}
+from reframe_run import REPO, run_reframe, stub_path
 
 
 def job_scripts(workdir):

@@ -212,15 +212,6 @@ def test_reference_file_names_come_from_the_checks():
     assert named == shipped
 
 
-def test_check_classes_inherit_within_their_file():
-    src = ("class base(X):\n    tool = 't'\n    reference = {'$ref': '../config/references/t.yaml'}\n"
-           "class mid(base):\n    pass\n"
-           "class leaf(mid):\n    tool = 'u'\n"
-           "class other(Y):\n    x = 1\n")
-    assert refs._check_classes(src) == {'base': ('t', 't.yaml'), 'mid': ('t', 't.yaml'),
-                                        'leaf': ('u', 't.yaml'), 'other': (None, None)}
-
-
 def test_refs_cli_bad_config_is_an_error(tmp_path, capsys):
     hdir = tmp_path / 'hist'
     make_history(hdir, nights=1)
@@ -281,23 +272,17 @@ def test_refs_check_passes_the_shipped_files_and_the_checks_own_variables(tmp_pa
     assert "has no performance variable 'write_size'" in capsys.readouterr().err
 
 
-def test_check_variables_follow_the_checks_tables():
-    src = ("OPS = ('a', 'b')\nNAMES = {'x': 'ex', 'y': 'why'}\n"
-           "class base(X):\n    kind = ''\n"
-           "    def perf_table(self, p):\n        op = self.kind\n"
-           "        return {f'{op}_rate': (op, 'rate', 'MiB/s'), 'total': ('t', 'time', 's')}\n"
-           "class leaf(base):\n    kind = 'write'\n"
-           "class loops(X):\n    def setup(self):\n"
-           "        names = [NAMES[n] for n in self.files.split(',')]\n"
-           "        self.set_perf_variables({f'{n}_{o}_{self.size}': (o, n, u) for n in names\n"
-           "                                 for o in OPS for u in ('ops/s',)})\n")
-    got = refs._declared_variables(src)
-    cv = refs.CheckVariables(got)
-    assert cv.units('leaf', 'write_rate') == {'MiB/s'}
-    assert cv.units('leaf', 'read_rate') is None
-    assert cv.units('leaf', 'total') == {'s'}
-    assert cv.units('loops', 'why_b_64') == {'ops/s'}       # a parameter matches any word
-    assert cv.units('loops', 'zed_b_64') is None
+def test_check_variables_are_what_reframe_describes():
+    """Declared at init, the performance variables are ReFrame's to tell: every variant
+    of a parameterised check lists its own (h5bench's exerciser names its largest buffer)."""
+    cv = refs.CheckVariables.from_checks()
+    assert cv.units('h5bench_exerciser_check', 'write_raw_rate') == {'MiB/s'}
+    assert cv.units('h5paths_check', 'write_bw') == {'MiB/s'}
+    assert cv.units('flashio_check', 'plotfile_time') == {'s'}
+    assert cv.units('ior_check', 'write_bandwidth') is None
+    described = refs.described_checks()
+    assert all(t['perf_variables'] and set(t['perf_units']) == set(t['perf_variables'])
+               for t in described if t['@class'].endswith('_check'))
 
 
 @pytest.fixture

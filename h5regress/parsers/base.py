@@ -28,6 +28,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import errno
+import json
 import math
 import os
 import posixpath
@@ -235,6 +236,20 @@ class ExpectedFile:
     wrong_size: str = '{name}: {size} B on disk, {expected} B reported'
     out_of_range: str = '{name}: {size} B, expected {min_size} to {max_size} B'
     fields: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def kernel_summary(tool: str, path: str, text: str) -> dict[str, Any] | None:
+    """The JSON summary one of this project's kernels wrote (``--json``), or None when
+    ``text`` is not one; RunFailed when it is one, cut short or malformed."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        if f'"{tool}"' in text:
+            raise RunFailed(f'{tool}: {path}: truncated or invalid JSON summary ({e})') from None
+        return None
+    if not isinstance(data, dict) or data.get('tool') != tool:
+        return None
+    return data
 
 
 def check_files(expected: Iterable[ExpectedFile], written: Mapping[str, int]) -> list[str]:

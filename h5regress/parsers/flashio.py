@@ -39,14 +39,13 @@ ends in the page cache; the original FLASH-IO never flushes).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
 from h5regress.parsers.base import MIB, ExpectedFile, Measurement, ParsedRun, ParseError, \
-    RunFailed, check_files as check_expected
+    RunFailed, check_files as check_expected, kernel_summary
 from h5regress.durability import FSYNC, NONE, WRITE_FLUSH, flush_map
 from h5regress.toolversion import FROM_OUTPUT
 
@@ -80,7 +79,7 @@ def parse(files: Mapping[str, str]) -> list[ParsedRun]:
     runs = []
     for path, text in files.items():
         if path.endswith('.json'):
-            data = _load_json(path, text)
+            data = kernel_summary(TOOL, path, text)
             if data is not None:
                 runs.append(_from_json(path, data))
     if runs:
@@ -127,18 +126,6 @@ def _check_stderr(stderr: str, files: Mapping[str, str]) -> None:
     m = _MPI_ABORT.search(stderr)
     if m:
         raise RunFailed(f'flash-io: {where}: {m.group(0).strip()}')
-
-
-def _load_json(path: str, text: str) -> dict[str, Any] | None:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        if '"flash-io"' in text:
-            raise RunFailed(f'flash-io: {path}: truncated or invalid JSON summary ({e})') from None
-        return None
-    if not isinstance(data, dict) or data.get('tool') != TOOL:
-        return None
-    return data
 
 
 def _measurements(per_kind: dict[str, dict[str, list[float]]]) -> list[Measurement]:

@@ -111,29 +111,24 @@ import csv
 import io
 import posixpath
 import re
-import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from h5regress.durability import FSYNC, NONE, READ_PAGE_CACHE, WRITE_FLUSH, flush_map
-from h5regress.parsers.base import MIB, Measurement, ParsedRun, ParseError, RunFailed, \
-    basename, by_directory, parse_size, to_mib_per_s
+from h5regress.durability import FSYNC, NONE, WRITE_FLUSH, flush_map
+from h5regress.parsers.base import (MIB, Measurement, ParsedRun, ParseError, RunFailed,
+                                    basename, by_directory)
+# shared with the exerciser and metadata readers; the names tests use stay here too
+from h5regress.parsers.h5bench_common import (  # noqa: F401
+    MAX_RATE_PER_RANK, SAME_EXECUTION_READ, TOOL, _check_rate, _is_stderr, _is_stdout, _pick,
+    _stderr_problem, compute_time_s, parse_cfg, parse_ini, to_bytes, to_mib_s)
+from h5regress.parsers.h5bench_exerciser_metadata import parse_exerciser, parse_metadata
 
-TOOL = 'h5bench'
 
-#: Plausibility ceiling for any rate, per rank (MiB/s): 64 GiB/s.
-MAX_RATE_PER_RANK = 64 * 1024.0
-
-#: Configuration keys that are paths, not parameters.
-_PATH_KEYS = {'csv_file', 'env_metadata_file', 'csv-file', 'hdf5-file'}
 #: Benchmarks of the pattern family (write/read style output).
 _PATTERN_KINDS = {'write', 'read', 'append', 'overwrite', 'write-unlimited',
                   'write_var_normal_dist'}
 _KNOWN_KINDS = _PATTERN_KINDS | {'exerciser', 'metadata'}
 
-_EXERCISER_COLS = ('write_time', 'write_rate', 'read_time', 'read_rate', 'dataset_create',
-                   'group_create', 'attribute_write', 'file_open', 'file_close', 'file_flush',
-                   'other_close')
 _RUNNER_LINE_RE = re.compile(r'^\S+ \S+ h5bench - (?P<level>[A-Z]+) - (?P<msg>.*)$')
 
 
@@ -142,13 +137,6 @@ class UnsupportedFeature(RunFailed):
 
 
 # --------------------------------------------------------------------------- helpers
-
-def _is_stdout(name: str) -> bool:
-    return name in ('stdout', 'stdout.txt') or name.endswith('.out')
-
-
-def _is_stderr(name: str) -> bool:
-    return name in ('stderr', 'stderr.txt') or name.endswith('.err')
 
 
 def _is_runner_log(name: str) -> bool:
@@ -162,125 +150,12 @@ def wanted(relpath: str) -> bool:
             or name.endswith(('.cfg', '.ini', '.csv')))
 
 
-def to_bytes(value: float | str, unit: str, source: str = 'h5bench') -> float:
-    """h5bench size (``640.000``, ``MB``) -> bytes: the prefixes of its
-    ``format_human_readable`` (K, M, G, T) step by 1024, so its "MB" is MiB."""
-    size = parse_size(value, unit)
-    if size is None:
-        raise ParseError(f'{source}: unknown h5bench size unit {unit!r}')
-    return float(size)
-
-
-def to_mib_s(value: float | str, unit: str, source: str = 'h5bench') -> float:
-    """h5bench rate (``393.198``, ``MB/s``) -> MiB/s (its "MB" is MiB, as in :func:`to_bytes`)."""
-    return to_mib_per_s(value, unit, source=source)
-
-
-def compute_time_s(text: str) -> float | None:
-    """``EMULATED_COMPUTE_TIME_PER_TIMESTEP`` -> seconds, read like h5bench's parse_time.
-
-    ``100 ms`` -> 0.1; no unit means seconds; a unit starting with ``u`` is
-    microseconds, ``ms``/``MS`` milliseconds, any other ``m``/``M`` minutes.
-    """
-    parts = text.split()
-    if not parts:
-        return None
-    try:
-        num = int(float(parts[0]))
-    except ValueError:
-        return None
-    unit = parts[1] if len(parts) > 1 else 's'
-    if unit in ('ms', 'MS'):
-        return num * 1e-3
-    first = unit[0].lower()
-    scale = {'s': 1.0, 'm': 60.0, 'u': 1e-6}.get(first)
-    return None if scale is None else num * scale
-
-
-def _value(text: str) -> Any:
-    text = text.strip()
-    if text.upper() in ('YES', 'NO'):
-        return text.upper() == 'YES'
-    if text.lower() in ('true', 'false'):
-        return text.lower() == 'true'
-    for conv in (int, float):
-        try:
-            return conv(text)
-        except ValueError:
-            pass
-    return text
-
-
-def parse_cfg(text: str) -> dict[str, Any]:
-    """h5bench's key=value configuration -> params (lower-case keys, paths left out)."""
-    params: dict[str, Any] = {}
-    for line in text.splitlines():
-        line = line.split('#', 1)[0].strip()
-        if '=' not in line:
-            continue
-        key, val = (s.strip() for s in line.split('=', 1))
-        key = key.lower()
-        if key in _PATH_KEYS:
-            continue
-        if key == 'emulated_compute_time_per_timestep':
-            params[key] = val
-            params[key + '_s'] = compute_time_s(val)
-        else:
-            params[key] = _value(val)
-    return params
-
-
-def parse_ini(text: str) -> dict[str, Any]:
-    """The metadata benchmark's ``hdf5_iotest.ini`` ([DEFAULT] key = value) -> params."""
-    params: dict[str, Any] = {}
-    for line in text.splitlines():
-        line = line.split('#', 1)[0].split(';', 1)[0].strip()
-        if '=' not in line or line.startswith('['):
-            continue
-        key, val = (s.strip() for s in line.split('=', 1))
-        if key.lower() not in _PATH_KEYS:
-            params[key.lower().replace('-', '_')] = _value(val)
-    return params
-
-
-def _ranks_of_command(command: str) -> int | None:
-    try:
-        tokens = shlex.split(command)
-    except ValueError:
-        return None
-    for i, tok in enumerate(tokens[:-1]):
-        if tok in ('-np', '-n', '--np', '-N') and tokens[i + 1].isdigit():
-            return int(tokens[i + 1])
-        m = re.fullmatch(r'--ntasks=(\d+)', tok)
-        if m:
-            return int(m.group(1))
-    return None
-
-
 # --------------------------------------------------------------------------- failures
 
-_STDERR_FAILS = (
-    (re.compile(r'Error detected in HDF5'), 'HDF5 error stack'),
-    (re.compile(r'MPI_ABORT was invoked|exiting improperly|exited on signal|'
-                r'Process received signal|Segmentation fault|Aborted \(core dumped\)'),
-     'MPI abort or crash'),
-)
 _STDOUT_FAIL_RE = re.compile(
     r'^.*(?:\bfailed\b|^Failed|Benchmark Failed|Unknown Parameter|^ERROR|'
     r'Error with opening file|Invalid (?:dimension|hyperslab|sleep|time)|must be >=|'
     r'requires [A-Z_/]+ no less than|does not support).*$', re.M | re.I)
-
-
-def _stderr_problem(text: str, where: str) -> str | None:
-    for regex, what in _STDERR_FAILS:
-        if regex.search(text):
-            detail = re.search(r'#000: .*? in (\w+\(\)): (.*)', text)
-            first = f' ({detail.group(1)}: {detail.group(2).strip()})' if detail else ''
-            if what != 'HDF5 error stack':
-                line = next(ln for ln in text.splitlines() if regex.search(ln))
-                first = f' ({line.strip()[:160]})'
-            return f'{where}: {what}{first}'
-    return None
 
 
 def _stdout_problem(text: str, where: str) -> RunFailed | None:
@@ -294,13 +169,6 @@ def _stdout_problem(text: str, where: str) -> RunFailed | None:
         seen = list(dict.fromkeys(lines))
         return RunFailed(f'{where}: {"; ".join(seen[:3])}')
     return None
-
-
-def _check_rate(name: str, mib_s: float, ranks: int | None, ceiling: float, where: str) -> None:
-    if ranks and mib_s / ranks > ceiling:
-        raise RunFailed(f'{where}: {name} {mib_s:.6g} MiB/s is {mib_s / ranks:.6g} MiB/s per rank, '
-                        f'above the plausibility ceiling of {ceiling:.6g} MiB/s per rank: '
-                        'the data cannot have been moved (failed I/O timed as instant)')
 
 
 # --------------------------------------------------------------------------- write/read
@@ -414,10 +282,6 @@ def write_flush(ms: list[Measurement], operation: str, mode: str,
         'observed_rate', 'observed_time', 'h5fflush_time')})
 
 
-#: the warning of a benchmark that reads back, in one execution, what it has just written
-SAME_EXECUTION_READ = ('read figures are cached: {what} reads back what it has just written, '
-                       'in the same execution (no page-cache drop between them)')
-
 _RANK_PARTICLES = re.compile(r'Number of particles in rank (\d+) = (\d+)')
 
 
@@ -470,11 +334,11 @@ def parse_pattern(group: Mapping[str, str], where: str, kind: str | None = None,
     ranks = res.get('ranks')
     mode = res.get('mode') or _stdout_field(stdout[1] if stdout else '', 'Mode') or 'SYNC'
     params.update({'benchmark': kind or operation, 'num_ranks': ranks, 'mode': mode})
-    for key in ('collective_data', 'subfiling'):
-        if key not in params and key in res_csv:
-            params[key] = res_csv[key]
-    if 'collective_metadata' not in params and 'collective_meta' in res_csv:
-        params['collective_metadata'] = res_csv['collective_meta']
+    # what the CSV states and the configuration file did not
+    for key, csv_key in (('collective_data', 'collective_data'), ('subfiling', 'subfiling'),
+                         ('collective_metadata', 'collective_meta')):
+        if key not in params and csv_key in res_csv:
+            params[key] = res_csv[csv_key]
 
     missing = [k for k in ('raw_rate', 'observed_rate', 'size') if k not in res]
     if missing:
@@ -488,6 +352,24 @@ def parse_pattern(group: Mapping[str, str], where: str, kind: str | None = None,
         _check_rate('raw rate', res['raw_rate'], ranks, max_rate_per_rank, src)
     _check_rate('observed rate', res['observed_rate'], ranks, max_rate_per_rank, src)
 
+    ms, warnings = _pattern_figures(res, params, operation, src)
+    prov: dict[str, Any] = dict(corrected)
+    if operation != 'read':
+        prov[WRITE_FLUSH] = write_flush(ms, operation, mode, params)
+    if command:
+        prov['command'] = command
+    if 'compute' in res:
+        prov['total_compute_time_s'] = res['compute']
+    data = re.search(r'^(?:Output|Read) data file:\s*(\S+)', stdout[1] if stdout else '', re.M)
+    if data:
+        prov['data_file'] = data.group(1)
+    return ParsedRun(tool=TOOL, params=params, provenance=prov, measurements=ms,
+                     warnings=warnings)
+
+
+def _pattern_figures(res: Mapping[str, Any], params: Mapping[str, Any], operation: str,
+                     src: str) -> tuple[list[Measurement], list[str]]:
+    """The measurements of a write/read run's results, and what makes them imprecise."""
     warnings = []
     if res.get('raw_time') == 0.0 and res['size'] > 0:
         warnings.append(f'{src}: raw time printed as 0.000 s: the raw rate is imprecise')
@@ -502,19 +384,7 @@ def parse_pattern(group: Mapping[str, str], where: str, kind: str | None = None,
         if key in res:
             ms.append(Measurement(operation, key, res[key], 's', False))
     ms.append(Measurement(operation, 'size', res['size'], 'B', True))
-    prov: dict[str, Any] = dict(corrected)
-    if operation != 'read':
-        prov[WRITE_FLUSH] = write_flush(ms, operation, mode, params)
-    if command:
-        prov['command'] = command
-    if 'compute' in res:
-        prov['total_compute_time_s'] = res['compute']
-    if stdout:
-        data = re.search(r'^(?:Output|Read) data file:\s*(\S+)', stdout[1], re.M)
-        if data:
-            prov['data_file'] = data.group(1)
-    return ParsedRun(tool=TOOL, params=params, provenance=prov, measurements=ms,
-                     warnings=warnings)
+    return ms, warnings
 
 
 def _stdout_field(text: str, name: str) -> str | None:
@@ -522,18 +392,21 @@ def _stdout_field(text: str, name: str) -> str | None:
     return m.group(1) if m else None
 
 
-def _pick(group: Mapping[str, str], pred) -> tuple[str, str] | None:
-    names = sorted(n for n in group if pred(n))
-    return (names[0], group[names[0]]) if names else None
+def _named_file(group: Mapping[str, str], suffix: str, naming: str,
+                text: str) -> tuple[list[str], tuple[str, str] | None]:
+    """The ``*<suffix>`` files of ``group``, and the one ``text`` names (``naming``'s
+    group 1), when it names one of them."""
+    files = sorted(n for n in group if n.endswith(suffix))
+    named = re.search(naming, text, re.M)
+    name = basename(named.group(1)) if named else None
+    return files, ((name, group[name]) if name in files else None)
 
 
 def _pick_cfg(group: Mapping[str, str], stdout: str) -> tuple[str, str] | None:
     """The ``*.cfg`` stdout names (``Configuration file: ...``), else the only one."""
-    cfgs = sorted(n for n in group if n.endswith('.cfg'))
-    named = re.search(r'^Configuration file:\s*(\S+)', stdout, re.M)
-    if named and basename(named.group(1)) in cfgs:
-        name = basename(named.group(1))
-        return name, group[name]
+    cfgs, named = _named_file(group, '.cfg', r'^Configuration file:\s*(\S+)', stdout)
+    if named:
+        return named
     if len(cfgs) > 1:
         raise ParseError(f'several configuration files ({", ".join(cfgs)}) and stdout names '
                          'none of them')
@@ -542,164 +415,14 @@ def _pick_cfg(group: Mapping[str, str], stdout: str) -> tuple[str, str] | None:
 
 def _pick_csv(group: Mapping[str, str], cfg: str) -> tuple[str, str] | None:
     """The CSV the configuration's ``CSV_FILE`` names, else the only ``*.csv``."""
-    csvs = sorted(n for n in group if n.endswith('.csv'))
-    named = re.search(r'^\s*CSV_FILE\s*=\s*(\S+)', cfg, re.M)
-    if named and basename(named.group(1)) in csvs:
-        name = basename(named.group(1))
-        return name, group[name]
-    return (csvs[0], group[csvs[0]]) if len(csvs) == 1 else None
+    csvs, named = _named_file(group, '.csv', r'^\s*CSV_FILE\s*=\s*(\S+)', cfg)
+    return named or ((csvs[0], group[csvs[0]]) if len(csvs) == 1 else None)
 
 
 # --------------------------------------------------------------------------- exerciser
 
-_EXER_ROW_RE = re.compile(r'^(Min|Med|Max|Avg|Std)\s+(\d+)((?:\s+[-\d.eE+]+){11})\s*$', re.M)
-_EXER_FLAGS_RE = re.compile(r'^useMetaDataCollectives:.*$', re.M)
-_EXER_FLAG_NAMES = {'useMetaDataCollectives': 'metadata_collectives',
-                    'addDerivedTypeDataset': 'derived_type_dataset',
-                    'addAttributes': 'attributes', 'useIndependentIO': 'independent_io',
-                    'numDims': 'num_dims', 'useChunked': 'chunked', 'rankShift': 'rank_shift'}
-
-
-def exerciser_args(command: str) -> dict[str, Any]:
-    """``--numdims 2 --minels 8 8 --indepio`` -> ``{"numdims": 2, "minels": [8, 8], ...}``."""
-    tokens = shlex.split(command)
-    start = next((i + 1 for i, t in enumerate(tokens) if basename(t) == 'h5bench_exerciser'), 0)
-    out: dict[str, Any] = {}
-    key = None
-    for tok in tokens[start:]:
-        if tok.startswith('--'):
-            key = tok[2:]
-            out[key] = True
-        elif key is not None:
-            val = _value(tok)
-            cur = out[key]
-            if cur is True:
-                out[key] = val
-            else:
-                out[key] = cur + [val] if isinstance(cur, list) else [cur, val]
-    return out
-
-
-def parse_exerciser(group: Mapping[str, str], where: str, command: str | None = None,
-                    max_rate_per_rank: float = MAX_RATE_PER_RANK) -> ParsedRun:
-    """One h5bench_exerciser run: median rates and times per buffer size."""
-    stdout = _pick(group, _is_stdout)
-    stderr = _pick(group, _is_stderr)
-    if stderr:
-        problem = _stderr_problem(stderr[1], f'{where}{stderr[0]}')
-        if problem:
-            raise RunFailed(problem)
-    if not stdout:
-        raise RunFailed(f'{where}: no stdout: the exerciser left no results')
-    src = f'{where}{stdout[0]}'
-    text = stdout[1]
-    errors = [ln.strip() for ln in text.splitlines()
-              if re.match(r'\s*(?:Rank \d+ - )?ERROR', ln)
-              or re.search(r'failed with rc|error -', ln)]
-    if errors:
-        raise RunFailed(f'{src}: {"; ".join(errors[:3])}')
-    if 'All done -- Finishing normally.' not in text:
-        raise RunFailed(f'{src}: no "All done -- Finishing normally." line: the run did not finish')
-    params: dict[str, Any] = {'benchmark': 'exerciser'}
-    if command:
-        params.update(exerciser_args(command))
-    flags = _EXER_FLAGS_RE.search(text)
-    if flags:
-        for name, val in re.findall(r'(\w+):\s*(-?\d+)', flags.group(0)):
-            params[_EXER_FLAG_NAMES.get(name, name)] = (
-                int(val) if name in ('numDims', 'rankShift') else val != '0')
-    ranks = _ranks_of_command(command) if command else None
-    params['num_ranks'] = ranks
-    rows = [(m.group(1), int(m.group(2)), [float(x) for x in m.group(3).split()])
-            for m in _EXER_ROW_RE.finditer(text)]
-    med = [(size, vals) for stat, size, vals in rows if stat == 'Med']
-    if not med:
-        raise RunFailed(f'{src}: no result rows')
-    ms = []
-    for size, vals in med:
-        col = dict(zip(_EXERCISER_COLS, vals))
-        for op in ('write', 'read'):
-            _check_rate(f'{op} rate at {size} B', col[f'{op}_rate'], ranks, max_rate_per_rank, src)
-            ms.append(Measurement(op, f'raw_rate_{size}B', col[f'{op}_rate'], 'MiB/s', True))
-            ms.append(Measurement(op, f'time_{size}B', col[f'{op}_time'], 's', False))
-        for op in _EXERCISER_COLS[4:]:
-            ms.append(Measurement(op, f'time_{size}B', col[op], 's', False))
-    prov: dict[str, Any] = {'command': command} if command else {}
-    # the exerciser times H5Dwrite alone (its H5Fflush is a column of its own), and
-    # reads back what it has just written, in the same execution: from the page cache
-    prov[WRITE_FLUSH] = flush_map(ms, ['write'], NONE)
-    prov[READ_PAGE_CACHE] = 'kept'
-    return ParsedRun(tool=TOOL, params=params, provenance=prov, measurements=ms,
-                     warnings=[SAME_EXECUTION_READ.format(what='the exerciser')])
-
 
 # --------------------------------------------------------------------------- metadata
-
-def _metadata_measurement(column: str, value: str, where: str) -> Measurement | None:
-    m = re.fullmatch(r'\s*([\w-]+)\s*\[([^\]]+)\]\s*', column)
-    if not m:
-        return None
-    name, unit = m.group(1), m.group(2)
-    try:
-        val = float(value)
-    except ValueError:
-        raise ParseError(f'{where}: column {column!r}: {value!r} is not a number') from None
-    if name == 'wall':
-        return Measurement('total', 'time', val, 's', False)
-    if name == 'fsize':
-        return Measurement('write', 'size', val, 'B', True)
-    parts = name.split('-')           # write-phase-min, creat-max, read-rate-min
-    op = {'creat': 'create'}.get(parts[0], parts[0])
-    stat = parts[-1]
-    what = '_'.join(parts[1:-1]) or 'time'
-    if what == 'rate':
-        if unit != 'MiB/s':
-            raise ParseError(f'{where}: column {column!r}: unexpected unit {unit!r}')
-        return Measurement(op, f'rate_{stat}', val, 'MiB/s', True)
-    metric = 'time' if what == 'time' else f'{what}_time'
-    return Measurement(op, f'{metric}_{stat}', val, 's', False)
-
-
-def parse_metadata(group: Mapping[str, str], where: str, command: str | None = None) -> ParsedRun:
-    """One h5bench_hdf5_iotest run: its CSV row, parameters from its ``.ini``."""
-    stderr = _pick(group, _is_stderr)
-    if stderr:
-        problem = _stderr_problem(stderr[1], f'{where}{stderr[0]}')
-        if problem:
-            raise RunFailed(problem)
-    csv_item = _pick(group, lambda n: n.endswith('.csv'))
-    if not csv_item:
-        raise RunFailed(f'{where}: no CSV: the metadata benchmark left no results')
-    rows = [r for r in csv.reader(io.StringIO(csv_item[1])) if r]
-    src = f'{where}{csv_item[0]}'
-    if len(rows) < 2:
-        raise RunFailed(f'{src}: no data row: the run did not finish')
-    header, row = rows[0], rows[1]
-    if len(row) != len(header):
-        raise RunFailed(f'{src}: data row has {len(row)} fields, header {len(header)}: truncated')
-    ini = _pick(group, lambda n: n.endswith('.ini'))
-    params: dict[str, Any] = {'benchmark': 'metadata'}
-    if ini:
-        params.update(parse_ini(ini[1]))
-    ms = []
-    for col, val in zip(header, row):
-        meas = _metadata_measurement(col, val, src)
-        if meas is not None:
-            ms.append(meas)
-        elif not ini:
-            params[col.strip().lower().replace('-', '_')] = _value(val)
-    if not ms:
-        raise ParseError(f'{src}: no measurement columns: not an hdf5_iotest CSV')
-    rows_, cols_ = params.get('process_rows'), params.get('process_columns')
-    params['num_ranks'] = (rows_ * cols_ if isinstance(rows_, int) and isinstance(cols_, int)
-                           else _ranks_of_command(command) if command else None)
-    prov: dict[str, Any] = {'command': command} if command else {}
-    # hdf5_iotest never flushes (H5Fclose through MPI-IO does not sync), and its read
-    # phase reads the file its write phase has just made, in the same execution
-    prov[WRITE_FLUSH] = flush_map(ms, ['write'], NONE)
-    prov[READ_PAGE_CACHE] = 'kept'
-    return ParsedRun(tool=TOOL, params=params, provenance=prov, measurements=ms,
-                     warnings=[SAME_EXECUTION_READ.format(what='hdf5_iotest')])
 
 
 # --------------------------------------------------------------------------- runner & parse
@@ -796,16 +519,7 @@ def outcomes(files: Mapping[str, str], max_rate_per_rank: float = MAX_RATE_PER_R
     if len(logs) > 1:
         raise ParseError(f'several h5bench runner logs: {", ".join(d + "/" + n for d, n in logs)}')
     if not logs:
-        results = []
-        for directory, group in sorted(groups.items()):
-            if detect_kind(group) is None:
-                continue
-            where = f'{directory}/' if directory else ''
-            results.append((directory or '.', _attempt(group, where, None, None,
-                                                        max_rate_per_rank)))
-        if not results:
-            raise ParseError(f'no h5bench output among {", ".join(sorted(files)) or "no files"}')
-        return results
+        return _directory_outcomes(files, groups, max_rate_per_rank)
 
     root, logname = logs[0]
     src = f'{root}/{logname}' if root else logname
@@ -844,6 +558,21 @@ def outcomes(files: Mapping[str, str], max_rate_per_rank: float = MAX_RATE_PER_R
     if not finished:
         results.append((src, RunFailed(f'{src}: no "Finishing h5bench Suite" line: the runner '
                                        'stopped before the end')))
+    return results
+
+
+def _directory_outcomes(files: Mapping[str, str], groups: Mapping[str, Mapping[str, str]],
+                        max_rate_per_rank: float) -> list[tuple[str, ParsedRun | RunFailed]]:
+    """Each benchmark directory's result or failure, without a runner log."""
+    results = []
+    for directory, group in sorted(groups.items()):
+        if detect_kind(group) is None:
+            continue
+        where = f'{directory}/' if directory else ''
+        results.append((directory or '.', _attempt(group, where, None, None,
+                                                    max_rate_per_rank)))
+    if not results:
+        raise ParseError(f'no h5bench output among {", ".join(sorted(files)) or "no files"}')
     return results
 
 

@@ -39,27 +39,12 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from h5regress.parsers.base import MIB, SYSTEM_ERRORS, ExpectedFile, Measurement, ParsedRun, \
-    ParseError, RunFailed, check_files as check_expected, find_error_line, is_stderr_name
+    ParseError, RunFailed, check_files as check_expected, find_error_line, is_stderr_name, \
+    kernel_summary
+# the paths and their phases: one table, which the check reads too
+from h5regress.parsers.h5paths_table import DATA_PHASES, PHASES
 
 TOOL = 'h5paths'
-
-#: phases that move array data (bandwidth) and phases that touch objects (rate)
-DATA_PHASES = ('write', 'write_subset', 'read', 'write_sources', 'read_vds')
-METADATA_PHASES = ('create', 'open_read', 'open_close')
-
-#: the timed phases of each path, in the kernel's order
-PHASES: dict[str, tuple[str, ...]] = {
-    **{p: ('write', 'read') for p in (
-        'compound-same', 'compound-superset', 'compound-reorder', 'convert-none',
-        'convert-float-double', 'convert-endian', 'chunked-deflate', 'partial-chunk',
-        'multi-dataset')},
-    'compound-subset': ('write', 'read', 'write_subset'),
-    'many-datasets': ('create', 'open_read'),
-    'attributes': ('create', 'open_read'),
-    'efc': ('create', 'open_read'),
-    'open-close': ('open_close',),
-    'vds': ('write_sources', 'read_vds'),
-}
 
 #: the record parameters, as the kernel's JSON ``params`` names them
 PARAMS = ('path', 'api', 'transfer', 'layout', 'chunk_elements', 'modify_write_buf',
@@ -133,7 +118,7 @@ def parse(files: Mapping[str, str]) -> list[ParsedRun]:
         raise ParseError('h5paths: nothing to parse')
     streams = {p: t for p, t in files.items() if not p.endswith('.json')}
     summaries = [(p, d) for p, t in files.items() if p.endswith('.json')
-                 for d in [_load_json(p, t)] if d is not None]
+                 for d in [kernel_summary(TOOL, p, t)] if d is not None]
     line = unavailable(files)
     if line:
         raise RunFailed(line)
@@ -158,18 +143,6 @@ def parse(files: Mapping[str, str]) -> list[ParsedRun]:
 
 
 # ------------------------------------------------------------------ helpers
-
-def _load_json(path: str, text: str) -> dict[str, Any] | None:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        if '"h5paths"' in text:
-            raise RunFailed(f'h5paths: {path}: truncated or invalid JSON summary ({e})') from None
-        return None
-    if not isinstance(data, dict) or data.get('tool') != TOOL:
-        return None
-    return data
-
 
 def _check_status(path: str, d: Mapping[str, Any]) -> None:
     status, errors = d.get('status'), d.get('errors') or []
@@ -197,17 +170,7 @@ def _from_json(path: str, d: dict[str, Any]) -> ParsedRun:
     except (KeyError, TypeError, ValueError) as e:
         raise ParseError(f'h5paths: {path}: malformed JSON summary ({e!r})') from None
     _check_moved_as_asked(path, per_phase, expected)
-    measurements = []
-    for phase in phases:
-        seconds = [s for s, _, _ in per_phase[phase]]
-        if phase in DATA_PHASES:
-            bws = [b / MIB / s for s, b, _ in per_phase[phase]]
-            measurements.append(Measurement(phase, 'bw', _mean(bws), 'MiB/s', True, bws))
-        else:
-            rates = [o / s for s, _, o in per_phase[phase]]
-            measurements.append(Measurement(phase, 'ops_per_s', _mean(rates), '1/s', True,
-                                            rates))
-        measurements.append(Measurement(phase, 'time', _mean(seconds), 's', False, seconds))
+    measurements = _measurements(phases, per_phase)
     prov = {k: d[k] for k in ('kernel_version', 'hdf5_version', 'hdf5_version_source',
                               'hdf5_library', 'hdf5_library_source', 'read_cache') if k in d}
     prov['files'] = [{'name': PurePosixPath(f['name']).name, 'bytes': int(f['bytes'])}
@@ -240,6 +203,23 @@ def _from_json(path: str, d: dict[str, Any]) -> ParsedRun:
         warnings.append('--modify-write-buf asked, not applied: this HDF5 has no '
                         'H5Pset_modify_write_buf')
     return ParsedRun(TOOL, params, prov, measurements, warnings=warnings)
+
+
+def _measurements(phases: tuple[str, ...], per_phase: dict[str, list]) -> list[Measurement]:
+    """Bandwidth (data phases) or rate (object phases) and time of each phase, per
+    iteration the samples."""
+    measurements = []
+    for phase in phases:
+        seconds = [s for s, _, _ in per_phase[phase]]
+        if phase in DATA_PHASES:
+            bws = [b / MIB / s for s, b, _ in per_phase[phase]]
+            measurements.append(Measurement(phase, 'bw', _mean(bws), 'MiB/s', True, bws))
+        else:
+            rates = [o / s for s, _, o in per_phase[phase]]
+            measurements.append(Measurement(phase, 'ops_per_s', _mean(rates), '1/s', True,
+                                            rates))
+        measurements.append(Measurement(phase, 'time', _mean(seconds), 's', False, seconds))
+    return measurements
 
 
 def _mean(values: list[float]) -> float:

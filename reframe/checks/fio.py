@@ -123,7 +123,7 @@ class fio_check(IOBenchmark):
             raise ValueError(f'fio_check.file_state: {self.file_state!r} is not one of '
                              f'{", ".join(states)}')
 
-    def perf_table(self, p):
+    def perf_table(self):
         return {f'{op}_bw': (op, 'bw', 'MiB/s') for op in ('write', 'read')}
 
     @run_after('setup')

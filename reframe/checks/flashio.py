@@ -18,14 +18,11 @@ time); unset, FLASH's own 80-82.
 import os
 
 import reframe as rfm
-import reframe.utility.sanity as sn
-from reframe.core.builtins import (deferrable, fixture, parameter, sanity_function,
-                                   variable)
+from reframe.core.builtins import fixture, parameter, variable
 
 from h5regress import proof, tools
 from h5regress.builds import BuiltByFixture, KernelBuild
-from h5regress.checkbase import HDF5Benchmark, shell_word
-from h5regress.parsers import flashio
+from h5regress.checkbase import KernelBenchmark, shell_word
 
 SUMMARY = 'flashio.json'
 KINDS = {'checkpoint': 'checkpoint', 'plot': 'plotfile', 'corner': 'corner'}
@@ -43,7 +40,7 @@ class build_flashio(KernelBuild):
     kernel = 'flash-io'
 
 
-class flashio_base(HDF5Benchmark):
+class flashio_base(KernelBenchmark):
     #: (api, transfer): HDF5 against MPI-IO, collective against independent.
     benchmark = parameter([
         ('hdf5', 'collective'),
@@ -125,21 +122,10 @@ class flashio_base(HDF5Benchmark):
                           min_each=checkpoint if kind == 'checkpoint' else 1)
             for kind in p['files'].split(',')))
 
-    def perf_table(self, p):
+    def perf_table(self):
         return {f'{kind}_{metric}': (kind, metric, unit)
-                for kind in [KINDS[f] for f in p['files'].split(',')]
+                for kind in [KINDS[f] for f in self.files.split(',')]
                 for metric, unit in (('bw', 'MiB/s'), ('time', 's'))}
-
-    @sanity_function
-    def validate(self):
-        return sn.all([
-            super().validate(),
-            sn.assert_false(self.file_problems(), msg='files on disk: {0}'),
-        ])
-
-    @deferrable
-    def file_problems(self):
-        return '; '.join(flashio.check_files(self.parsed_run(), self.written_files()))
 
 
 @rfm.simple_test

@@ -20,144 +20,106 @@ cannot run (``multi-dataset`` before 1.14) is skipped with the kernel's own word
 import os
 
 import reframe as rfm
-import reframe.utility.sanity as sn
-from reframe.core.builtins import (deferrable, fixture, parameter, run_after, run_before,
-                                   sanity_function, variable)
+from reframe.core.builtins import fixture, parameter, run_after, run_before, variable
 
 from h5regress import proof, tools
 from h5regress.builds import BuiltByFixture, KernelBuild
-from h5regress.checkbase import HDF5Benchmark, shell_word
+from h5regress.checkbase import KernelBenchmark, shell_word
 from h5regress.parsers import h5paths
+from h5regress.parsers.h5paths_table import DATA_PHASES, PATHS, Row
 
 SUMMARY = 'h5paths.json'
 
 
-def row_name(row):
-    """``compound-subset-hdf5-collective-contiguous-earliest`` (+ ``-mwb``, ``-cmd`` where the
-    row sets them, ``-warm`` for warm reads, ``-efc0`` without the external file cache):
-    the reference files' ``case``."""
-    (path, api, transfer, layout, modify_write_buf, coll_metadata, libver, read_cache,
-     efc_cache) = row
-    return '-'.join([path, api, transfer, layout] + (['mwb'] if modify_write_buf else []) +
-                    (['cmd'] if coll_metadata else []) + [libver] +
-                    (['warm'] if read_cache == 'keep' else []) +
-                    ([] if efc_cache else ['efc0']))
-
-
-#: the metadata rows of a night (collective, contiguous, earliest format)
-NIGHT_METADATA = ('many-datasets', 'attributes', 'open-close')
-
-
-def night_row(row) -> bool:
-    """A row of the night (tag ``nightly``): the code paths where real regressions were
-    (compound and atomic type conversion read warm, so the conversion is not buried under
-    the disk; metadata: many datasets, attributes, open/close); the other rows are there
-    for a site's own selection (a night of every row takes hours)."""
-    name = row_name(row)
-    return name.endswith('-warm') or name in {
-        f'{path}-hdf5-collective-contiguous-earliest' for path in NIGHT_METADATA}
+#: The rows, one line each: the fields a row does not name keep :class:`Row`'s defaults
+#: (HDF5, collective, contiguous, libver earliest, cold reads, the EFC on).
+ROWS = [
+    # compound through each memory type, contiguous and chunked, collective
+    Row('compound-same'),
+    Row('compound-same', layout='chunked'),
+    Row('compound-subset'),
+    Row('compound-subset', layout='chunked'),
+    Row('compound-superset'),
+    Row('compound-superset', layout='chunked'),
+    Row('compound-reorder'),
+    Row('compound-reorder', layout='chunked'),
+    # independent transfers for the subset and its no-conversion twin
+    Row('compound-same', transfer='independent'),
+    Row('compound-subset', transfer='independent'),
+    # H5Pset_modify_write_buf on the writes that convert
+    Row('compound-subset', modify_write_buf=True),
+    Row('compound-superset', modify_write_buf=True),
+    Row('compound-reorder', modify_write_buf=True),
+    # atomic conversion on write and read
+    Row('convert-none'),
+    Row('convert-float-double'),
+    Row('convert-endian'),
+    # metadata: without and with collective metadata I/O, at two format bounds
+    Row('many-datasets', nightly=True),
+    Row('many-datasets', coll_metadata=True),
+    Row('many-datasets', libver='v110'),
+    Row('attributes', nightly=True),
+    Row('attributes', coll_metadata=True),
+    Row('attributes', libver='v110'),
+    Row('open-close', nightly=True),
+    Row('open-close', coll_metadata=True),
+    Row('open-close', libver='v110'),
+    # filtered and partial chunks, virtual datasets, the external file cache and its twin
+    # without it (--efc-size 0: every traversal opens and closes the file), multi-dataset
+    Row('chunked-deflate', layout='chunked'),
+    Row('partial-chunk', layout='chunked'),
+    Row('vds'),
+    Row('efc'),
+    Row('efc', efc_cache=False),
+    Row('multi-dataset'),
+    # MPI-IO twins of the collective contiguous data rows (the canaries)
+    Row('compound-same', api='mpiio'),
+    Row('compound-subset', api='mpiio'),
+    Row('compound-superset', api='mpiio'),
+    Row('compound-reorder', api='mpiio'),
+    Row('convert-none', api='mpiio'),
+    Row('convert-float-double', api='mpiio'),
+    Row('convert-endian', api='mpiio'),
+    # warm reads (--read-cache keep): the conversion is most of the read's time; cold reads
+    # bury a conversion regression in the disk (kernels/h5paths/README.md)
+    Row('compound-same', read_cache='keep', nightly=True),
+    Row('compound-subset', read_cache='keep', nightly=True),
+    Row('compound-superset', read_cache='keep', nightly=True),
+    Row('compound-reorder', read_cache='keep', nightly=True),
+    Row('convert-none', read_cache='keep', nightly=True),
+    Row('convert-float-double', read_cache='keep', nightly=True),
+    Row('convert-endian', read_cache='keep', nightly=True),
+]
 
 
 def rows():
-    """The table: (path, api, transfer, layout, modify_write_buf, coll_metadata, libver,
-    read_cache, efc_cache)."""
-    base = 'earliest'
-    compound = ('compound-same', 'compound-subset', 'compound-superset', 'compound-reorder')
-    convert = ('convert-none', 'convert-float-double', 'convert-endian')
-    table = []
-    # compound through each memory type, contiguous and chunked, collective
-    table += [(p, 'hdf5', 'collective', lay, False, False, base)
-              for p in compound for lay in ('contiguous', 'chunked')]
-    # independent transfers for the subset and its no-conversion twin
-    table += [(p, 'hdf5', 'independent', 'contiguous', False, False, base)
-              for p in ('compound-same', 'compound-subset')]
-    # H5Pset_modify_write_buf on the writes that convert
-    table += [(p, 'hdf5', 'collective', 'contiguous', True, False, base)
-              for p in compound[1:]]
-    # atomic conversion on write and read
-    table += [(p, 'hdf5', 'collective', 'contiguous', False, False, base) for p in convert]
-    # metadata: without and with collective metadata I/O, at two format bounds
-    table += [(p, 'hdf5', 'collective', 'contiguous', False, cmd, lv)
-              for p in ('many-datasets', 'attributes', 'open-close')
-              for cmd, lv in ((False, base), (True, base), (False, 'v110'))]
-    table += [('chunked-deflate', 'hdf5', 'collective', 'chunked', False, False, base),
-              ('partial-chunk', 'hdf5', 'collective', 'chunked', False, False, base),
-              ('vds', 'hdf5', 'collective', 'contiguous', False, False, base),
-              ('efc', 'hdf5', 'collective', 'contiguous', False, False, base),
-              # its twin: the same traversals without the external file cache
-              # (--efc-size 0: every traversal opens and closes the file)
-              ('efc', 'hdf5', 'collective', 'contiguous', False, False, base, 'evict', False),
-              ('multi-dataset', 'hdf5', 'collective', 'contiguous', False, False, base)]
-    # MPI-IO twins of the collective contiguous data rows (the canaries)
-    table += [(p, 'mpiio', 'collective', 'contiguous', False, False, base)
-              for p in compound + convert]
-    table = [row if len(row) == 9 else row + ('evict', True) for row in table]
-    # warm reads (--read-cache keep): the conversion is most of the read's time; cold reads
-    # bury a conversion regression in the disk (kernels/h5paths/README.md: 1.15.0 b382a8ef
-    # read compound subsets 1.6x and supersets 2.1x slower warm, 20 pairs; not visibly cold)
-    table += [(p, 'hdf5', 'collective', 'contiguous', False, False, base, 'keep', True)
-              for p in compound + convert]
-    return table
+    """The table (:data:`ROWS`)."""
+    return list(ROWS)
 
 
-#: Sizes of each path: ``elements``, records per rank per dataset (the attribute size of
-#: ``attributes``, the dataset size of the other metadata paths); ``objects``, in all:
-#: datasets, attributes, files (the source files of vds, the datasets of multi-dataset).
-#: Sized on ``local`` (2 ranks, the 2-core VM) for gated phases of at least 0.5 s where
-#: the data allow it: the gated phase is the read for most rows, and a read moves less
-#: than the fsynced write before it. One warm read (``-warm``) is shorter (0.03-0.2 s:
-#: memory moves at 1-4 GiB/s, and 0.5 s of it would need a 1 GB fsynced write per
-#: iteration), so a warm read phase reads the dataset several times
-#: (:data:`WARM_READ_REPEATS`). benchmarks/h5paths_noise.py prints each row's gated
-#: phase time; kernels/h5paths/README.md has the kernel's own defaults. ``size_factor``
-#: scales the work.
-#:
-#: The metadata sizes were raised (many-datasets x10, attributes and open-close x2) after
-#: benchmarks/h5paths_noise.py measured their gated phases at 0.06-0.27 s, pair ln-ratio
-#: SD 0.11-0.24 (20 A/A pairs, 1.14.1); at 0.4-0.6 s it was 0.11-0.16 for these three,
-#: and twice the work again (8 pairs) did not lower it: their noise is not the timer's.
-SIZES = {
-    **{p: {'elements': 3145728, 'objects': 1} for p in (
-        'compound-same', 'compound-subset', 'compound-superset', 'compound-reorder')},
-    **{p: {'elements': 20971520, 'objects': 1} for p in (
-        'convert-none', 'convert-float-double', 'convert-endian')},
-    'many-datasets': {'elements': 16, 'objects': 15000},
-    'attributes': {'elements': 8, 'objects': 50000},
-    'open-close': {'elements': 16, 'objects': 20000},
-    'chunked-deflate': {'elements': 2097152, 'objects': 1},
-    'partial-chunk': {'elements': 8388608, 'objects': 1},
-    'vds': {'elements': 33554432, 'objects': 8},
-    'efc': {'elements': 16, 'objects': 8},
-    'multi-dataset': {'elements': 1048576, 'objects': 8},
-}
-#: Reads per read phase of the warm rows (``--read-repeats``; a cold read is one read of
-#: an evicted file): one warm read took 0.03-0.2 s on ``local`` (the same A/A pairs, SD
-#: 0.11-0.18), these make each read phase 0.5-0.6 s (SD 0.04-0.08, but superset 0.135
-#: and reorder 0.119, which twice the repeats did not lower).
-WARM_READ_REPEATS = {'compound-same': 16, 'compound-subset': 12, 'compound-superset': 8,
-                     'compound-reorder': 3, 'convert-none': 16, 'convert-float-double': 8,
-                     'convert-endian': 6}
-#: paths whose work is their objects (``size_factor`` scales ``objects``, else ``elements``)
-OBJECT_PATHS = ('many-datasets', 'attributes', 'open-close', 'efc')
+def row_name(row):
+    """The row's name (:meth:`Row.name`): the reference files' ``case``."""
+    return Row(*row).name()
 
 
 def row_params(row, *, size_factor=1.0, chunk_elements, iterations):
     """The recorded parameters of a row, defaults included (shared with
     ``benchmarks/h5paths_noise.py``, which runs the rows without ReFrame)."""
-    (path, api, transfer, layout, modify_write_buf, coll_metadata, libver, read_cache,
-     efc_cache) = row
-    size = dict(SIZES[path])
-    work = 'objects' if path in OBJECT_PATHS else 'elements'
-    size[work] = max(1, round(size[work] * size_factor))
-    params = {'path': path, 'api': api, 'transfer': transfer, 'layout': layout,
-              'chunk_elements': chunk_elements if layout == 'chunked' else 0,
-              'modify_write_buf': modify_write_buf, 'coll_metadata': coll_metadata,
-              'libver': libver, 'elements': size['elements'], 'objects': size['objects'],
-              'size_factor': size_factor, 'iterations': iterations, 'read_cache': read_cache,
-              'read_repeats': WARM_READ_REPEATS[path] if read_cache == 'keep' else 1}
-    if path == 'efc':
+    row = Row(*row)
+    path = PATHS[row.path]
+    size = {'elements': path.elements, 'objects': path.objects}
+    size[path.work] = max(1, round(size[path.work] * size_factor))
+    params = {'path': row.path, 'api': row.api, 'transfer': row.transfer,
+              'layout': row.layout,
+              'chunk_elements': chunk_elements if row.layout == 'chunked' else 0,
+              'modify_write_buf': row.modify_write_buf, 'coll_metadata': row.coll_metadata,
+              'libver': row.libver, 'elements': size['elements'], 'objects': size['objects'],
+              'size_factor': size_factor, 'iterations': iterations,
+              'read_cache': row.read_cache,
+              'read_repeats': path.warm_read_repeats if row.read_cache == 'keep' else 1}
+    if row.path == 'efc':
         # H5Pset_elink_file_cache_size: room for every linked file, or no cache
-        params['efc_size'] = size['objects'] if efc_cache else 0
+        params['efc_size'] = size['objects'] if row.efc_cache else 0
     return params
 
 
@@ -182,17 +144,12 @@ class build_h5paths(KernelBuild):
     kernel = 'h5paths'
 
 
-class h5paths_base(HDF5Benchmark):
-    #: (path, api, transfer, layout, modify_write_buf, coll_metadata, libver, read_cache,
-    #: efc_cache): the code path, HDF5 or its MPI-IO twin, collective or independent
-    #: transfers, contiguous or chunked datasets, ``H5Pset_modify_write_buf``, collective
-    #: metadata I/O, the low bound of ``H5Pset_libver_bounds``, cold (``evict``) or warm
-    #: (``keep``) reads, the external file cache on (its size: the linked files) or off
-    #: (``efc`` only).
-    benchmark = parameter(rows(), fmt=row_name, loggable=True)
+class h5paths_base(KernelBenchmark):
+    #: A :class:`Row` of :data:`ROWS`: the code path and how it is driven.
+    benchmark = parameter(ROWS, fmt=Row.name, loggable=True)
 
-    #: Work of every row relative to :data:`SIZES`: the records per rank of the data
-    #: paths, the objects of the metadata paths (rounded, at least 1).
+    #: Work of every row relative to its path's sizes (:data:`PATHS`): the records per
+    #: rank of the data paths, the objects of the metadata paths (rounded, at least 1).
     #:
     #: :type: float
     #: :default: ``1.0``: gated phases of at least 0.5 s on ``local``
@@ -241,10 +198,10 @@ class h5paths_base(HDF5Benchmark):
             "h5paths' files", 'h5p_*',
             min_total=p['elements'] * self.num_tasks * 4 if data else 1),))
 
-    def perf_table(self, p):
+    def perf_table(self):
         return {f'{phase}_{metric}': (phase, metric, unit)
-                for phase in h5paths.PHASES[p['path']]
-                for metric, unit in ((('bw', 'MiB/s') if phase in h5paths.DATA_PHASES
+                for phase in PATHS[self.benchmark.path].phases
+                for metric, unit in ((('bw', 'MiB/s') if phase in DATA_PHASES
                                       else ('ops_per_s', '1/s')), ('time', 's'))}
 
     @run_before('sanity')
@@ -253,17 +210,6 @@ class h5paths_base(HDF5Benchmark):
         line = h5paths.unavailable(self.read_outputs())
         self.skip_if(line is not None, line)
 
-    @sanity_function
-    def validate(self):
-        return sn.all([
-            super().validate(),
-            sn.assert_false(self.file_problems(), msg='files on disk: {0}'),
-        ])
-
-    @deferrable
-    def file_problems(self):
-        return '; '.join(h5paths.check_files(self.parsed_run(), self.written_files()))
-
 
 @rfm.simple_test
 class h5paths_check(h5paths_base):
@@ -271,8 +217,8 @@ class h5paths_check(h5paths_base):
 
     @run_after('init')
     def tag_night_rows(self):
-        """The night's rows (``-t nightly``): :func:`night_row`."""
-        if night_row(self.benchmark):
+        """The night's rows (``-t nightly``): :attr:`Row.nightly`."""
+        if Row(*self.benchmark).nightly:
             self.tags = self.tags | {'nightly'}
 
 

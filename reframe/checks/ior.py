@@ -216,7 +216,7 @@ class ior_base(HDF5Benchmark):
     def row_data_bytes(self, p):
         return p['block_size'] * p['segments'] * self.num_nodes * self.tasks_per_node
 
-    def perf_table(self, p):
+    def perf_table(self):
         return {f'{op}_{metric}': (op, metric, 'MiB/s') for op in ('write', 'read')
                 for metric in ('bw_mean', 'bw_max', 'bw_min', 'bw_std')}
 

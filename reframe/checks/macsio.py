@@ -154,7 +154,7 @@ class macsio_base(HDF5Benchmark):
         return proof.Expectation((proof.FileSet(
             "MACSio's data files", f'macsio_{tag}_*', min_total=max(1, data)),))
 
-    def perf_table(self, p):
+    def perf_table(self):
         return {'write_bw': ('write', 'bw', 'MiB/s'),
                 'write_bw_dump_min': ('write', 'bw_dump_min', 'MiB/s'),
                 'write_bw_dump_max': ('write', 'bw_dump_max', 'MiB/s'),

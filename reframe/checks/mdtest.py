@@ -79,7 +79,7 @@ class mdtest_base(IOBenchmark):
         nothing left behind. How many items it made only its output says."""
         return proof.Expectation(nothing_else=True, changed=True)
 
-    def perf_table(self, p):
+    def perf_table(self):
         return {f'{op}_rate': (op, 'rate_mean', 'ops/s') for op in OPERATIONS}
 
     def parse_output(self, files):
