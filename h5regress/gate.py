@@ -531,8 +531,8 @@ def compare_pairs(base: Sequence[float], cand: Sequence[float], higher_is_better
     fall in two modes, and each build agrees with the modes of both builds' runs,
     each run is measured from the centre of its own mode before the pair's
     log-ratio is taken (a pair of one fast and one slow run says nothing about
-    HDF5 until the modes' distance is taken out), and the signed-rank test
-    judges those. Otherwise the pooled-t test with the
+    HDF5 until the modes' distance is taken out), and the test of tonight's pairs
+    (:func:`_tonight_test`) judges those. Otherwise the pooled-t test with the
     history's variance when tonight's spread agrees with it
     (:func:`_variance_choice`), else, on tonight's pairs alone, Student's t test
     in the range of pairs of ``tonight_t_test`` (:func:`h5regress.stats.student_t`)
@@ -549,25 +549,35 @@ def compare_pairs(base: Sequence[float], cand: Sequence[float], higher_is_better
     info['modes'] = modes
     if centred is not None:
         var_m = stats.variance(centred) if len(centred) >= 2 else None
+        comp, test, pairs = _tonight_test(centred, cfg)
         info['variance'] = {'source': 'tonight', 'tonight_sigma':
                             math.sqrt(var_m) if var_m is not None else None,
-                            'note': 'two modes: signed-rank test on the pairs with each run '
-                                    'measured from the centre of its mode'}
-        comp = stats.signed_rank(centred, confidence)
+                            'note': f'two modes: {test} on the pairs with each run '
+                                    f'measured from the centre of its mode{pairs}'}
         return dataclasses.replace(comp, method=comp.method + ', mode-centred'), info
     var = _variance_choice(d, lr_var, pooled,
                            float(cfg['history_variance']['consistency_level']))
     info['variance'] = var
     if var['source'] == 'history':
         return stats.pooled_t(d, pooled, confidence), info
+    comp, test, pairs = _tonight_test(d, cfg)
+    var['note'] = var['note'].replace('signed-rank test', test) + pairs
+    return comp, info
+
+
+def _tonight_test(d: Sequence[float], cfg: Mapping[str, Any]
+                  ) -> tuple[stats.Comparison, str, str]:
+    """The test of pair log-ratios judged on tonight's pairs alone (no usable
+    history, or two modes), its name for the note and its range of pairs:
+    Student's t in the range of ``tonight_t_test``, the signed-rank test outside
+    it. An exact test of signs cannot FAIL a night of several metrics at a first
+    look (its p >= 2^-n; see :func:`h5regress.stats.student_t`); the mode-centred
+    pairs need the same (issue 25)."""
     tt = cfg['tonight_t_test']
     if int(tt['min_pairs']) <= len(d) < int(tt['below_pairs']):
-        # an exact test of signs cannot FAIL a night of several metrics at a first look
-        # (its p >= 2^-n; see stats.student_t): Student's t on tonight's own pairs
-        var['note'] = (var['note'].replace('signed-rank test', 'Student t test')
-                       + f' ({tt["min_pairs"]} to {int(tt["below_pairs"]) - 1} pairs)')
-        return stats.student_t(d, confidence), info
-    return stats.signed_rank(d, confidence), info
+        return (stats.student_t(d, cfg['confidence']), 'Student t test',
+                f' ({tt["min_pairs"]} to {int(tt["below_pairs"]) - 1} pairs)')
+    return stats.signed_rank(d, cfg['confidence']), 'signed-rank test', ''
 
 
 def _modes(lb: Sequence[float], lc: Sequence[float], cfg: Mapping[str, Any]

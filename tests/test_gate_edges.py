@@ -280,3 +280,21 @@ def test_an_a_a_night_in_two_modes_still_passes():
     assert m['modes']['centred'] and 'mode-centred' in m['method']
     assert m['modes']['share_shift']['slow'] == m['modes']['share_shift']['fast'] == 2
     assert m['verdict'] == 'PASS'
+
+
+def test_mode_centred_pairs_can_fail_a_large_slowdown_at_the_first_look():
+    # issue 25: the mode-centred pairs went to the signed-rank test, whose p >= 2^-10 at
+    # 10 pairs: with BH over 12 metrics (q = 12 p for the one slowed) a 1.5x slowdown in
+    # both modes could not FAIL at the first look of the loop 10/15/20
+    cfg = gate.load_config()
+    rng = random.Random(7)
+    s = math.sqrt(math.log1p(0.05 ** 2))
+    base, cand = [], []
+    for p in range(10):
+        for out, r in ((base, 1.0), (cand, 1 / 1.5)):
+            mode = 1400.0 if p % 2 == (out is cand and p in (2, 5)) else 700.0
+            out.append(mode * r * math.exp(rng.gauss(0, s)))
+    comp, info = gate.compare_pairs(base, cand, True, cfg, None)
+    assert info['modes']['centred'] and 'Student t test' in info['variance']['note']
+    verdict, reason = gate.decide(comp, min(1.0, 12 * comp.p_worse), cfg, [10, 15, 20], 10)
+    assert verdict == 'FAIL', reason
