@@ -52,7 +52,8 @@ It measures and prints; it asserts nothing. Sections:
    rule before issue 25) and on the pairs reached: FAIL and PASS rates.
 10. ``--only-first-look``: nights of 12 gated metrics without history (and one
    row noisier than its history), the loop 10/15/20, per design of the test of
-   tonight's pairs and the spending: the loop's A/A false FAIL per night, a
+   tonight's pairs and the spending: the loop's A/A false FAIL per night, the A/A
+   nights ending PASS or NO-SLOWDOWN-SEEN ("PASS|NSS", issue 29), a
    1.5x and a 1.25x slowdown FAILed at the first look, a 10 % one within 20
    pairs, over normal, t(3), outlier-run, two-mode and shared-pair noise.
 
@@ -402,7 +403,7 @@ def first_look_cell(model, ratio: float, cfg: dict, nights: int, metrics: int,
     _, tonight, history = model
     noise = tonight(rng)
     past = history(rng) if history else None
-    out = {'night_fail': 0, 'slowed_fail': 0, 'at_first': 0, 'all_pass': 0}
+    out = {'night_fail': 0, 'slowed_fail': 0, 'at_first': 0, 'all_pass': 0, 'no_slowdown': 0}
     for _ in range(nights):
         pooled = past_nights(past, cfg=cfg) if past else None
         verdicts, k = many_metric_night(noise, [ratio] + [1.0] * (metrics - 1), cfg, pooled,
@@ -411,6 +412,7 @@ def first_look_cell(model, ratio: float, cfg: dict, nights: int, metrics: int,
         out['slowed_fail'] += verdicts[0] == 'FAIL'
         out['at_first'] += verdicts[0] == 'FAIL' and k == LOOKS[0]
         out['all_pass'] += all(v == 'PASS' for v in verdicts)
+        out['no_slowdown'] += all(v in ('PASS', gate.NO_SLOWDOWN_SEEN) for v in verdicts)
     return {key: v / nights for key, v in out.items()}
 
 
@@ -423,8 +425,8 @@ def section_first_look(nights: int, seed: int, metrics: int = 12,
           f'0.667; x1.25: 0.8; 10 %: 0.9), the others unchanged. "A/A FAIL": nights with '
           f'any FAIL when nothing changed; "x1.5 @10": the slowed metric FAILs at the first '
           f'look; "10 % @<=20": within the loop.')
-    print(f'{"design":<22}{"noise":<22}{"A/A FAIL":>9}{"A/A PASS":>9}{"x1.5 @10":>9}'
-          f'{"x1.25 @10":>10}{"10% @<=20":>10}')
+    print(f'{"design":<22}{"noise":<22}{"A/A FAIL":>9}{"A/A PASS":>9}{"PASS|NSS":>9}'
+          f'{"x1.5 @10":>9}{"x1.25 @10":>10}{"10% @<=20":>10}')
     saved = stats.look_level.__defaults__
     for i, (label, below, rho) in enumerate(FIRST_LOOK_DESIGNS):
         if designs is not None and i not in designs:
@@ -439,7 +441,8 @@ def section_first_look(nights: int, seed: int, metrics: int = 12,
                 mid = first_look_cell(model, 1 / 1.25, cfg, nights, metrics, True, rng)
                 ten = first_look_cell(model, 0.9, cfg, nights, metrics, False, rng)
                 print(f'{label:<22}{model[0]:<22}{aa["night_fail"]:>9.2%}'
-                      f'{aa["all_pass"]:>9.1%}{big["at_first"]:>9.1%}{mid["at_first"]:>10.1%}'
+                      f'{aa["all_pass"]:>9.1%}{aa["no_slowdown"]:>9.1%}'
+                      f'{big["at_first"]:>9.1%}{mid["at_first"]:>10.1%}'
                       f'{ten["slowed_fail"]:>10.1%}', flush=True)
         finally:
             stats.look_level.__defaults__ = saved

@@ -89,8 +89,11 @@ candidate has none (each candidate run failed its sanity and left no record, or
 measured <= 0) is ERROR, naming the failed runs: the candidate breaks the
 benchmark, and no number of pairs would decide it (the night ERRORs, exit 4).
 
-Exit codes (:data:`EXIT_CODES`): 0 PASS, 1 FAIL, 2 INCONCLUSIVE, 3 DEGRADED
-(a canary far below its history: no verdict, rerun), 4 ERROR (bad usage,
+Exit codes (:data:`EXIT_CODES`): 0 PASS, 1 FAIL, 2 INCONCLUSIVE (a possible
+slowdown), 3 DEGRADED (a canary far below its history: no verdict, rerun), 5
+NO-SLOWDOWN-SEEN (no sign of a slowdown, no PASS: every gated metric carries
+``sensitivity``, the smallest slowdown the night would have seen; :func:`decide`),
+4 ERROR (bad usage,
 unreadable input, nothing to gate, a gated metric without candidate samples). argparse's own exit code 2 is replaced
 by 4 so that a usage error never reads as INCONCLUSIVE.
 
@@ -123,7 +126,8 @@ from h5regress import stats
 # the exit codes, the configuration and the argument parser are the gate's API too
 # (gate.EXIT_FAIL, gate.load_config, ...): imported from where they live
 from h5regress.cmdline import (EXIT_CODES, EXIT_DEGRADED, EXIT_ERROR,  # noqa: F401
-                               EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_PASS, ArgParser,
+                               EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_NO_SLOWDOWN_SEEN,
+                               EXIT_PASS, ArgParser,
                                GATE_CONFIG_HELP, UsageError, parse_args)
 from h5regress.gateconfig import (CONFIG_FILE, REFERENCES_DIR, ConfigError,  # noqa: F401
                                   load_config, looks_arg)
@@ -568,11 +572,11 @@ def compare_pairs(base: Sequence[float], cand: Sequence[float], higher_is_better
 def _tonight_test(d: Sequence[float], cfg: Mapping[str, Any]
                   ) -> tuple[stats.Comparison, str, str]:
     """The test of pair log-ratios judged on tonight's pairs alone (no usable
-    history, or two modes), its name for the note and its range of pairs:
-    Student's t in the range of ``tonight_t_test``, the signed-rank test outside
-    it. An exact test of signs cannot FAIL a night of several metrics at a first
-    look (its p >= 2^-n; see :func:`h5regress.stats.student_t`); the mode-centred
-    pairs need the same (issue 25)."""
+    history, or two modes), and its name for the note: Student's t in the range
+    of pairs of ``tonight_t_test``, the signed-rank test outside it; and the range. An exact test
+    of signs cannot FAIL a night of several metrics at a first look (its p >=
+    2^-n; see :func:`h5regress.stats.student_t`); the mode-centred pairs need
+    the same (issue 25)."""
     tt = cfg['tonight_t_test']
     if int(tt['min_pairs']) <= len(d) < int(tt['below_pairs']):
         return (stats.student_t(d, cfg['confidence']), 'Student t test',
@@ -805,8 +809,30 @@ def decide(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
                                 f'look at {comp.n} of up to {looks[-1]} pairs): {more}')
     if lower == -math.inf:
         return 'INCONCLUSIVE', f'too few pairs ({comp.n}) for a {1 - pass_level:.1%} bound'
-    return 'INCONCLUSIVE', (f'no significant slowdown, but the {1 - pass_level:.2%} lower '
-                            f'bound {math.exp(lower):.3f} < {1 - margin:.2f}: {more}')
+    # NO-SLOWDOWN-SEEN: no FAIL, no PASS, q > alpha (no sign of a slowdown at the
+    # night's level, not even a suspected one), and a finite lower bound: at the PASS
+    # bound's confidence (1 - pass_level) the night excludes every slowdown of
+    # sensitivity = 1 - exp(lower) or more. The bounds and levels are those of PASS
+    # and FAIL: this names what INCONCLUSIVE meant here, it changes no error rate.
+    return NO_SLOWDOWN_SEEN, (f'no slowdown detected at tonight\'s sensitivity: a slowdown '
+                              f'of {-math.expm1(lower):.0%} or more would have been seen '
+                              f'(the {1 - pass_level:.2%} lower bound {math.exp(lower):.3f} '
+                              f'< {1 - margin:.2f}, so no PASS): {more}')
+
+
+def sensitivity(comp: stats.Comparison, cfg: Mapping[str, Any], looks: Sequence[int] | None,
+                pairs_run: int | None = None) -> float | None:
+    """The smallest slowdown the night would have seen: 1 - the PASS bound of the
+    performance ratio at this look (:func:`decide`), 0 when that bound is above 1;
+    None without a finite bound."""
+    if comp.n < cfg['min_pairs']:
+        return None
+    pass_level = stats.look_level(comp.n, looks, (1.0 - cfg['confidence']) / 2.0,
+                                  pairs_run=pairs_run)
+    lower = comp.lower(1.0 - pass_level)
+    if not math.isfinite(lower):
+        return None
+    return round(max(0.0, -math.expm1(lower)), 6)
 
 
 def fail_confidence(n: int, looks: Sequence[int] | None, cfg: Mapping[str, Any],
@@ -816,6 +842,9 @@ def fail_confidence(n: int, looks: Sequence[int] | None, cfg: Mapping[str, Any],
     return 1.0 - stats.look_level(n, looks, 1.0 - float(cfg['margin_confidence']),
                                   pairs_run=pairs_run)
 
+
+#: the verdict of a metric with no sign of a slowdown and no PASS (:func:`decide`)
+NO_SLOWDOWN_SEEN = 'NO-SLOWDOWN-SEEN'
 
 #: how :func:`decide` begins the reason of "significantly slower, not shown beyond the margin"
 SLOWER = 'significantly slower'
@@ -860,6 +889,7 @@ def decide_all(metrics: Sequence[MetricComparison], cfg: Mapping[str, Any],
             m.row['q'] = q
             m.row['verdict'], m.row['reason'] = decide(m.comp, q, cfg, looks, pairs_run)
             m.row['slower'] = is_slower(m.row['verdict'], m.row['reason'])
+            m.row['sensitivity'] = sensitivity(m.comp, cfg, looks, pairs_run)
             m.row['fail_bound'] = _fmt_ratio(_value_ratio(
                 m.comp.upper(fail_confidence(m.comp.n, looks, cfg, pairs_run)),
                 m.row['higher_is_better']))
@@ -875,7 +905,7 @@ def decide_all(metrics: Sequence[MetricComparison], cfg: Mapping[str, Any],
     for m in metrics:
         row = m.row
         row.setdefault('q', None)
-        for k in ('fail_bound', 'noise_sigma', 'pairs_for_pass'):
+        for k in ('fail_bound', 'noise_sigma', 'pairs_for_pass', 'sensitivity'):
             row.setdefault(k, None)
         row.setdefault('slower', False)
         if 'verdict' not in row:
@@ -966,8 +996,10 @@ def annotate(result: dict[str, Any], cfg: Mapping[str, Any], history: hist_mod.H
                            f'{result["baseline"]!r}/{result["candidate"]!r}')
     elif any(m['verdict'] == 'FAIL' for m in gated):
         overall = 'FAIL'
-    elif any(m['verdict'] != 'PASS' for m in gated):
+    elif any(m['verdict'] not in ('PASS', NO_SLOWDOWN_SEEN) for m in gated):
         overall = 'INCONCLUSIVE'
+    elif any(m['verdict'] == NO_SLOWDOWN_SEEN for m in gated):
+        overall = NO_SLOWDOWN_SEEN
     else:
         overall = 'PASS'
     result['overall'] = overall
@@ -1196,7 +1228,7 @@ def format_text(result: Mapping[str, Any]) -> str:
         lo = '-' if m['ratio_lo'] is None else f'{m["ratio_lo"]:.3f}'
         hi = '-' if m['ratio_hi'] is None else f'{m["ratio_hi"]:.3f}'
         need = (f'; a PASS would need ~{m["pairs_for_pass"]} pairs at this noise'
-                if m['verdict'] == 'INCONCLUSIVE' and not m.get('slower')
+                if m['verdict'] in ('INCONCLUSIVE', NO_SLOWDOWN_SEEN) and not m.get('slower')
                 and m.get('pairs_for_pass') else '')
         out.append(f'  {m["verdict"]:<12} {m["label"]}: ratio {ratio} [{lo}, {hi}] '
                    f'n={m["n_pairs"]} {m.get("method") or ""} ({m["reason"]}{need})')

@@ -42,7 +42,9 @@ from h5regress.cmdline import EXIT_ERROR, GATE_CONFIG_HELP, ArgParser, parse_arg
 from h5regress.gateconfig import ConfigError, load_config
 from h5regress.record import Record
 
+# NO-SLOWDOWN-SEEN (issue 29) drawn like INCONCLUSIVE until the report gives it its colour
 _COLORS = {'PASS': '#1a7f37', 'FAIL': '#cf222e', 'INCONCLUSIVE': '#9a6700',
+           'NO-SLOWDOWN-SEEN': '#9a6700',
            'DEGRADED': '#8250df', 'ERROR': '#cf222e', 'WARN': '#bc4c00', 'OK': '#1a7f37',
            None: '#57606a'}
 
@@ -82,7 +84,7 @@ def _envelope(m: Mapping[str, Any]) -> str:
 
 
 def _rows(result: Mapping[str, Any], role: str) -> list[Mapping[str, Any]]:
-    order = {'FAIL': 0, 'INCONCLUSIVE': 1, 'PASS': 2, None: 3}
+    order = {'FAIL': 0, 'INCONCLUSIVE': 1, 'NO-SLOWDOWN-SEEN': 1.5, 'PASS': 2, None: 3}
     rows = [m for m in result['metrics'] if m['role'] == role]
     return sorted(rows, key=lambda m: (order.get(m['verdict'], 3), m['label']))
 
@@ -539,7 +541,7 @@ def forest_figure(result: Mapping[str, Any]) -> Any:
     floor = 1 - result['config']['margin']
     xmin, xmax = _forest_range(gated, floor)
     fig = go.Figure()
-    for verdict in ('FAIL', 'INCONCLUSIVE', 'PASS', None):
+    for verdict in ('FAIL', 'INCONCLUSIVE', 'NO-SLOWDOWN-SEEN', 'PASS', None):
         ms = [m for m in gated if m['verdict'] == verdict and _perf(m)[0] is not None]
         if not ms:
             continue

@@ -64,7 +64,7 @@ def test_identical_samples_pass_not_fail():
 def test_a_against_a_is_never_fail():
     for seed in range(20):
         res = run(paired(20, 1.0, seed=seed))
-        assert gated(res)[0]['verdict'] in ('PASS', 'INCONCLUSIVE')
+        assert gated(res)[0]['verdict'] in ('PASS', 'INCONCLUSIVE', 'NO-SLOWDOWN-SEEN')
 
 
 def test_thirty_percent_slowdown_with_20_pairs_fails():
