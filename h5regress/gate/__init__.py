@@ -132,4 +132,5 @@ from h5regress.gate.night import (  # noqa: F401
     _canary_ratios, _ceiling, _change_points, _degraded, _envelope, _signature, annotate,
     false_alarm_rates, history_lines)
 from h5regress.gate.cli import (  # noqa: F401
-    append_history, build_parser, dumps, format_text, main_gate, run_gate)
+    GateRequest, append_history, build_parser, dumps, format_text, gate_request, main_gate,
+    run_gate)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -180,7 +181,7 @@ def build_parser() -> ArgParser:
     return p
 
 
-def _usage_problem(args: argparse.Namespace) -> str | None:
+def _usage_problem(args: GateRequest) -> str | None:
     """What is wrong with the command line beyond argparse's checks (None: nothing)."""
     if not args.records and not args.perflogs:
         return 'give --records and/or --perflogs'
@@ -193,11 +194,49 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
+@dataclasses.dataclass(frozen=True)
+class GateRequest:
+    """One gate of a night, as ``h5regress gate``'s options say it (issue 26): the
+    nightly and the bisect may build one and call :func:`gate_request` instead of an
+    argv list. ``margin``, ``alpha`` and ``confidence`` override the configuration's
+    (None: the configuration's), as floats from here to the verdict."""
+    baseline: str
+    candidate: str
+    records: Sequence[str] = ()
+    perflogs: Sequence[str] = ()
+    config: str | None = None
+    margin: float | None = None
+    alpha: float | None = None
+    confidence: float | None = None
+    looks: Sequence[int] | None = None
+    pairs_run: int | None = None
+    history: str | None = None
+    append_history: bool = False
+    night: str | None = None
+    attempt: str | None = None
+    refs: Sequence[str] | None = None
+    baseline_commit: str | None = None
+    candidate_commit: str | None = None
+    injected_slowdown: float = 0.0
+    json: str | None = None
+    report: str | None = None
+    quiet: bool = False
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> GateRequest:
+        return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)})
+
+
 def main_gate(argv: Sequence[str] | None = None) -> int:
     """``h5regress gate``; returns the exit code (see :data:`EXIT_CODES`)."""
     args, code = parse_args(build_parser(), argv)
     if args is None:
         return code
+    return gate_request(GateRequest.from_args(args))
+
+
+def gate_request(args: GateRequest) -> int:
+    """Gate one night as ``args`` says, print and write what it asks; the exit code."""
     problem = _usage_problem(args)
     if problem:
         print(f'h5regress gate: error: {problem}', file=sys.stderr)
