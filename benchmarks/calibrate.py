@@ -52,7 +52,8 @@ It measures and prints; it asserts nothing. Sections:
    rule before issue 25) and on the pairs reached: FAIL and PASS rates.
 10. ``--only-first-look``: nights of 12 gated metrics without history (and one
    row noisier than its history), the loop 10/15/20, per design of the test of
-   tonight's pairs and the spending: the loop's A/A false FAIL per night, a
+   tonight's pairs and the spending: the loop's A/A false FAIL per night, the A/A
+   nights ending PASS or NO-SLOWDOWN-SEEN ("PASS|NSS", issue 29), a
    1.5x and a 1.25x slowdown FAILed at the first look, a 10 % one within 20
    pairs, over normal, t(3), outlier-run, two-mode and shared-pair noise.
 
@@ -402,7 +403,7 @@ def first_look_cell(model, ratio: float, cfg: dict, nights: int, metrics: int,
     _, tonight, history = model
     noise = tonight(rng)
     past = history(rng) if history else None
-    out = {'night_fail': 0, 'slowed_fail': 0, 'at_first': 0, 'all_pass': 0}
+    out = {'night_fail': 0, 'slowed_fail': 0, 'at_first': 0, 'all_pass': 0, 'no_slowdown': 0}
     for _ in range(nights):
         pooled = past_nights(past, cfg=cfg) if past else None
         verdicts, k = many_metric_night(noise, [ratio] + [1.0] * (metrics - 1), cfg, pooled,
@@ -411,7 +412,32 @@ def first_look_cell(model, ratio: float, cfg: dict, nights: int, metrics: int,
         out['slowed_fail'] += verdicts[0] == 'FAIL'
         out['at_first'] += verdicts[0] == 'FAIL' and k == LOOKS[0]
         out['all_pass'] += all(v == 'PASS' for v in verdicts)
+        out['no_slowdown'] += all(v in ('PASS', gate.NO_SLOWDOWN_SEEN) for v in verdicts)
     return {key: v / nights for key, v in out.items()}
+
+
+def first_look_ceiling(metrics: int = 12, n: int = 10, cvs: tuple[float, ...] = (0.05, 0.08),
+                       slowdowns: tuple[float, ...] = (1.25, 1.5)) -> None:
+    """The most any spending can give the Student t test at the first look: the
+    power (noncentral t, df n - 1) of the one slowed metric among ``metrics`` when
+    a fraction of alpha is spent there (BH makes its q about ``metrics`` times its
+    p when the others are unchanged), under log-normal noise of each CV."""
+    from scipy import stats as sps
+    alpha = CFG['alpha']
+    fractions = ((f'rho 3 ({LOOKS[0] / LOOKS[-1]:.2f}^3)', (LOOKS[0] / LOOKS[-1]) ** 3),
+                 (f'rho 2 ({LOOKS[0] / LOOKS[-1]:.2f}^2)', (LOOKS[0] / LOOKS[-1]) ** 2),
+                 ('rho 1', LOOKS[0] / LOOKS[-1]), ('all of alpha', 1.0))
+    print(f'\nCeiling of the first look ({n} pairs, {metrics} metrics, alpha {alpha}): '
+          f'power of Student\'s t at the share of alpha spent there (normal noise)')
+    print(f'{"spent at the first look":<26}' + ''.join(
+        f'{f"x{r} CV {cv:.0%}":>14}' for cv in cvs for r in slowdowns))
+    for label, frac in fractions:
+        crit = sps.t.ppf(1 - alpha * frac / metrics, n - 1)
+        cells = []
+        for cv in cvs:
+            se = math.sqrt(2 * math.log1p(cv * cv)) / math.sqrt(n)
+            cells += [sps.nct.sf(crit, n - 1, math.log(r) / se) for r in slowdowns]
+        print(f'{label:<26}' + ''.join(f'{c:>14.1%}' for c in cells))
 
 
 def section_first_look(nights: int, seed: int, metrics: int = 12,
@@ -423,8 +449,9 @@ def section_first_look(nights: int, seed: int, metrics: int = 12,
           f'0.667; x1.25: 0.8; 10 %: 0.9), the others unchanged. "A/A FAIL": nights with '
           f'any FAIL when nothing changed; "x1.5 @10": the slowed metric FAILs at the first '
           f'look; "10 % @<=20": within the loop.')
-    print(f'{"design":<22}{"noise":<22}{"A/A FAIL":>9}{"A/A PASS":>9}{"x1.5 @10":>9}'
-          f'{"x1.25 @10":>10}{"10% @<=20":>10}')
+    print(f'{"design":<22}{"noise":<22}{"A/A FAIL":>9}{"A/A PASS":>9}{"PASS|NSS":>9}'
+          f'{"x1.5 @10":>9}{"x1.25 @10":>10}{"10% @<=20":>10}')
+    first_look_ceiling(metrics)
     saved = stats.look_level.__defaults__
     for i, (label, below, rho) in enumerate(FIRST_LOOK_DESIGNS):
         if designs is not None and i not in designs:
@@ -439,7 +466,8 @@ def section_first_look(nights: int, seed: int, metrics: int = 12,
                 mid = first_look_cell(model, 1 / 1.25, cfg, nights, metrics, True, rng)
                 ten = first_look_cell(model, 0.9, cfg, nights, metrics, False, rng)
                 print(f'{label:<22}{model[0]:<22}{aa["night_fail"]:>9.2%}'
-                      f'{aa["all_pass"]:>9.1%}{big["at_first"]:>9.1%}{mid["at_first"]:>10.1%}'
+                      f'{aa["all_pass"]:>9.1%}{aa["no_slowdown"]:>9.1%}'
+                      f'{big["at_first"]:>9.1%}{mid["at_first"]:>10.1%}'
                       f'{ten["slowed_fail"]:>10.1%}', flush=True)
         finally:
             stats.look_level.__defaults__ = saved

@@ -15,8 +15,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 EXIT_PASS, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_DEGRADED, EXIT_ERROR = 0, 1, 2, 3, 4
+#: no slowdown detected at tonight's sensitivity (INCONCLUSIVE: a possible slowdown)
+EXIT_NO_SLOWDOWN_SEEN = 5
 EXIT_CODES = {'PASS': EXIT_PASS, 'FAIL': EXIT_FAIL, 'INCONCLUSIVE': EXIT_INCONCLUSIVE,
-              'DEGRADED': EXIT_DEGRADED, 'ERROR': EXIT_ERROR}
+              'DEGRADED': EXIT_DEGRADED, 'ERROR': EXIT_ERROR,
+              'NO-SLOWDOWN-SEEN': EXIT_NO_SLOWDOWN_SEEN}
 
 
 #: ``--config`` of gate, report and refs: the gate's YAML (ci/nightly's ``--config`` and

@@ -339,7 +339,7 @@ def night(args: NightRequest) -> NightResult:
         injected_delay(args.out / 'stand-in', args.inject_slowdown)
     while done < args.max_pairs:
         code = gate_once(baseline, candidate, args, final=False)
-        if code != gate.EXIT_INCONCLUSIVE:
+        if code not in (gate.EXIT_INCONCLUSIVE, gate.EXIT_NO_SLOWDOWN_SEEN):
             break
         more = min(args.more_pairs, args.max_pairs - done)
 

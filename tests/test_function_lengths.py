@@ -1,5 +1,7 @@
-"""No function of the gate's modules is longer than 80 lines (benchmarks/function_lengths.py)."""
+"""The shape issue 26 set for every module of the package and every check file: no module
+over 600 lines, no class over 200, no function over 60 (benchmarks/function_lengths.py)."""
 
+import ast
 import sys
 from pathlib import Path
 
@@ -10,7 +12,8 @@ sys.path.insert(0, str(REPO / 'benchmarks'))
 
 from function_lengths import function_lengths  # noqa: E402
 
-LIMIT = 80
+MODULE_LIMIT, CLASS_LIMIT, FUNCTION_LIMIT = 600, 200, 60
+MODULES = sorted([*(REPO / 'h5regress').rglob('*.py'), *(REPO / 'reframe' / 'checks').glob('*.py')])
 
 
 def test_lengths_are_counted_def_to_last_line():
@@ -18,21 +21,17 @@ def test_lengths_are_counted_def_to_last_line():
     assert function_lengths(src) == [('f', 4), ('C.m', 2)]
 
 
-@pytest.mark.parametrize('module', ['gate', 'refs', 'history', 'stats', 'gateconfig', 'cmdline']
-                         + [f'report/{p.stem}' for p in (REPO / 'h5regress' / 'report').glob('*.py')])
-def test_no_function_longer_than_the_limit(module):
-    lengths = function_lengths((REPO / 'h5regress' / f'{module}.py').read_text())
-    assert [(name, n) for name, n in lengths if n > LIMIT] == []
+def test_the_gate_and_the_statistics_are_packages_of_stages():
+    assert not (REPO / 'h5regress' / 'gate.py').exists()
+    assert not (REPO / 'h5regress' / 'stats.py').exists()
+    assert len(list((REPO / 'h5regress' / 'gate').glob('*.py'))) >= 5
 
 
-#: the operations layer (nightly, bisect, study): modules of at most 600 lines,
-#: functions of at most 60 (issue 26)
-OPERATIONS = ['nightly', 'nightprocs', 'nightrun', 'standins', 'bisect', 'bisectbuild',
-              'bisectsearch', 'bisectruns', 'study', 'darshan', 'cmdline', 'cli']
-
-
-@pytest.mark.parametrize('module', OPERATIONS)
-def test_operations_modules_and_functions_are_short(module):
-    src = (REPO / 'h5regress' / f'{module}.py').read_text()
-    assert len(src.splitlines()) <= 600
-    assert [(name, n) for name, n in function_lengths(src) if n > 60] == []
+@pytest.mark.parametrize('path', MODULES, ids=lambda p: str(p.relative_to(REPO)))
+def test_module_classes_and_functions_are_short(path):
+    text = path.read_text(encoding='utf-8')
+    assert text.count('\n') <= MODULE_LIMIT
+    classes = [(n.name, n.end_lineno - n.lineno + 1) for n in ast.walk(ast.parse(text))
+               if isinstance(n, ast.ClassDef)]
+    assert [(name, n) for name, n in classes if n > CLASS_LIMIT] == []
+    assert [(name, n) for name, n in function_lengths(text) if n > FUNCTION_LIMIT] == []

@@ -1,5 +1,6 @@
 """h5regress gate: verdicts on known cases, exit codes, canaries, history, bad input."""
 
+import dataclasses
 import json
 import math
 import random
@@ -64,7 +65,7 @@ def test_identical_samples_pass_not_fail():
 def test_a_against_a_is_never_fail():
     for seed in range(20):
         res = run(paired(20, 1.0, seed=seed))
-        assert gated(res)[0]['verdict'] in ('PASS', 'INCONCLUSIVE')
+        assert gated(res)[0]['verdict'] in ('PASS', 'INCONCLUSIVE', 'NO-SLOWDOWN-SEEN')
 
 
 def test_thirty_percent_slowdown_with_20_pairs_fails():
@@ -622,3 +623,20 @@ def test_flushed_figures_are_judged_as_before():
     [m] = gated(result)
     assert m['verdict'] == 'PASS' and m['write_flush'] == 'fsync' and m['flushed'] is True
     assert gate.NOT_FLUSHED not in m['reason'] and result['not_flushed'] == []
+
+
+def test_a_gate_request_carries_the_margin_as_a_float_to_the_verdict(tmp_path, capsys):
+    # issue 26: the nightly and the bisect call the gate with a typed request, not argv;
+    # the margin stays a float from the request to the verdict and gate.json
+    path = write_jsonl(tmp_path / 'n.jsonl', paired(20, 0.90, cv=0.02, seed=2))
+    out = tmp_path / 'gate.json'
+    request = gate.GateRequest(baseline=BASE, candidate=CAND, records=[path], refs=[],
+                               json=str(out), quiet=True, looks=(10, 15, 20), pairs_run=20)
+    assert gate.gate_request(request) == gate.EXIT_FAIL
+    wide = dataclasses.replace(request, margin=0.2)
+    assert gate.gate_request(wide) == gate.EXIT_PASS
+    result = json.loads(out.read_text())
+    assert result['config']['margin'] == 0.2 and isinstance(result['config']['margin'], float)
+    assert result['config']['looks'] == [10, 15, 20]
+    assert gate.gate_request(dataclasses.replace(request, candidate=BASE)) == gate.EXIT_ERROR
+    assert 'both name' in capsys.readouterr().err

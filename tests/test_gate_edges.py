@@ -100,7 +100,7 @@ def test_a_pass_at_an_early_look_needs_the_stricter_bound():
     d = shaped(10, 0.0, 0.06)
     res = gate.run_gate(from_log_ratios(d), BASE, CAND, cfg, looks=[10, 15, 20])
     (m,) = gated(res)
-    assert m['verdict'] == 'INCONCLUSIVE'
+    assert m['verdict'] == 'NO-SLOWDOWN-SEEN'
     comp = stats.signed_rank(d)
     # the 95 % interval alone would PASS at 10 pairs ...
     assert comp.lo > math.log(0.95)
@@ -108,7 +108,7 @@ def test_a_pass_at_an_early_look_needs_the_stricter_bound():
     level = stats.sequential_levels((10, 15, 20), 0.025)[0]
     assert level == pytest.approx(0.025 / 4, rel=1e-6)
     assert comp.lower(1 - level) < math.log(0.95)
-    assert m['verdict'] == 'INCONCLUSIVE' and 'more pairs' in m['reason']
+    assert m['verdict'] == 'NO-SLOWDOWN-SEEN' and 'more pairs' in m['reason']
     # without looks (one fixed look) it is the 95 % interval's lower end, as before
     assert gated(gate.run_gate(from_log_ratios(d), BASE, CAND, cfg))[0]['verdict'] == 'PASS'
 
@@ -223,7 +223,7 @@ def test_two_modes_a_a_nights_do_not_fail():
 def test_the_pairs_a_pass_would_need_are_in_the_json_and_the_report():
     res = run(paired(20, 1.0, cv=0.08, seed=11))
     (m,) = gated(res)
-    assert m['verdict'] == 'INCONCLUSIVE'
+    assert m['verdict'] == 'NO-SLOWDOWN-SEEN'
     sigma = m['noise_sigma']
     assert sigma == pytest.approx(math.sqrt(m['lr_var']))
     z = stats.norm_ppf(0.975) + stats.norm_ppf(0.9)
@@ -280,3 +280,52 @@ def test_an_a_a_night_in_two_modes_still_passes():
     assert m['modes']['centred'] and 'mode-centred' in m['method']
     assert m['modes']['share_shift']['slow'] == m['modes']['share_shift']['fast'] == 2
     assert m['verdict'] == 'PASS'
+
+
+def test_mode_centred_pairs_can_fail_a_large_slowdown_at_the_first_look():
+    # issue 25: the mode-centred pairs went to the signed-rank test, whose p >= 2^-10 at
+    # 10 pairs: with BH over 12 metrics (q = 12 p for the one slowed) a 1.5x slowdown in
+    # both modes could not FAIL at the first look of the loop 10/15/20
+    cfg = gate.load_config()
+    rng = random.Random(7)
+    s = math.sqrt(math.log1p(0.05 ** 2))
+    base, cand = [], []
+    for p in range(10):
+        for out, r in ((base, 1.0), (cand, 1 / 1.5)):
+            mode = 1400.0 if p % 2 == (out is cand and p in (2, 5)) else 700.0
+            out.append(mode * r * math.exp(rng.gauss(0, s)))
+    comp, info = gate.compare_pairs(base, cand, True, cfg, None)
+    assert info['modes']['centred'] and 'Student t test' in info['variance']['note']
+    verdict, reason = gate.decide(comp, min(1.0, 12 * comp.p_worse), cfg, [10, 15, 20], 10)
+    assert verdict == 'FAIL', reason
+
+
+# ------------------------------------------------ no slowdown seen (issue 29, first bullet)
+def test_an_unchanged_noisy_night_is_no_slowdown_seen_with_its_sensitivity():
+    # no sign of a slowdown, too noisy for a PASS: INCONCLUSIVE (exit 2, "possible
+    # slowdown") before; now NO-SLOWDOWN-SEEN (exit 5) with the smallest slowdown the
+    # night would have seen, the PASS bound's distance below 1
+    cfg = gate.load_config()
+    d = shaped(10, 0.0, 0.06)
+    res = gate.run_gate(from_log_ratios(d), BASE, CAND, cfg, looks=[10, 15, 20])
+    (m,) = gated(res)
+    assert m['verdict'] == 'NO-SLOWDOWN-SEEN' and m['q'] > cfg['alpha']
+    assert res['overall'] == 'NO-SLOWDOWN-SEEN' and res['exit_code'] == 5
+    assert gate.EXIT_NO_SLOWDOWN_SEEN == gate.EXIT_CODES['NO-SLOWDOWN-SEEN'] == 5
+    level = stats.sequential_levels((10, 15, 20), 0.025)[0]
+    lower = stats.student_t(d).lower(1 - level)     # 10 pairs: tonight_t_test
+    assert m['sensitivity'] == pytest.approx(1 - math.exp(lower), abs=1e-6)
+    assert 0.05 < m['sensitivity'] < 0.2
+    assert f'a slowdown of {m["sensitivity"]:.0%} or more would have been seen' in m['reason']
+    assert 'NO-SLOWDOWN-SEEN' in gate.format_text(res)
+
+
+def test_a_possible_slowdown_stays_inconclusive_and_every_metric_has_a_sensitivity():
+    # significant but not beyond the margin: a possible slowdown, exit 2
+    (m,) = gated(res := run(paired(20, 0.955, cv=0.05, seed=3)))
+    assert m['verdict'] == 'INCONCLUSIVE' and m['slower'] and res['exit_code'] == 2
+    assert m['sensitivity'] is not None
+    for ratio, verdict in ((1.0, 'PASS'), (0.7, 'FAIL')):
+        (m,) = gated(run(paired(20, ratio, cv=0.02, seed=1)))
+        assert m['verdict'] == verdict and isinstance(m['sensitivity'], float)
+    assert gated(run(paired(20, 1.0, cv=0.02, seed=1)))[0]['sensitivity'] < 0.05

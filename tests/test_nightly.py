@@ -315,9 +315,9 @@ def test_quiet_night_prints_at_most_three_lines_per_pair(tmp_path, monkeypatch, 
     assert sum(line.startswith('ci/nightly: pair ') for line in lines) == 20
     assert 'ci/nightly: pair 3/10 (up to 20): ' in err and 'pair 20/20: ' in err
     looks = [line for line in lines if 'look at ' in line]
-    assert len(looks) == 2 and 'look at 10 pairs: INCONCLUSIVE' in looks[0]
+    assert len(looks) == 2 and 'look at 10 pairs: NO-SLOWDOWN-SEEN' in looks[0]
     # the verdict in a line too, not the gate's table
-    assert sum('verdict at 20 pairs: INCONCLUSIVE' in line for line in lines) == 1
+    assert sum('verdict at 20 pairs: NO-SLOWDOWN-SEEN' in line for line in lines) == 1
     assert not any(line.startswith('overall: ') for line in lines)
     assert re.search(r'lowest .*: ratio \d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]', looks[0])
     assert not any(' $ ' in line for line in lines), 'command lines under --quiet'

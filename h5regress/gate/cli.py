@@ -1,0 +1,303 @@
+"""The night from its records (run_gate), its text and JSON, the command line."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from h5regress import atomic
+from h5regress import history as hist_mod
+from h5regress import refs as refs_mod
+from h5regress import report as report_mod
+from h5regress.cmdline import EXIT_ERROR, ArgParser, GATE_CONFIG_HELP, UsageError, parse_args
+from h5regress.gateconfig import REFERENCES_DIR, ConfigError, load_config, looks_arg
+from h5regress.record import Record
+from h5regress.gate.records import _night_of, check_builds, collect, default_night, load_records
+from h5regress.gate.comparing import NOT_FLUSHED, compare
+from h5regress.gate.verdicts import NO_SLOWDOWN_SEEN, decide_all
+from h5regress.gate.night import annotate, history_lines
+
+
+# ------------------------------------------------------------------ the night
+def run_gate(records: Iterable[Record], baseline: str, candidate: str,
+             cfg: Mapping[str, Any] | None = None, *,
+             history: hist_mod.History | None = None,
+             references: refs_mod.References | None = None,
+             problems: Sequence[str] = (), night: str | None = None,
+             looks: Sequence[int] | None = None, baseline_commit: str | None = None,
+             candidate_commit: str | None = None, attempt: str | None = None,
+             injected_slowdown: float = 0.0, pairs_run: int | None = None) -> dict[str, Any]:
+    """Gate one night; returns the result mapping (JSON-serialisable).
+
+    ``looks``: the pair counts at which the nightly's loop gates (default the
+    config's); ``pairs_run``: how many pairs it has run at this look (default:
+    the most pairs of any judged metric), so that a metric that lost pairs is
+    judged at the look it is in, on the pairs it has.
+
+    :func:`collect` the samples per metric, :func:`compare` the builds per
+    metric, :func:`decide_all` the verdicts, :func:`annotate` the night.
+    """
+    cfg = dict(cfg or load_config())
+    looks = looks if looks is not None else cfg.get('looks')
+    history = history or hist_mod.History()
+    tonight = collect(records, baseline, candidate, problems, attempt)
+    base_commit = baseline_commit or tonight.commit('base')
+    cand_commit = candidate_commit or tonight.commit('cand')
+    # a candidate slowed on purpose (a stand-in night's --inject-slowdown) shares the
+    # baseline's commit but is no A/A night: its FAIL is right, never a false alarm
+    aa = not injected_slowdown and (
+        baseline == candidate or (base_commit is not None and base_commit == cand_commit))
+    comparisons = compare(tonight.groups, cfg, history, aa)
+    if pairs_run is None:
+        pairs_run = max((m.comp.n for m in comparisons
+                         if m.comp is not None and m.role != 'reported'), default=None)
+    decide_all(comparisons, cfg, looks, pairs_run)
+    result: dict[str, Any] = {
+        'version': 1, 'night': night or _night_of(tonight.last_ts), 'attempt': attempt,
+        'timestamp': tonight.last_ts or None,
+        'baseline': baseline, 'candidate': candidate,
+        'baseline_commit': base_commit, 'candidate_commit': cand_commit, 'a_a': aa,
+        'injected_slowdown': injected_slowdown or None,
+        'config': {k: cfg[k] for k in ('margin', 'margin_confidence', 'alpha', 'confidence',
+                                       'min_pairs', 'hdf5_overhead')}
+        | {'looks': looks, 'pairs_run': pairs_run},
+        'metrics': [m.row for m in comparisons], 'counts': tonight.counts,
+        'problems': tonight.problems[:50], 'problem_count': len(tonight.problems),
+    }
+    annotate(result, cfg, history, references)
+    return result
+
+
+# ------------------------------------------------------------------ output
+def format_text(result: Mapping[str, Any]) -> str:
+    out = [f'h5regress gate: night {result["night"]}: {result["candidate"]} '
+           f'({result.get("candidate_commit") or "?"}) vs {result["baseline"]} '
+           f'({result.get("baseline_commit") or "?"})']
+    rows = [m for m in result['metrics'] if m['role'] == 'gated']
+    for m in sorted(rows, key=lambda m: (m['verdict'] != 'FAIL', m['label'])):
+        ratio = '-' if m['ratio'] is None else f'{m["ratio"]:.3f}'
+        lo = '-' if m['ratio_lo'] is None else f'{m["ratio_lo"]:.3f}'
+        hi = '-' if m['ratio_hi'] is None else f'{m["ratio_hi"]:.3f}'
+        need = (f'; a PASS would need ~{m["pairs_for_pass"]} pairs at this noise'
+                if m['verdict'] in ('INCONCLUSIVE', NO_SLOWDOWN_SEEN) and not m.get('slower')
+                and m.get('pairs_for_pass') else '')
+        out.append(f'  {m["verdict"]:<12} {m["label"]}: ratio {ratio} [{lo}, {hi}] '
+                   f'n={m["n_pairs"]} {m.get("method") or ""} ({m["reason"]}{need})')
+    for label in result.get('not_flushed', ()):
+        out.append(f'  NOT FLUSHED  {label}: write_flush none, {NOT_FLUSHED} (the verdict '
+                   f'is on page-cache speed)')
+    for c in result['canary']:
+        if c['verdict'] == 'WARN':
+            out.append(f'  WARN         {c["metric"]}: {c["reason"]}')
+    for d in result['degraded']:
+        if d['degraded']:
+            out.append(f'  DEGRADED     canary {d["canary"]}: {d["tonight"]:.4g} is '
+                       f'{d["drop"]:.0%} below its history median {d["history_median"]:.4g}')
+    for cp in result['change_points']:
+        out.append(f'  CHANGE       {cp["metric"]}: x{cp["ratio"]:.3f} ({cp["direction"]}) '
+                   f'between {cp["from_night"]} ({cp["from_commit"]}) and '
+                   f'{cp["to_night"]} ({cp["to_commit"]})')
+    env = [m for m in result['metrics'] if (m.get('envelope') or {}).get('worse')]
+    for m in env:
+        out.append(f'  ENVELOPE     {m["label"]}: candidate {m["cand_median"]:.4g} outside '
+                   f'[{m["envelope"]["low"]:.4g}, {m["envelope"]["high"]:.4g}]')
+    c = result['counts']
+    skipped = c['malformed'] + c['duplicates'] + c['non_positive'] + c['direction_conflicts']
+    out.append(f'  records: {c["records"]} read, {skipped} skipped ({c["malformed"]} malformed, '
+               f'{c["duplicates"]} duplicate, {c["non_positive"]} non-positive), '
+               f'{c["other_build"]} of other builds, {c["perf_fail_samples"]} perf_fail kept')
+    if result.get('error'):
+        out.append(f'  ERROR: {result["error"]}')
+    out.append(f'overall: {result["overall"]} (exit {result["exit_code"]})')
+    return '\n'.join(out)
+
+
+def dumps(result: Mapping[str, Any]) -> str:
+    def clean(o: Any) -> Any:
+        if isinstance(o, float) and not math.isfinite(o):
+            return None
+        if isinstance(o, dict):
+            return {k: clean(v) for k, v in o.items()}
+        if isinstance(o, (list, tuple)):
+            return [clean(v) for v in o]
+        return o
+    return json.dumps(clean(result), indent=1, default=str)
+
+
+# ------------------------------------------------------------------ CLI
+def build_parser() -> ArgParser:
+    p = ArgParser(
+        prog='h5regress gate',
+        description='Nightly performance verdict of a candidate HDF5 build against a '
+                    'baseline, from paired A/B runs.',
+        epilog='exit codes: 0 PASS, 1 FAIL, 2 INCONCLUSIVE (run more pairs), '
+               '3 DEGRADED (canary far below its history: no verdict, rerun), 4 ERROR',
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument('--baseline', required=True, help='hdf5_build of the baseline records')
+    p.add_argument('--candidate', required=True, help='hdf5_build of the candidate records')
+    p.add_argument('--records', nargs='+', default=[], metavar='FILE',
+                   help='JSON-lines record files (or directories of *.jsonl)')
+    p.add_argument('--perflogs', nargs='+', default=[], metavar='DIR',
+                   help='ReFrame perflog directories')
+    p.add_argument('--config', metavar='GATE_YAML', help=GATE_CONFIG_HELP)
+    p.add_argument('--margin', type=float, help='tolerated slowdown (default 0.05)')
+    p.add_argument('--alpha', type=float, help='Benjamini-Hochberg FDR level (default 0.01)')
+    p.add_argument('--confidence', type=float, help='interval confidence (default 0.95)')
+    p.add_argument('--looks', type=looks_arg, metavar='N1,N2,...',
+                   help="pair counts at which the nightly's rerun loop gates (e.g. 10,15,20); "
+                        'a FAIL at each needs q below its alpha-spending level')
+    p.add_argument('--pairs-run', type=int, metavar='N',
+                   help="pairs the nightly's loop has run at this look (default: the most "
+                        'pairs of any judged metric); at the last of --looks the look spends '
+                        'what is left of alpha on the pairs each metric has')
+    p.add_argument('--history', help=f'history directory (default ${hist_mod.ENV}, then '
+                   '"history:" in the config)')
+    p.add_argument('--append-history', action='store_true',
+                   help="store tonight's results in the history (a night id already "
+                        "stored is kept and tonight stored as <night>+2, +3...)")
+    p.add_argument('--night', type=hist_mod.night_id,
+                   help="night id (default: date of the newest record; letters, digits, "
+                        "'.', '_', '-')")
+    p.add_argument('--attempt', help="only the records of this nightly attempt (pair ids "
+                   "'<attempt>-p<i>'): earlier attempts in the same perflogs are left out")
+    p.add_argument('--refs', nargs='*', default=None, metavar='PATH',
+                   help='reference files or directories (default reframe/config/references; '
+                        '--refs alone: apply none)')
+    p.add_argument('--baseline-commit', help='HDF5 commit of the baseline (else from records)')
+    p.add_argument('--candidate-commit', help='HDF5 commit of the candidate (else from records)')
+    p.add_argument('--injected-slowdown', type=float, default=0.0, metavar='FRACTION',
+                   help='the candidate is the baseline slowed on purpose by FRACTION (a '
+                   'stand-in night): not A/A, whatever the commits')
+    p.add_argument('--json', metavar='FILE', help='write the full result as JSON')
+    p.add_argument('--report', metavar='DIR',
+                   help='also write the report (Markdown, HTML, JUnit XML) into DIR')
+    p.add_argument('--quiet', action='store_true', help='print only the overall line')
+    return p
+
+
+def _usage_problem(args: GateRequest) -> str | None:
+    """What is wrong with the command line beyond argparse's checks (None: nothing)."""
+    if not args.records and not args.perflogs:
+        return 'give --records and/or --perflogs'
+    if args.pairs_run is not None and args.pairs_run < 1:
+        return f'--pairs-run must be a positive pair count, got {args.pairs_run}'
+    if args.baseline == args.candidate:
+        return (f'--baseline and --candidate both name {args.baseline!r}; an A/A comparison '
+                f'needs two build ids (the same commit under two names: it is then known to '
+                f'have ratio 1)')
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class GateRequest:
+    """One gate of a night, as ``h5regress gate``'s options say it (issue 26): the
+    nightly and the bisect may build one and call :func:`gate_request` instead of an
+    argv list. ``margin``, ``alpha`` and ``confidence`` override the configuration's
+    (None: the configuration's), as floats from here to the verdict."""
+    baseline: str
+    candidate: str
+    records: Sequence[str] = ()
+    perflogs: Sequence[str] = ()
+    config: str | None = None
+    margin: float | None = None
+    alpha: float | None = None
+    confidence: float | None = None
+    looks: Sequence[int] | None = None
+    pairs_run: int | None = None
+    history: str | None = None
+    append_history: bool = False
+    night: str | None = None
+    attempt: str | None = None
+    refs: Sequence[str] | None = None
+    baseline_commit: str | None = None
+    candidate_commit: str | None = None
+    injected_slowdown: float = 0.0
+    json: str | None = None
+    report: str | None = None
+    quiet: bool = False
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> GateRequest:
+        return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)})
+
+
+def main_gate(argv: Sequence[str] | None = None) -> int:
+    """``h5regress gate``; returns the exit code (see :data:`EXIT_CODES`)."""
+    args, code = parse_args(build_parser(), argv)
+    if args is None:
+        return code
+    return gate_request(GateRequest.from_args(args))
+
+
+def gate_request(args: GateRequest) -> int:
+    """Gate one night as ``args`` says, print and write what it asks; the exit code."""
+    problem = _usage_problem(args)
+    if problem:
+        print(f'h5regress gate: error: {problem}', file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        cfg = load_config(args.config)
+        for k in ('margin', 'alpha', 'confidence'):
+            v = getattr(args, k)
+            if v is not None:
+                if not 0 < v < 1:
+                    raise ConfigError(f'--{k} must be in (0, 1), got {v}')
+                cfg[k] = v
+        records, problems = load_records(args.records, args.perflogs)
+        check_builds(records, args.baseline, args.candidate, args.attempt)
+        hdir = hist_mod.resolve_dir(args.history, cfg)
+        night = args.night or default_night(records)
+        # tonight is left out: a rerun of the night must not see its own first attempt
+        history = hist_mod.load(hdir, exclude_night=night) if hdir \
+            else hist_mod.History()
+        ref_paths = args.refs if args.refs is not None else [REFERENCES_DIR]
+        references = refs_mod.References.load(ref_paths)
+        result = run_gate(records, args.baseline, args.candidate, cfg, history=history,
+                          references=references, problems=problems, night=night,
+                          looks=args.looks, pairs_run=args.pairs_run,
+                          baseline_commit=args.baseline_commit,
+                          candidate_commit=args.candidate_commit, attempt=args.attempt,
+                          injected_slowdown=args.injected_slowdown)
+        if history.problems:
+            result['problems'].extend(history.problems[:10])
+            result['problem_count'] += len(history.problems)
+    except (ConfigError, UsageError, refs_mod.RefsError, OSError) as err:
+        print(f'h5regress gate: error: {err}', file=sys.stderr)
+        return EXIT_ERROR
+    if args.quiet:
+        # an ERROR says why even then: a rerun will not fix it
+        why = f': {result["error"]}' if result.get('error') else ''
+        print(f'overall: {result["overall"]} (exit {result["exit_code"]}){why}')
+    else:
+        print(format_text(result))
+    try:
+        if args.append_history:
+            append_history(result, hdir)
+        if args.json:
+            atomic.write_text(Path(args.json), dumps(result))
+        if args.report:
+            report_mod.write_all(result, history, Path(args.report))
+    except (UsageError, OSError) as err:
+        print(f'h5regress gate: error: {err}', file=sys.stderr)
+        return EXIT_ERROR
+    return result['exit_code']
+
+
+def append_history(result: dict[str, Any], hdir: Path | None) -> None:
+    """Store the night in the history; a failed write makes ``result`` an ERROR naming
+    the path (its gate.json says so too), not the verdict of a night that is lost."""
+    if not hdir:
+        raise UsageError(f'--append-history needs --history or ${hist_mod.ENV}')
+    header, lines = history_lines(result)
+    try:
+        hist_mod.write_night(hdir, header, lines)
+    except hist_mod.HistoryError as err:
+        result.update(overall='ERROR', exit_code=EXIT_ERROR,
+                      error=f'the history was not written: {err}')
+        print(f'h5regress gate: error: {result["error"]}', file=sys.stderr)

@@ -1,0 +1,169 @@
+"""The verdict of each metric: FAIL, PASS, INCONCLUSIVE, NO-SLOWDOWN-SEEN."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from h5regress import stats
+from h5regress.gate.comparing import MetricComparison, NOT_FLUSHED, _fmt_ratio, _value_ratio
+
+
+# ------------------------------------------------------------------ decide
+def decide(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
+           looks: Sequence[int] | None, pairs_run: int | None = None) -> tuple[str, str]:
+    """Verdict and reason for one judged metric; m = margin, ``q`` its BH-adjusted
+    p-value of a slowdown.
+
+    * FAIL: ``q`` <= the look's level (alpha, or its alpha-spending share at an
+      early look) *and* the one-sided ``margin_confidence`` upper bound of the
+      ratio below 1 - m: significantly slower, and the data make a slowdown
+      within the margin unlikely (margin_confidence 0.5 would be the estimate
+      alone, the rule before issue 19). At an early look the bound's error
+      ``1 - margin_confidence`` is spent like alpha (a higher confidence), so
+      the loop's rate of a FAIL inside the margin stays that of one look;
+    * PASS: the one-sided lower bound of the ratio above 1 - m, at 1 - the look's
+      share of (1 - confidence) / 2 (the lower end of the two-sided
+      ``confidence`` interval at a single or the last look; stricter at an early
+      look, so a loop of looks keeps the error of a wrong PASS);
+    * INCONCLUSIVE otherwise; "significantly slower, not shown beyond the margin"
+      is one (``slower`` in the row), and more pairs decide.
+    """
+    margin, alpha = cfg['margin'], cfg['alpha']
+    log_floor = math.log(1.0 - margin)
+    if comp.n < cfg['min_pairs']:
+        return 'INCONCLUSIVE', f'{comp.n} pair(s), fewer than {cfg["min_pairs"]}'
+    level = stats.look_level(comp.n, looks, alpha, pairs_run=pairs_run)
+    mconf = fail_confidence(comp.n, looks, cfg, pairs_run)
+    upper = comp.upper(mconf)
+    if q <= level and upper < log_floor:
+        return 'FAIL', (f'significant slowdown (BH q={q:.2g} <= {level:.2g}) beyond the '
+                        f'{margin:.0%} margin: the {mconf:.1%} upper bound of the ratio, '
+                        f'{math.exp(upper):.3f}, is below {1 - margin:.2f}')
+    pass_level = stats.look_level(comp.n, looks, (1.0 - cfg['confidence']) / 2.0,
+                                  pairs_run=pairs_run)
+    lower = comp.lower(1.0 - pass_level)
+    if lower > log_floor:
+        early = '' if not looks or max(comp.n, pairs_run or 0) >= looks[-1] else \
+            f' (the stricter bound of an early look at {comp.n} of up to {looks[-1]} pairs)'
+        return 'PASS', (f'{1 - pass_level:.2%} lower bound of the ratio {math.exp(lower):.3f} '
+                        f'> {1 - margin:.2f}{early}')
+    more = ('more pairs decide' if looks and max(comp.n, pairs_run or 0) < looks[-1] else
+            'undecided at the last look' if looks else 'more pairs decide')
+    if q <= level:
+        return 'INCONCLUSIVE', (f'{SLOWER} (BH q={q:.2g}), not shown beyond the '
+                                f'{margin:.0%} margin (the {mconf:.1%} upper bound '
+                                f'{math.exp(upper):.3f} >= {1 - margin:.2f}): {more}')
+    if q <= alpha:
+        return 'INCONCLUSIVE', (f'slowdown suspected (q={q:.2g} > {level:.2g}, the level of a '
+                                f'look at {comp.n} of up to {looks[-1]} pairs): {more}')
+    if lower == -math.inf:
+        return 'INCONCLUSIVE', f'too few pairs ({comp.n}) for a {1 - pass_level:.1%} bound'
+    # NO-SLOWDOWN-SEEN: no FAIL, no PASS, q > alpha (no sign of a slowdown at the
+    # night's level, not even a suspected one), and a finite lower bound: at the PASS
+    # bound's confidence (1 - pass_level) the night excludes every slowdown of
+    # sensitivity = 1 - exp(lower) or more. The bounds and levels are those of PASS
+    # and FAIL: this names what INCONCLUSIVE meant here, it changes no error rate.
+    return NO_SLOWDOWN_SEEN, (f'no slowdown detected at tonight\'s sensitivity: a slowdown '
+                              f'of {-math.expm1(lower):.0%} or more would have been seen '
+                              f'(the {1 - pass_level:.2%} lower bound {math.exp(lower):.3f} '
+                              f'< {1 - margin:.2f}, so no PASS): {more}')
+
+
+def sensitivity(comp: stats.Comparison, cfg: Mapping[str, Any], looks: Sequence[int] | None,
+                pairs_run: int | None = None) -> float | None:
+    """The smallest slowdown the night would have seen: 1 - the PASS bound of the
+    performance ratio at this look (:func:`decide`), 0 when that bound is above 1;
+    None without a finite bound."""
+    if comp.n < cfg['min_pairs']:
+        return None
+    pass_level = stats.look_level(comp.n, looks, (1.0 - cfg['confidence']) / 2.0,
+                                  pairs_run=pairs_run)
+    lower = comp.lower(1.0 - pass_level)
+    if not math.isfinite(lower):
+        return None
+    return round(max(0.0, -math.expm1(lower)), 6)
+
+
+def fail_confidence(n: int, looks: Sequence[int] | None, cfg: Mapping[str, Any],
+                    pairs_run: int | None = None) -> float:
+    """Confidence of the upper bound a FAIL at ``n`` pairs compares with 1 - margin:
+    ``margin_confidence``, its error spent over the looks like alpha."""
+    return 1.0 - stats.look_level(n, looks, 1.0 - float(cfg['margin_confidence']),
+                                  pairs_run=pairs_run)
+
+
+#: the verdict of a metric with no sign of a slowdown and no PASS (:func:`decide`)
+NO_SLOWDOWN_SEEN = 'NO-SLOWDOWN-SEEN'
+
+#: how :func:`decide` begins the reason of "significantly slower, not shown beyond the margin"
+SLOWER = 'significantly slower'
+
+
+def is_slower(verdict: str, reason: str) -> bool:
+    """Whether an INCONCLUSIVE verdict is a significant slowdown not shown beyond the margin."""
+    return verdict == 'INCONCLUSIVE' and reason.startswith(SLOWER)
+
+
+def pairs_for_pass(sigma: float | None, cfg: Mapping[str, Any], looks: Sequence[int] | None,
+                   rank: bool, power: float = 0.9) -> int | None:
+    """Pairs a PASS would need on ``power`` of nights when nothing changed, at the
+    noise ``sigma`` (SD of the pair log-ratios): the lower bound (level of the
+    last look) clears ln(1 - m) when ``sqrt(n) >= (z_level + z_power) sigma /
+    -ln(1 - m)`` (normal approximation; the signed-rank test needs 1/0.955 times
+    as many pairs, its efficiency relative to the mean under normal noise)."""
+    if sigma is None or not math.isfinite(sigma) or sigma <= 0:
+        return None
+    level = stats.look_level(looks[-1] if looks else 1, looks,
+                             (1.0 - cfg['confidence']) / 2.0)
+    z = stats.norm_ppf(1.0 - level) + stats.norm_ppf(power)
+    n = (z * sigma / -math.log(1.0 - cfg['margin'])) ** 2 / (3.0 / math.pi if rank else 1.0)
+    return max(int(cfg['min_pairs']), math.ceil(n))
+
+
+def decide_all(metrics: Sequence[MetricComparison], cfg: Mapping[str, Any],
+               looks: Sequence[int] | None, pairs_run: int | None = None) -> None:
+    """Verdicts into the rows: BH within the gated family and, apart, the controls;
+    ``pairs_run``: the pairs the nightly's loop has run at this look (see
+    :func:`h5regress.stats.look_level`)."""
+    for m in metrics:
+        if m.role != 'reported' and m.row['flush_conflict']:
+            m.row['verdict'], m.row['reason'] = 'ERROR', m.row['flush_conflict']
+        elif m.row['no_candidate']:
+            m.row['verdict'], m.row['reason'] = 'ERROR', m.row['no_candidate']
+    for family in (('gated',), ('canary', 'control')):
+        judged = [m for m in metrics if m.role in family and m.comp is not None
+                  and not m.row['flush_conflict']]
+        qs = stats.benjamini_hochberg([m.comp.p_worse for m in judged])
+        for m, q in zip(judged, qs):
+            m.row['q'] = q
+            m.row['verdict'], m.row['reason'] = decide(m.comp, q, cfg, looks, pairs_run)
+            m.row['slower'] = is_slower(m.row['verdict'], m.row['reason'])
+            m.row['sensitivity'] = sensitivity(m.comp, cfg, looks, pairs_run)
+            m.row['fail_bound'] = _fmt_ratio(_value_ratio(
+                m.comp.upper(fail_confidence(m.comp.n, looks, cfg, pairs_run)),
+                m.row['higher_is_better']))
+            var = m.row.get('variance') or {}
+            sigma = var.get('pooled_sigma') if var.get('source') == 'history' \
+                else var.get('tonight_sigma')
+            m.row['noise_sigma'] = sigma
+            m.row['pairs_for_pass'] = pairs_for_pass(sigma, cfg, looks,
+                                                     m.comp.method != 'pooled-t')
+            if m.row['flushed'] is False:
+                m.row['reason'] += (f' [{NOT_FLUSHED}: write_flush none, the figure ends '
+                                    f'in the page cache]')
+    for m in metrics:
+        row = m.row
+        row.setdefault('q', None)
+        for k in ('fail_bound', 'noise_sigma', 'pairs_for_pass', 'sensitivity'):
+            row.setdefault(k, None)
+        row.setdefault('slower', False)
+        if 'verdict' not in row:
+            if m.role == 'reported':
+                row['verdict'], row['reason'] = None, 'reported, not gated'
+            else:
+                side = 'candidate' if not row['cand'] else 'baseline'
+                row['verdict'], row['reason'] = 'INCONCLUSIVE', f'no {side} samples'
+        row['false_alarm'] = (row['verdict'] == 'FAIL' and row['true_ratio'] is not None
+                              and abs(row['true_ratio'] - 1.0) < 1e-9)
