@@ -42,7 +42,7 @@ def read_runs() -> list[ParsedRun]:
 def cold_reads(stdout: str) -> ParsedRun:
     checks = ior_checks()
     # the method reads only what the job's stdout says: no ReFrame test needed
-    return checks.ior_base.cold_reads(checks.ior_base, read_runs(), stdout)
+    return checks.cold_reads(read_runs(), checks.ior_base.cache_states(stdout))
 
 
 def marks(*states: str) -> str:

@@ -69,6 +69,30 @@ def refuse_nonsense(name: str, p: dict) -> None:
         raise ValueError('; '.join(problems))
 
 
+def cold_reads(reads, states):
+    """The read phase from its executions, one per repetition, and the page-cache state
+    before each (``dropped`` or ``kept``): its figures from the repetitions read after a
+    page-cache drop (all of them, labelled cached, when none was)."""
+    if len(states) != len(reads):
+        raise ParseError(f'{len(reads)} IOR read executions but {len(states)} '
+                         f'"{CACHE_MARK}" lines in stdout')
+    cold = [state == 'dropped' for state in states]
+    run = ior_parser.combine_executions(
+        reads, cold, why_not='read without a page-cache drop before it: cached')
+    run.provenance['read_page_cache'] = 'dropped' if any(cold) else 'kept'
+    run.provenance['read_page_cache_repetitions'] = states
+    if any(cold):
+        run.provenance[runresults.CACHE_DEFEATED] = \
+            'the page cache dropped before each repetition counted'
+    if not any(cold):
+        run.warnings.append('read figures are cached: the page cache was not dropped '
+                            'before the read repetitions')
+    elif not all(cold):
+        run.warnings.append(f'{cold.count(False)} of {len(cold)} read repetitions '
+                            'had the page cache kept: left out of the read figures')
+    return run
+
+
 def read_summary(repetition: int) -> str:
     """Where the read execution of ``repetition`` (from 1) leaves its JSON summary."""
     return f'ior-read-{repetition}.json'
@@ -78,7 +102,35 @@ def read_summary(repetition: int) -> str:
 STANDIN_ROWS = (('HDF5', 'independent', 'ssf'), ('MPIIO', 'independent', 'ssf'))
 
 
-class ior_base(HDF5Benchmark):
+class ior_hdf5_options(rfm.RegressionTestPlugin):
+    """IOR's HDF5 backend options, set with ``-S`` (recorded with every row)."""
+
+    #: HDF5 collective metadata operations (``--hdf5.collectiveMetadata``).
+    #:
+    #: :type: bool
+    #: :default: ``False``
+    hdf5_collective_metadata = variable(bool, value=False)
+
+    #: HDF5 object alignment in bytes (``--hdf5.setAlignment``); ``''`` = HDF5 default.
+    #:
+    #: :type: str
+    #: :default: ``''``
+    hdf5_alignment = variable(str, value='')
+
+    #: HDF5 chunk size in elements (``--hdf5.chunkSize``); 0 = contiguous dataset.
+    #:
+    #: :type: int
+    #: :default: ``0``
+    hdf5_chunk_size = variable(int, value=0)
+
+    #: Do not pre-fill HDF5 datasets (``--hdf5.noFill``).
+    #:
+    #: :type: bool
+    #: :default: ``False``
+    hdf5_nofill = variable(bool, value=False)
+
+
+class ior_base(HDF5Benchmark, ior_hdf5_options):
     #: (api, preset, layout): what the field compares. POSIX has no collective mode.
     benchmark = parameter([
         ('POSIX', 'independent', 'ssf'),
@@ -136,30 +188,6 @@ class ior_base(HDF5Benchmark):
     #: :type: bool
     #: :default: ``True``
     fsync = variable(bool, value=True)
-
-    #: HDF5 collective metadata operations (``--hdf5.collectiveMetadata``).
-    #:
-    #: :type: bool
-    #: :default: ``False``
-    hdf5_collective_metadata = variable(bool, value=False)
-
-    #: HDF5 object alignment in bytes (``--hdf5.setAlignment``); ``''`` = HDF5 default.
-    #:
-    #: :type: str
-    #: :default: ``''``
-    hdf5_alignment = variable(str, value='')
-
-    #: HDF5 chunk size in elements (``--hdf5.chunkSize``); 0 = contiguous dataset.
-    #:
-    #: :type: int
-    #: :default: ``0``
-    hdf5_chunk_size = variable(int, value=0)
-
-    #: Do not pre-fill HDF5 datasets (``--hdf5.noFill``).
-    #:
-    #: :type: bool
-    #: :default: ``False``
-    hdf5_nofill = variable(bool, value=False)
 
     tool = 'ior'
 
@@ -285,32 +313,8 @@ class ior_base(HDF5Benchmark):
                  for run in ior_parser.parse({name: files.get(name, '')})]
         return runresults.merge_phases(self.tool, [
             write.phases[0],
-            runresults.Phase(self.cold_reads(reads, files.get('stdout', '')),
+            runresults.Phase(cold_reads(reads, self.cache_states(files.get('stdout', ''))),
                              self.read_command)])
-
-    def cold_reads(self, reads, stdout):
-        """The read phase from its executions, one per repetition: its figures from the
-        repetitions read after a page-cache drop (all of them, labelled cached, when none
-        was)."""
-        states = self.cache_states(stdout)
-        if len(states) != len(reads):
-            raise ParseError(f'{len(reads)} IOR read executions but {len(states)} '
-                             f'"{CACHE_MARK}" lines in stdout')
-        cold = [state == 'dropped' for state in states]
-        run = ior_parser.combine_executions(
-            reads, cold, why_not='read without a page-cache drop before it: cached')
-        run.provenance['read_page_cache'] = 'dropped' if any(cold) else 'kept'
-        run.provenance['read_page_cache_repetitions'] = states
-        if any(cold):
-            run.provenance[runresults.CACHE_DEFEATED] = \
-                'the page cache dropped before each repetition counted'
-        if not any(cold):
-            run.warnings.append('read figures are cached: the page cache was not dropped '
-                                'before the read repetitions')
-        elif not all(cold):
-            run.warnings.append(f'{cold.count(False)} of {len(cold)} read repetitions '
-                                'had the page cache kept: left out of the read figures')
-        return run
 
 
 @rfm.simple_test
