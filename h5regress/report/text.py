@@ -275,16 +275,21 @@ def _undecided(gated: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any]) -> st
                  + '; '.join(slower))
     quiet = [m for m in und if not m.get('slower')]
     if quiet:
-        need = [m['pairs_for_pass'] for m in quiet if m.get('pairs_for_pass')]
         text += (f'; {len(quiet)} without a significant slowdown, their interval reaching '
                  f'below {floor:.2f}: at tonight\'s noise the pairs are too few to show the '
                  f'ratio above {floor:.2f} even when nothing changed (an A/A night ends so '
                  f'more often than not)')
-        if need:
-            text += (f'; a PASS on 9 of 10 unchanged nights would need about {max(need)} pairs'
-                     + (f' (the noisiest metric; {min(need)} for the quietest)'
-                        if len(need) > 1 else ''))
+        text += pairs_for_pass_text(quiet)
     return text
+
+
+def pairs_for_pass_text(metrics: Sequence[Mapping[str, Any]]) -> str:
+    """'; a PASS on 9 of 10 unchanged nights would need about N pairs', '' when unknown."""
+    need = [m['pairs_for_pass'] for m in metrics if m.get('pairs_for_pass')]
+    if not need:
+        return ''
+    return (f'; a PASS on 9 of 10 unchanged nights would need about {max(need)} pairs'
+            + (f' (the noisiest metric; {min(need)} for the quietest)' if len(need) > 1 else ''))
 
 
 def _title(result: Mapping[str, Any]) -> str:
@@ -308,7 +313,8 @@ def summary(result: Mapping[str, Any]) -> str:
         text = (f'{len(bad)} of {len(gated)} gated metrics slower than the {cfg["margin"]:.0%} '
                 f'margin allows, significantly: ' + '; '.join(bad))
     elif overall == NO_SLOWDOWN_SEEN:
-        text = no_slowdown_text(gated)
+        text = no_slowdown_text(gated) + pairs_for_pass_text(
+            [m for m in gated if m['verdict'] == NO_SLOWDOWN_SEEN])
     elif overall == 'PASS':
         text = (f'all {len(gated)} gated metrics within the margin: every interval lies '
                 f'above {floor:.2f}')
