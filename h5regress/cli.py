@@ -9,6 +9,7 @@
     h5regress manifest ...           the Spack environment's tool manifest
     h5regress bisect ...             the first HDF5 commit behind a FAIL (noise-aware)
     h5regress coverage ...           which HDF5 functions each row executes; changed ones no row runs
+    h5regress replay ...             a regression of regressions/ replayed: caught or missed
 
 Exit codes of ``parse`` and ``perflog``: 0 all runs parsed; 1 some output shows a
 failed or incomplete run (named on stderr; the good ones are still printed); 2 usage,
@@ -196,6 +197,7 @@ DELEGATED = {
     'bisect': ('h5regress.bisect', 'main'),
     'study': ('h5regress.study', 'main'),
     'coverage': ('h5regress.coveragerun', 'main'),
+    'replay': ('h5regress.replay', 'main'),
 }
 
 

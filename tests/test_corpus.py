@@ -3,9 +3,14 @@ the keys a case needs, full shas, a public source, and rows the h5paths check ha
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import tarfile
+
 import pytest
 
-from h5regress import corpus
+from h5regress import bisect, corpus, replay
 from reframe_run import REPO
 from test_h5paths_check import check_module
 
@@ -82,3 +87,103 @@ def test_unreadable_and_empty(tmp_path):
     (tmp_path / 'x.yaml').write_text('id: [unclosed\n')
     with pytest.raises(corpus.CorpusError, match=r'x\.yaml: not valid YAML'):
         corpus.load_corpus(tmp_path)
+
+
+# ------------------------------------------------------------------ h5regress replay
+STANDIN_CASE = GOOD.replace('id: x', 'id: standin').replace(
+    "regressing_commit: {range: {good: %s, bad: %s}}" % ('a' * 40, 'b' * 40),
+    'regressing_commit: {sha: %s, first_parent: %s}').replace(
+    'fix_commit: null', 'fix_commit: {sha: %s, first_parent: %s}')
+
+
+def standin_corpus(tmp_path):
+    """A stand-in repository good -> regressing (writes 1.25x) -> fixed, and a corpus
+    of one case naming its commits, plus a case without commits."""
+    good, bad, fixed = bisect.make_standin_repo(tmp_path / 'repo', [0.0, 0.25, 0.0])
+    (tmp_path / 'corpus').mkdir()
+    (tmp_path / 'corpus' / 'standin.yaml').write_text(STANDIN_CASE % (bad, good, fixed, bad))
+    unverified = GOOD.replace('{range: {good: %s, bad: %s}}' % ('a' * 40, 'b' * 40),
+                              '{unverified: no commit}')
+    (tmp_path / 'corpus' / 'x.yaml').write_text(unverified)
+    return good, bad, fixed
+
+
+def replay_cli(tmp_path, *extra):
+    return ['--corpus', str(tmp_path / 'corpus'), '--repo', str(tmp_path / 'repo'),
+            '--builder', 'stand-in', '--simulate-cv', '0.04', '--seed', '3',
+            '--work', str(tmp_path / 'work'), '--results', str(tmp_path / 'results'), *extra]
+
+
+def test_replay_catches_the_regression_and_neither_fix_nor_control_fails(tmp_path, capsys):
+    good, bad, fixed = standin_corpus(tmp_path)
+    assert replay.main(['standin', '--fix', *replay_cli(tmp_path)]) == 0
+    out = json.loads((tmp_path / 'results' / 'standin.json').read_text())
+    reg, fix, control = (out['replays'][m] for m in ('regression', 'fix', 'control'))
+    assert (reg['baseline'], reg['candidate']) == (good, bad)
+    assert (fix['baseline'], fix['candidate']) == (bad, fixed)
+    assert (control['baseline'], control['candidate']) == (good, good)
+    assert reg['verdict'] == 'caught' and reg['rows'][0]['verdict'] == 'FAIL'
+    row = reg['rows'][0]
+    assert row['ratio_lo'] <= row['ratio'] <= row['ratio_hi'] < 1 and reg['pairs'] >= 10
+    assert fix['verdict'] == control['verdict'] == 'no false FAIL'
+    assert fix['rows'][0]['perf_ratio'] > 1.1           # the fix shows the recovery
+    # the fix reuses the bad build, the control the good one: 4 builds made of 6 needed
+    assert [r['builds_reused'] for r in (reg, fix, control)] == [0, 1, 1]
+    assert 'standin: regression caught' in capsys.readouterr().out
+    table = replay.catch_table(replay.load_results(tmp_path / 'results'), 2)
+    assert 'caught 1 of 1 replayed case(s) (2 in the corpus); false FAILs on fix and A/A ' \
+           'replays: 0' in table
+    assert '| standin | conversion | caught, ' in table
+
+
+def test_replay_resumes_from_its_state_without_building_or_running_again(tmp_path, capsys):
+    standin_corpus(tmp_path)
+    assert replay.main(['standin', '--no-control', *replay_cli(tmp_path)]) == 0
+    state = json.loads((tmp_path / 'work' / replay.STATE_FILE).read_text())
+    assert list(state['replays']) == ['standin/regression'] and len(state['builds']) == 2
+    capsys.readouterr()
+    assert replay.main(['standin', *replay_cli(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert 'standin/regression: done before (caught), not run again' in err
+    state = json.loads((tmp_path / 'work' / replay.STATE_FILE).read_text())
+    assert list(state['replays']) == ['standin/regression', 'standin/control']
+    assert len(state['builds']) == 2
+    out = json.loads((tmp_path / 'results' / 'standin.json').read_text())
+    assert set(out['replays']) == {'regression', 'control'}
+    assert replay.main(['standin', *replay_cli(tmp_path), '--checks', 'other']) == 4
+    assert 'replays with checks = None are in this work directory' in capsys.readouterr().err
+
+
+def test_replay_all_takes_the_cases_with_commits_and_a_case_without_is_an_error(
+        tmp_path, capsys):
+    standin_corpus(tmp_path)
+    assert replay.main(['--all', '--no-control', *replay_cli(tmp_path)]) == 0
+    assert [p.name for p in (tmp_path / 'results').iterdir()] == ['standin.json']
+    assert replay.main(['x', *replay_cli(tmp_path)]) == 4
+    assert 'x.yaml: regressing_commit: no commit or range to replay' in \
+        capsys.readouterr().err
+    assert replay.main(replay_cli(tmp_path)) == 4
+
+
+def test_a_source_tarball_leaves_out_the_blobs_a_clone_lacks(tmp_path):
+    repo = tmp_path / 'repo'
+    bisect.make_standin_repo(repo, [0.0])
+    (repo / 'data.h5').write_bytes(b'test data')
+    bisect.git(repo, 'add', 'data.h5')
+    bisect.git(repo, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'data')
+    blob = bisect.git(repo, 'rev-parse', 'HEAD:data.h5').strip()
+    (repo / '.git' / 'objects' / blob[:2] / blob[2:]).unlink()
+    assert replay.missing_blobs(repo, 'HEAD') == ['data.h5']
+    tarball = tmp_path / 'mirror' / 'c.tar.gz'
+    assert replay.source_tarball(repo, 'HEAD', tarball) == ['data.h5']
+    with tarfile.open(tarball) as tar:
+        assert sorted(tar.getnames()) == ['hdf5', 'hdf5/slowdown']
+
+
+def test_the_benchmark_prints_the_table_and_names_a_bad_result_file(tmp_path):
+    (tmp_path / 'results').mkdir()
+    (tmp_path / 'results' / 'bad.json').write_text('{')
+    out = subprocess.run([sys.executable, str(REPO / 'benchmarks' / 'replay_corpus.py'),
+                          '--results', str(tmp_path / 'results')],
+                         capture_output=True, text=True)
+    assert out.returncode == 4 and 'bad.json: not JSON' in out.stderr

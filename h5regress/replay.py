@@ -1,0 +1,387 @@
+"""``h5regress replay``: a case of the regression corpus (``regressions/``), replayed.
+
+    h5regress replay CASE... | --all [--fix] [--no-control] [--builder spack|stand-in]
+                     --repo PATH [--mirror URL]... [--tool TOOL]... [--checks REGEX]
+                     [--work DIR] [--results DIR]
+
+For each case it builds the case's good commit (the regressing commit's first
+parent, or the range's good end) and bad commit (the regressing commit, or the
+range's bad end) with the bisect's builders (:class:`h5regress.bisect.SpackBuilder`,
+:class:`h5regress.bisect.StandInBuilder`) and runs the night between them with the
+bisect's runs (the nightly's pairs and gate, or simulated noise for the stand-in
+builder): pairs to the first look, more while the gate is undecided, up to the cap.
+``--fix`` replays the fixing commit against its first parent (the bad code): it must
+not FAIL toward slower. The control is an A/A of the good commit against itself
+(``--no-control``: none): a FAIL there is a false alarm.
+
+One result per case (``<results>/<case>.json``): per replay the gate's verdict per
+row, ratio and interval, pairs, wall time, builds and how many were reused.
+Resumable: ``<work>/replay-state.json`` keeps every build (shared by the cases and
+replays of that work directory) and every finished replay; the same command goes
+on where it stopped.
+
+A clone that lacks some blobs (public snapshots lack test data) cannot ``git
+archive`` a commit whole: the Spack builder's source mirror gets each commit's
+tarball without the missing files (:func:`source_tarball`), which a build does
+not need.
+
+Exit codes: 0 done, 1 a fix or control replay FAILed (a false alarm), 2 bad
+usage, 4 error (a case without commits to replay, a baseline that does not build).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from h5regress import atomic, bisect, corpus, nightly
+from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
+
+STATE_FILE = 'replay-state.json'
+MODES = ('regression', 'fix', 'control')
+#: state keys a second run must agree on (builds and results of others would mix)
+SAME = ('builder', 'checks', 'looks', 'tools')
+EXIT_FALSE_FAIL = 1
+
+
+class ReplayError(Exception):
+    """A case or state that cannot be replayed; the message names the case or file."""
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One replay of a case: ``baseline`` against ``candidate``."""
+    case: str
+    mode: str
+    baseline: str
+    candidate: str
+
+    @property
+    def key(self) -> str:
+        return f'{self.case}/{self.mode}'
+
+
+def pairs_of(case: corpus.Case, fix: bool, control: bool) -> list[Pair]:
+    """The replays of a case: the regression, then the fix (``fix``), then the A/A."""
+    reg = case.regressing
+    if isinstance(reg, corpus.Commit):
+        good, bad = reg.first_parent, reg.sha
+    elif isinstance(reg, corpus.CommitRange):
+        good, bad = reg.good, reg.bad
+    else:
+        raise ReplayError(f'{case.path}: regressing_commit: no commit or range to replay '
+                          f'(unverified)')
+    out = [Pair(case.id, 'regression', good, bad)]
+    if fix:
+        if case.fix is None:
+            raise ReplayError(f'{case.path}: fix_commit: none to replay (--fix)')
+        out.append(Pair(case.id, 'fix', case.fix.first_parent, case.fix.sha))
+    if control:
+        out.append(Pair(case.id, 'control', good, good))
+    return out
+
+
+# ------------------------------------------------------------------ sources
+def missing_blobs(repo: Path, commit: str) -> list[str]:
+    """Paths of ``commit``'s tree whose blobs the clone lacks."""
+    tree = bisect.git(repo, 'ls-tree', '-r', '-z', commit).split('\0')
+    blobs = [(line.split()[2], line.split('\t', 1)[1]) for line in tree
+             if line and line.split()[1] == 'blob']
+    out = subprocess.run(['git', '-C', str(repo), 'cat-file', '--batch-check'],
+                         input=''.join(f'{sha}\n' for sha, _ in blobs),
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    return [path for (_, path), line in zip(blobs, out) if line.endswith(' missing')]
+
+
+def source_tarball(repo: Path, commit: str, tarball: Path) -> list[str]:
+    """``commit``'s tree under ``hdf5/`` into ``tarball`` (whole or not at all),
+    leaving out the files whose blobs the clone lacks; returns those paths."""
+    missing = missing_blobs(repo, commit)
+    tarball.parent.mkdir(parents=True, exist_ok=True)
+    part = tarball.with_name(tarball.name + '.part')
+    bisect.git(repo, 'archive', '--format=tar.gz', '--prefix=hdf5/', '-o', str(part),
+               commit, '--', '.', *(f':(exclude){p}' for p in missing))
+    part.rename(tarball)
+    return missing
+
+
+def fill_source_mirror(builder: bisect.SpackBuilder, repo: Path, commits: Sequence[str]
+                       ) -> None:
+    """The builder's source mirror gets each commit's tarball (what its own ``git
+    archive`` of the whole tree cannot make from a clone that lacks blobs)."""
+    for commit in commits:
+        tarball = builder.source_mirror() / bisect.HDF5_MIRROR_PATH / f'{commit}.tar.gz'
+        if not tarball.exists():
+            left = source_tarball(repo, commit, tarball)
+            if left:
+                bisect.log(f'{commit[:12]}: source without {len(left)} file(s) whose '
+                           f'blobs the clone lacks: {", ".join(left[:5])}')
+
+
+# ------------------------------------------------------------------ runs
+class Recording(bisect.Runs):
+    """The bisect's runs, keeping the last gate result (every row's verdict)."""
+
+    def __init__(self, runs: bisect.Runs) -> None:
+        self.runs = runs
+        self.last: dict[str, Any] = {}
+
+    def start(self, good, cand, commit, step_dir, margin=None) -> None:
+        self.runs.start(good, cand, commit, step_dir, margin)
+
+    def pairs(self, first: int, last: int) -> None:
+        self.runs.pairs(first, last)
+
+    def gate(self, looks_: list[int]) -> dict[str, Any]:
+        self.last = self.runs.gate(looks_)
+        return self.last
+
+
+def row_results(gate_result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each gated row: its verdict, ratio with interval, pairs and sensitivity."""
+    return [{k: m.get(k) for k in ('key', 'label', 'verdict', 'ratio', 'ratio_lo', 'ratio_hi',
+                                    'perf_ratio', 'n_pairs', 'sensitivity')}
+            for m in bisect.judged_rows(gate_result, [])]
+
+
+def verdict_of(pair: Pair, rows: list[dict[str, Any]]) -> str:
+    """``caught``/``missed`` for a regression; ``false FAIL``/``no false FAIL`` else."""
+    failed = any(r['verdict'] == 'FAIL' for r in rows)
+    if pair.mode == 'regression':
+        return 'caught' if failed else 'missed'
+    return 'false FAIL' if failed else 'no false FAIL'
+
+
+def load_now() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def replay_pair(state: bisect.State, builder: bisect.Builder, runs: bisect.Runs, pair: Pair,
+                work: Path) -> dict[str, Any]:
+    """One replay, or its stored result; kept in the state file once done."""
+    done = state.data['replays'].get(pair.key)
+    if done is not None:
+        bisect.log(f'{pair.key}: done before ({done["verdict"]}), not run again')
+        return done
+    t0, load0 = time.monotonic(), load_now()
+    needed = sorted({pair.baseline, pair.candidate})
+    reused = [sha for sha in needed if sha in state.data['builds']]
+    good = bisect.get_build(state, builder, pair.baseline)
+    cand = bisect.get_build(state, builder, pair.candidate)
+    if good is None or cand is None:
+        sha = pair.baseline if good is None else pair.candidate
+        raise ReplayError(f'{pair.key}: {sha} cannot be built '
+                          f'({state.data["builds"][sha]["error"]})')
+    recorded = Recording(runs)
+    step = bisect.run_step(recorded, good, cand, pair.candidate,
+                           work / 'runs' / pair.case / pair.mode, state.data['looks'], [])
+    rows = row_results(recorded.last)
+    result = {'mode': pair.mode, 'baseline': pair.baseline, 'candidate': pair.candidate,
+              'verdict': verdict_of(pair, rows), 'gate': recorded.last.get('overall'),
+              'pairs': step['pairs'], 'rows': rows,
+              'builds': len(needed), 'builds_reused': len(reused),
+              'build_seconds': round(sum(state.data['builds'][s].get('seconds', 0)
+                                         for s in needed if s not in reused), 1),
+              'run_seconds': step['seconds'],
+              'wall_seconds': round(time.monotonic() - t0, 1),
+              'load': {'start': load0, 'end': load_now()},
+              'finished': bisect.now_iso()}
+    state.data['replays'][pair.key] = result
+    state.save()
+    bisect.log(f'{pair.key}: {result["verdict"]} ({result["gate"]}, {step["pairs"]} pairs)')
+    return result
+
+
+def open_state(work: Path, params: dict[str, Any]) -> bisect.State:
+    path = work / STATE_FILE
+    if not path.is_file():
+        return bisect.State(path, {**params, 'version': 1, 'started': bisect.now_iso(),
+                                   'builds': {}, 'replays': {}, 'wall_seconds': 0.0})
+    try:
+        data = json.loads(path.read_text())
+    except ValueError as err:
+        raise ReplayError(f'{path}: not JSON ({err}); remove it to start over') from None
+    for k in SAME:
+        if data.get(k) != params[k]:
+            raise ReplayError(f'{path}: replays with {k} = {data.get(k)!r} are in this work '
+                              f'directory, not {params[k]!r}: give another --work')
+    return bisect.State(path, data)
+
+
+def write_result(results: Path, case: corpus.Case, replays: list[dict[str, Any]],
+                 state: bisect.State) -> Path:
+    """``<results>/<case>.json``: this run's replays over the file's earlier ones."""
+    path = results / f'{case.id}.json'
+    old = json.loads(path.read_text()) if path.is_file() else {}
+    merged = {**old.get('replays', {}), **{r['mode']: r for r in replays}}
+    data = {'case': case.id, 'family': case.family, 'title': case.title,
+            'rows_expected': list(case.rows), 'builder': state.data['builder'],
+            'checks': state.data['checks'], 'looks': state.data['looks'],
+            'machine': {'cpus': os.cpu_count(), 'arch': platform.machine()},
+            'replays': merged}
+    results.mkdir(parents=True, exist_ok=True)
+    atomic.write_text(path, json.dumps(data, indent=1) + '\n')
+    return path
+
+
+# ------------------------------------------------------------------ the table
+def worst_row(replay: dict[str, Any]) -> dict[str, Any] | None:
+    """The row with the lowest performance ratio (the FAIL one when one FAILed)."""
+    rows = [r for r in replay['rows'] if r.get('perf_ratio') is not None]
+    fails = [r for r in rows if r['verdict'] == 'FAIL']
+    return min(fails or rows, key=lambda r: r['perf_ratio'], default=None)
+
+
+def cell(replay: dict[str, Any] | None) -> str:
+    """One replay in a table cell: verdict, pairs, worst row's ratio and interval, time."""
+    if replay is None:
+        return '-'
+    row = worst_row(replay)
+    ratio = '' if row is None or row.get('ratio') is None else \
+        f' {row["ratio"]:.3f} [{row["ratio_lo"]:.3f}, {row["ratio_hi"]:.3f}]'
+    return f'{replay["verdict"]}, {replay["pairs"]} pairs{ratio}, {replay["wall_seconds"]:.0f} s'
+
+
+def catch_table(results: list[dict[str, Any]], corpus_size: int) -> str:
+    """The catch-rate table of stored replay results (one per case)."""
+    lines = ['| case | family | regression (worst row) | fix | A/A control | builds reused |',
+             '|---|---|---|---|---|---|']
+    caught = replayed = false_fails = 0
+    for res in sorted(results, key=lambda r: r['case']):
+        modes = res['replays']
+        reg = modes.get('regression')
+        replayed += reg is not None
+        caught += reg is not None and reg['verdict'] == 'caught'
+        false_fails += sum(modes[m]['verdict'] == 'false FAIL' for m in ('fix', 'control')
+                           if m in modes)
+        reused = sum(r['builds_reused'] for r in modes.values())
+        builds = sum(r['builds'] for r in modes.values())
+        lines.append(f'| {res["case"]} | {res["family"]} | {cell(reg)} | '
+                     f'{cell(modes.get("fix"))} | {cell(modes.get("control"))} | '
+                     f'{reused} of {builds} |')
+    lines.append(f'\ncaught {caught} of {replayed} replayed case(s) ({corpus_size} in the '
+                 f'corpus); false FAILs on fix and A/A replays: {false_fails}')
+    return '\n'.join(lines)
+
+
+def load_results(directory: Path) -> list[dict[str, Any]]:
+    """Every ``<case>.json`` of a results directory; an unreadable one names its file."""
+    out = []
+    for path in sorted(directory.glob('*.json')):
+        try:
+            out.append(json.loads(path.read_text()))
+        except ValueError as err:
+            raise ReplayError(f'{path}: not JSON ({err})') from None
+    return out
+
+
+# ------------------------------------------------------------------ CLI
+def build_parser() -> ArgParser:
+    p = ArgParser(prog='h5regress replay', description=__doc__,
+                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument('cases', nargs='*', metavar='CASE', help='a case id or case file')
+    p.add_argument('--all', action='store_true', help='every case with commits to replay')
+    p.add_argument('--corpus', type=Path, default=Path('regressions'))
+    p.add_argument('--fix', action='store_true', help='replay the fix against its parent too')
+    p.add_argument('--no-control', action='store_true', help='no A/A of the good commit')
+    p.add_argument('--repo', required=True, help='HDF5 clone (stand-in: stand-in repository)')
+    p.add_argument('--builder', choices=('spack', 'stand-in'), default='spack')
+    p.add_argument('--mirror', action='append', default=[], metavar='URL')
+    p.add_argument('--tool', action='append', default=[], metavar='TOOL',
+                   help='Spack builder: build only these tools with each commit')
+    p.add_argument('--checks', help='ReFrame name regex (default: the night\'s)')
+    p.add_argument('--work', type=Path, default=Path('replay-work'))
+    p.add_argument('--results', type=Path, help='one JSON per case (default <work>/results)')
+    p.add_argument('--pairs', type=int, default=bisect.DEFAULT_PAIRS)
+    p.add_argument('--more-pairs', type=int, default=bisect.DEFAULT_MORE)
+    p.add_argument('--max-pairs', type=int, default=bisect.DEFAULT_MAX)
+    p.add_argument('--simulate-cv', type=float, metavar='CV',
+                   help='stand-in builder only: simulated runs at this CV (the tests)')
+    p.add_argument('--seed', type=int, default=0)
+    p.add_argument('--nightly-arg', action='append', default=[], metavar='ARG')
+    return p
+
+
+def chosen_cases(args) -> list[corpus.Case]:
+    if args.all:
+        return [c for c in corpus.load_corpus(args.corpus) if c.regressing is not None]
+    if not args.cases:
+        raise ReplayError('name a CASE (id or file) or give --all')
+    return [corpus.load_case(c if c.endswith('.yaml') else args.corpus / f'{c}.yaml')
+            for c in args.cases]
+
+
+def make_runs(args, simulate: bool) -> bisect.Runs:
+    if simulate:
+        return bisect.SimulatedRuns(args.simulate_cv, random.Random(args.seed))
+    # NightRequest: the nightly is called through its argv until its typed request lands
+    argv = ['--pairs', str(args.pairs), '--more-pairs', str(args.more_pairs),
+            '--max-pairs', str(args.max_pairs), '--quiet', *args.nightly_arg]
+    if args.checks:
+        argv += ['--checks', args.checks]
+    elif args.builder == 'stand-in':
+        argv += ['--stand-in']
+    return bisect.NightlyRuns(argv)
+
+
+def run(args) -> int:
+    simulate = args.simulate_cv is not None
+    if simulate and args.builder != 'stand-in':
+        raise ReplayError('--simulate-cv needs --builder stand-in (known slowdowns)')
+    cases = chosen_cases(args)
+    work = args.work.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    repo = bisect.local_repo(args.repo, work)
+    pairs = [p for c in cases for p in pairs_of(c, args.fix, not args.no_control)]
+    if args.builder == 'stand-in':
+        builder: bisect.Builder = bisect.StandInBuilder(repo, work, tools=not simulate)
+    else:
+        builder = bisect.SpackBuilder(work, args.mirror, repo=repo,
+                                      packages=bisect.tool_packages(args.tool))
+        fill_source_mirror(builder, repo, sorted({s for p in pairs
+                                                  for s in (p.baseline, p.candidate)}))
+    params = {'builder': builder.name + (f' (simulated, CV {args.simulate_cv:g})'
+                                         if simulate else ''),
+              'checks': args.checks, 'tools': sorted(args.tool),
+              'looks': bisect.looks(args.pairs, args.more_pairs, args.max_pairs)}
+    state = open_state(work, params)
+    results = args.results or work / 'results'
+    false_fail = False
+    for case in cases:
+        done = [replay_pair(state, builder, make_runs(args, simulate), p, work)
+                for p in pairs if p.case == case.id]
+        print(f'{case.id}: ' + '; '.join(f'{r["mode"]} {r["verdict"]} ({r["pairs"]} pairs, '
+                                          f'{r["wall_seconds"]:.0f} s)' for r in done))
+        print(f'  -> {write_result(results, case, done, state)}')
+        false_fail |= any(r['verdict'] == 'false FAIL' for r in done)
+    return EXIT_FALSE_FAIL if false_fail else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args, code = parse_args(build_parser(), argv)
+    if args is None:
+        return code
+    nightly.handle_signals()    # a signal stops the runs' children too; the state keeps the rest
+    try:
+        return run(args)
+    except nightly.Interrupted as sig:
+        problem = (f'stopped by {sig}; the same command goes on from '
+                   f'{args.work.resolve() / STATE_FILE}')
+    except (ReplayError, corpus.CorpusError, bisect.BisectError, OSError) as err:
+        problem = f'error: {err}'
+    nightly.stop_descendants()
+    print(f'h5regress replay: {problem}', file=sys.stderr)
+    return EXIT_ERROR
+
+if __name__ == '__main__':
+    sys.exit(main())
