@@ -6,8 +6,8 @@
 
 For each case it builds the case's good commit (the regressing commit's first
 parent, or the range's good end) and bad commit (the regressing commit, or the
-range's bad end) with the bisect's builders (:class:`h5regress.bisect.SpackBuilder`,
-:class:`h5regress.bisect.StandInBuilder`) and runs the night between them with the
+range's bad end) with the bisect's builders (:class:`h5regress.bisectbuild.SpackBuilder`,
+:class:`h5regress.bisectbuild.StandInBuilder`) and runs the night between them with the
 bisect's runs (the nightly's pairs and gate, or simulated noise for the stand-in
 builder): pairs to the first look, more while the gate is undecided, up to the cap.
 ``--fix`` replays the fixing commit against its first parent (the bad code): it must
@@ -32,6 +32,7 @@ usage, 4 error (a case without commits to replay, a baseline that does not build
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -44,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from h5regress import atomic, bisect, corpus, nightly
+from h5regress import atomic, bisectbuild, bisectruns, bisectsearch, corpus, nightly
 from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
 
 STATE_FILE = 'replay-state.json'
@@ -94,7 +95,7 @@ def pairs_of(case: corpus.Case, fix: bool, control: bool) -> list[Pair]:
 # ------------------------------------------------------------------ sources
 def missing_blobs(repo: Path, commit: str) -> list[str]:
     """Paths of ``commit``'s tree whose blobs the clone lacks."""
-    tree = bisect.git(repo, 'ls-tree', '-r', '-z', commit).split('\0')
+    tree = bisectbuild.git(repo, 'ls-tree', '-r', '-z', commit).split('\0')
     blobs = [(line.split()[2], line.split('\t', 1)[1]) for line in tree
              if line and line.split()[1] == 'blob']
     out = subprocess.run(['git', '-C', str(repo), 'cat-file', '--batch-check'],
@@ -109,30 +110,30 @@ def source_tarball(repo: Path, commit: str, tarball: Path) -> list[str]:
     missing = missing_blobs(repo, commit)
     tarball.parent.mkdir(parents=True, exist_ok=True)
     part = tarball.with_name(tarball.name + '.part')
-    bisect.git(repo, 'archive', '--format=tar.gz', '--prefix=hdf5/', '-o', str(part),
+    bisectbuild.git(repo, 'archive', '--format=tar.gz', '--prefix=hdf5/', '-o', str(part),
                commit, '--', '.', *(f':(exclude){p}' for p in missing))
     part.rename(tarball)
     return missing
 
 
-def fill_source_mirror(builder: bisect.SpackBuilder, repo: Path, commits: Sequence[str]
+def fill_source_mirror(builder: bisectbuild.SpackBuilder, repo: Path, commits: Sequence[str]
                        ) -> None:
     """The builder's source mirror gets each commit's tarball (what its own ``git
     archive`` of the whole tree cannot make from a clone that lacks blobs)."""
     for commit in commits:
-        tarball = builder.source_mirror() / bisect.HDF5_MIRROR_PATH / f'{commit}.tar.gz'
+        tarball = builder.source_mirror() / bisectbuild.HDF5_MIRROR_PATH / f'{commit}.tar.gz'
         if not tarball.exists():
             left = source_tarball(repo, commit, tarball)
             if left:
-                bisect.log(f'{commit[:12]}: source without {len(left)} file(s) whose '
+                bisectbuild.log(f'{commit[:12]}: source without {len(left)} file(s) whose '
                            f'blobs the clone lacks: {", ".join(left[:5])}')
 
 
 # ------------------------------------------------------------------ runs
-class Recording(bisect.Runs):
+class Recording(bisectsearch.Runs):
     """The bisect's runs, keeping the last gate result (every row's verdict)."""
 
-    def __init__(self, runs: bisect.Runs) -> None:
+    def __init__(self, runs: bisectsearch.Runs) -> None:
         self.runs = runs
         self.last: dict[str, Any] = {}
 
@@ -151,7 +152,7 @@ def row_results(gate_result: dict[str, Any]) -> list[dict[str, Any]]:
     """Each gated row: its verdict, ratio with interval, pairs and sensitivity."""
     return [{k: m.get(k) for k in ('key', 'label', 'verdict', 'ratio', 'ratio_lo', 'ratio_hi',
                                     'perf_ratio', 'n_pairs', 'sensitivity')}
-            for m in bisect.judged_rows(gate_result, [])]
+            for m in bisectsearch.judged_rows(gate_result, [])]
 
 
 def verdict_of(pair: Pair, rows: list[dict[str, Any]]) -> str:
@@ -166,24 +167,24 @@ def load_now() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def replay_pair(state: bisect.State, builder: bisect.Builder, runs: bisect.Runs, pair: Pair,
+def replay_pair(state: bisectsearch.State, builder: bisectbuild.Builder, runs: bisectsearch.Runs, pair: Pair,
                 work: Path) -> dict[str, Any]:
     """One replay, or its stored result; kept in the state file once done."""
     done = state.data['replays'].get(pair.key)
     if done is not None:
-        bisect.log(f'{pair.key}: done before ({done["verdict"]}), not run again')
+        bisectbuild.log(f'{pair.key}: done before ({done["verdict"]}), not run again')
         return done
     t0, load0 = time.monotonic(), load_now()
     needed = sorted({pair.baseline, pair.candidate})
     reused = [sha for sha in needed if sha in state.data['builds']]
-    good = bisect.get_build(state, builder, pair.baseline)
-    cand = bisect.get_build(state, builder, pair.candidate)
+    good = bisectsearch.get_build(state, builder, pair.baseline)
+    cand = bisectsearch.get_build(state, builder, pair.candidate)
     if good is None or cand is None:
         sha = pair.baseline if good is None else pair.candidate
         raise ReplayError(f'{pair.key}: {sha} cannot be built '
                           f'({state.data["builds"][sha]["error"]})')
     recorded = Recording(runs)
-    step = bisect.run_step(recorded, good, cand, pair.candidate,
+    step = bisectsearch.run_step(recorded, good, cand, pair.candidate,
                            work / 'runs' / pair.case / pair.mode, state.data['looks'], [])
     rows = row_results(recorded.last)
     result = {'mode': pair.mode, 'baseline': pair.baseline, 'candidate': pair.candidate,
@@ -195,17 +196,17 @@ def replay_pair(state: bisect.State, builder: bisect.Builder, runs: bisect.Runs,
               'run_seconds': step['seconds'],
               'wall_seconds': round(time.monotonic() - t0, 1),
               'load': {'start': load0, 'end': load_now()},
-              'finished': bisect.now_iso()}
+              'finished': bisectbuild.now_iso()}
     state.data['replays'][pair.key] = result
     state.save()
-    bisect.log(f'{pair.key}: {result["verdict"]} ({result["gate"]}, {step["pairs"]} pairs)')
+    bisectbuild.log(f'{pair.key}: {result["verdict"]} ({result["gate"]}, {step["pairs"]} pairs)')
     return result
 
 
-def open_state(work: Path, params: dict[str, Any]) -> bisect.State:
+def open_state(work: Path, params: dict[str, Any]) -> bisectsearch.State:
     path = work / STATE_FILE
     if not path.is_file():
-        return bisect.State(path, {**params, 'version': 1, 'started': bisect.now_iso(),
+        return bisectsearch.State(path, {**params, 'version': 1, 'started': bisectbuild.now_iso(),
                                    'builds': {}, 'replays': {}, 'wall_seconds': 0.0})
     try:
         data = json.loads(path.read_text())
@@ -215,11 +216,11 @@ def open_state(work: Path, params: dict[str, Any]) -> bisect.State:
         if data.get(k) != params[k]:
             raise ReplayError(f'{path}: replays with {k} = {data.get(k)!r} are in this work '
                               f'directory, not {params[k]!r}: give another --work')
-    return bisect.State(path, data)
+    return bisectsearch.State(path, data)
 
 
 def write_result(results: Path, case: corpus.Case, replays: list[dict[str, Any]],
-                 state: bisect.State) -> Path:
+                 state: bisectsearch.State) -> Path:
     """``<results>/<case>.json``: this run's replays over the file's earlier ones."""
     path = results / f'{case.id}.json'
     old = json.loads(path.read_text()) if path.is_file() else {}
@@ -302,9 +303,9 @@ def build_parser() -> ArgParser:
     p.add_argument('--checks', help='ReFrame name regex (default: the night\'s)')
     p.add_argument('--work', type=Path, default=Path('replay-work'))
     p.add_argument('--results', type=Path, help='one JSON per case (default <work>/results)')
-    p.add_argument('--pairs', type=int, default=bisect.DEFAULT_PAIRS)
-    p.add_argument('--more-pairs', type=int, default=bisect.DEFAULT_MORE)
-    p.add_argument('--max-pairs', type=int, default=bisect.DEFAULT_MAX)
+    p.add_argument('--pairs', type=int, default=bisectruns.DEFAULT_PAIRS)
+    p.add_argument('--more-pairs', type=int, default=bisectruns.DEFAULT_MORE)
+    p.add_argument('--max-pairs', type=int, default=bisectruns.DEFAULT_MAX)
     p.add_argument('--simulate-cv', type=float, metavar='CV',
                    help='stand-in builder only: simulated runs at this CV (the tests)')
     p.add_argument('--seed', type=int, default=0)
@@ -321,17 +322,14 @@ def chosen_cases(args) -> list[corpus.Case]:
             for c in args.cases]
 
 
-def make_runs(args, simulate: bool) -> bisect.Runs:
+def make_runs(args, simulate: bool) -> bisectsearch.Runs:
     if simulate:
-        return bisect.SimulatedRuns(args.simulate_cv, random.Random(args.seed))
-    # NightRequest: the nightly is called through its argv until its typed request lands
-    argv = ['--pairs', str(args.pairs), '--more-pairs', str(args.more_pairs),
-            '--max-pairs', str(args.max_pairs), '--quiet', *args.nightly_arg]
-    if args.checks:
-        argv += ['--checks', args.checks]
-    elif args.builder == 'stand-in':
-        argv += ['--stand-in']
-    return bisect.NightlyRuns(argv)
+        return bisectruns.SimulatedRuns(args.simulate_cv, random.Random(args.seed))
+    night = dataclasses.replace(
+        nightly.parse_args(args.nightly_arg), pairs=args.pairs, more_pairs=args.more_pairs,
+        max_pairs=args.max_pairs, quiet=True, checks=args.checks, select=None,
+        stand_in=args.builder == 'stand-in' and not args.checks)
+    return bisectruns.NightlyRuns(night, nightly.gate_look)
 
 
 def run(args) -> int:
@@ -341,19 +339,19 @@ def run(args) -> int:
     cases = chosen_cases(args)
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
-    repo = bisect.local_repo(args.repo, work)
+    repo = bisectbuild.local_repo(args.repo, work)
     pairs = [p for c in cases for p in pairs_of(c, args.fix, not args.no_control)]
     if args.builder == 'stand-in':
-        builder: bisect.Builder = bisect.StandInBuilder(repo, work, tools=not simulate)
+        builder: bisectbuild.Builder = bisectbuild.StandInBuilder(repo, work, tools=not simulate)
     else:
-        builder = bisect.SpackBuilder(work, args.mirror, repo=repo,
-                                      packages=bisect.tool_packages(args.tool))
+        builder = bisectbuild.SpackBuilder(work, args.mirror, repo=repo,
+                                      packages=bisectruns.tool_packages(args.tool))
         fill_source_mirror(builder, repo, sorted({s for p in pairs
                                                   for s in (p.baseline, p.candidate)}))
     params = {'builder': builder.name + (f' (simulated, CV {args.simulate_cv:g})'
                                          if simulate else ''),
               'checks': args.checks, 'tools': sorted(args.tool),
-              'looks': bisect.looks(args.pairs, args.more_pairs, args.max_pairs)}
+              'looks': bisectsearch.looks(args.pairs, args.more_pairs, args.max_pairs)}
     state = open_state(work, params)
     results = args.results or work / 'results'
     false_fail = False
@@ -377,7 +375,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except nightly.Interrupted as sig:
         problem = (f'stopped by {sig}; the same command goes on from '
                    f'{args.work.resolve() / STATE_FILE}')
-    except (ReplayError, corpus.CorpusError, bisect.BisectError, OSError) as err:
+    except (ReplayError, corpus.CorpusError, bisectbuild.BisectError, OSError) as err:
         problem = f'error: {err}'
     nightly.stop_descendants()
     print(f'h5regress replay: {problem}', file=sys.stderr)

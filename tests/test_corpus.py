@@ -10,7 +10,7 @@ import tarfile
 
 import pytest
 
-from h5regress import bisect, corpus, replay
+from h5regress import bisectbuild, corpus, replay
 from reframe_run import REPO
 from test_h5paths_check import check_module
 
@@ -99,7 +99,7 @@ STANDIN_CASE = GOOD.replace('id: x', 'id: standin').replace(
 def standin_corpus(tmp_path):
     """A stand-in repository good -> regressing (writes 1.25x) -> fixed, and a corpus
     of one case naming its commits, plus a case without commits."""
-    good, bad, fixed = bisect.make_standin_repo(tmp_path / 'repo', [0.0, 0.25, 0.0])
+    good, bad, fixed = bisectbuild.make_standin_repo(tmp_path / 'repo', [0.0, 0.25, 0.0])
     (tmp_path / 'corpus').mkdir()
     (tmp_path / 'corpus' / 'standin.yaml').write_text(STANDIN_CASE % (bad, good, fixed, bad))
     unverified = GOOD.replace('{range: {good: %s, bad: %s}}' % ('a' * 40, 'b' * 40),
@@ -167,11 +167,11 @@ def test_replay_all_takes_the_cases_with_commits_and_a_case_without_is_an_error(
 
 def test_a_source_tarball_leaves_out_the_blobs_a_clone_lacks(tmp_path):
     repo = tmp_path / 'repo'
-    bisect.make_standin_repo(repo, [0.0])
+    bisectbuild.make_standin_repo(repo, [0.0])
     (repo / 'data.h5').write_bytes(b'test data')
-    bisect.git(repo, 'add', 'data.h5')
-    bisect.git(repo, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'data')
-    blob = bisect.git(repo, 'rev-parse', 'HEAD:data.h5').strip()
+    bisectbuild.git(repo, 'add', 'data.h5')
+    bisectbuild.git(repo, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'data')
+    blob = bisectbuild.git(repo, 'rev-parse', 'HEAD:data.h5').strip()
     (repo / '.git' / 'objects' / blob[:2] / blob[2:]).unlink()
     assert replay.missing_blobs(repo, 'HEAD') == ['data.h5']
     tarball = tmp_path / 'mirror' / 'c.tar.gz'
