@@ -29,7 +29,8 @@ from h5regress.manifestgen import (  # noqa: F401  (re-exported)
     TOOL_LAYOUT, find_spack, from_spack, generate,
 )
 from h5regress.manifestschema import (  # noqa: F401  (re-exported)
-    ASYNC_CONNECTOR, ASYNC_PACKAGE, DARSHAN_LIBRARY, DARSHAN_PACKAGE, SCHEMA, AsyncIO, Build,
+    ASYNC_CONNECTOR, ASYNC_LIBRARY, ASYNC_PACKAGE, DARSHAN_LIBRARY, DARSHAN_PACKAGE, SCHEMA,
+    AsyncIO, Build,
     ManifestError, async_io_of, sha256_file, validate,
 )
 

@@ -242,7 +242,7 @@ def _async_hdf5_hashes(records: list[dict]) -> frozenset[str]:
     used_by_async, used_by_others = set(), set()
     for rec in records:
         h = _dependency_hashes(rec).get("hdf5")
-        if h and _is_async(rec):
+        if h and (_is_async(rec) or rec.get("name") == ASYNC_PACKAGE):
             used_by_async.add(h)
         elif h:
             used_by_others.add(h)

@@ -330,9 +330,9 @@ def test_reference_lock_matches_spack_yaml():
     for pin in defs["hdf5_builds"]:
         assert norm(pin) in {norm(r) for r in roots}, (
             f"{lock_path}: no root {pin!r}: refresh it (README: Locks)")
-    # every tool and Darshan x build (h5bench excluded for 2.x only)
+    # every tool, Darshan and the async h5bench x build (h5bench excluded for 2.x only)
     assert len(roots) == len(defs["hdf5_builds"]) * (
-        1 + len(defs["tools"]) + len(defs["instrumentation"]))
+        1 + len(defs["tools"]) + len(defs["instrumentation"]) + len(defs["async_io"]))
     for name in ("h5paths", "darshan-runtime"):
         specs = [s for s in lock["concrete_specs"].values() if s["name"] == name]
         assert len(specs) == len(defs["hdf5_builds"]), (name, "one per HDF5 build")
@@ -341,11 +341,32 @@ def test_reference_lock_matches_spack_yaml():
     darshan = next(s for s in lock["concrete_specs"].values() if s["name"] == "darshan-runtime")
     assert darshan["version"] == DARSHAN.split("@")[1] and darshan["parameters"]["hdf5"]
     hdf5 = {h: s for h, s in lock["concrete_specs"].items() if s["name"] == "hdf5"}
-    assert len(hdf5) == len(defs["hdf5_builds"]), "one HDF5 spec per build"
+    threadsafe = {h for h, s in hdf5.items() if s["parameters"]["threadsafe"]}
+    assert len(hdf5) == 2 * len(defs["hdf5_builds"]) == 2 * len(threadsafe), (
+        "per build its HDF5 and, for the ASYNC rows, a thread-safe one")
     for s in hdf5.values():
         assert s["parameters"]["mpi"] and s["parameters"]["hl"] and s["parameters"]["subfiling"]
+    _check_async_specs(lock["concrete_specs"], threadsafe)
     ompi = [s for s in lock["concrete_specs"].values() if s["name"] == "openmpi"]
     assert ompi and all(s.get("external", {}).get("path") == "/usr" for s in ompi)
+
+
+def _check_async_specs(specs: dict, threadsafe: set[str]) -> None:
+    """The lock's h5bench +async: each against a thread-safe HDF5 and the pinned
+    connector, which uses the same HDF5; the sync tools never use a thread-safe one."""
+    for spec in specs.values():
+        deps = {d["name"]: d["hash"] for d in spec.get("dependencies", [])}
+        if spec["name"] == "h5bench" and spec["parameters"]["async"]:
+            assert deps["hdf5"] in threadsafe
+            connector = specs[deps["hdf5-vol-async"]]
+            assert "@" + connector["version"] == ASYNC_PINS["hdf5-vol-async"]
+            assert {d["hash"] for d in connector["dependencies"] if d["name"] == "hdf5"} == {
+                deps["hdf5"]}
+            argobots = next(specs[d["hash"]] for d in connector["dependencies"]
+                            if d["name"] == "argobots")
+            assert "@" + argobots["version"] == ASYNC_PINS["argobots"]
+        elif "hdf5" in deps and spec["name"] != "hdf5-vol-async":
+            assert deps["hdf5"] not in threadsafe, spec["name"]
 
 
 # ------------------------------------------------------- the install command
