@@ -29,6 +29,7 @@ on PATH, the build check when it is not.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shlex
@@ -40,7 +41,7 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import fixture, run_after, run_before, sanity_function, variable
 from reframe.core.exceptions import BuildError, SkipTestError
 
-from h5regress import sources, tools
+from h5regress import manifest, sources, tools
 
 #: the build output's line with the build's wall time in milliseconds
 BUILD_TIME_MARK = 'h5regress-build-milliseconds:'
@@ -489,3 +490,64 @@ class Prebuilt(rfm.RegressionTestPlugin):
 
     def companion_binary(self, name: str) -> str:
         return tools.find(name, self.resolved_tool.build).path
+
+
+# ------------------------------------------------------------------ asynchronous I/O
+
+#: HDF5_VOL_CONNECTOR as h5bench's documentation sets it: the async connector
+#: stacked on the native one
+ASYNC_VOL_CONNECTOR = 'async under_vol=0;under_info={}'
+
+
+@dataclasses.dataclass(frozen=True)
+class AsyncRun:
+    """How an ASYNC row runs: its tool (the build's h5bench built with the connector,
+    against the thread-safe HDF5 of the same commit), its environment, and what its
+    records say of the connector."""
+
+    tool: tools.Tool
+    env_vars: dict[str, str]
+    provenance: dict[str, object]
+
+
+def async_run(tool: tools.Tool) -> AsyncRun | None:
+    """The ASYNC run of ``tool``'s build from the manifest's ``async`` entry; None when
+    the manifest has none for it (tools from PATH: the partition names the plugin
+    directory). Raises :class:`tools.ToolNotFound` when the entry lacks the tool."""
+    path = manifest.configured_path() if tool.source == 'spack-manifest' else None
+    build = manifest.load(path).get(tool.build) if path else None
+    if build is None or build.async_io is None:
+        return None
+    a = build.async_io
+    if tool.name not in a.tools:
+        raise tools.ToolNotFound(f'{tool.name} is not built with the async VOL connector for '
+                                 f'HDF5 build {tool.build!r} (the manifest\'s async tools: '
+                                 f'{", ".join(sorted(a.tools)) or "none"})')
+    async_tool = dataclasses.replace(tool, path=a.tools[tool.name], spec_hash=a.hdf5_hash,
+                                     hdf5_prefix=a.hdf5_prefix)
+    return AsyncRun(
+        tool=async_tool,
+        env_vars={'HDF5_PLUGIN_PATH': a.plugin_path, 'HDF5_VOL_CONNECTOR': ASYNC_VOL_CONNECTOR},
+        provenance={'async_vol_connector': a.connector,
+                    'async_vol_connector_version': a.connector_version,
+                    'async_vol_connector_commit': a.connector_commit or '',
+                    'async_vol_connector_library': a.library,
+                    'hdf5_vol_connector': ASYNC_VOL_CONNECTOR,
+                    'hdf5_variants': a.hdf5_variants})
+
+
+#: what h5bench_write prints when HDF5 registered the async connector in its process
+ASYNC_CONNECTOR_LINE = "Using 'async' VOL connector"
+
+
+def async_run_problem(stdout: str, mode: str) -> str | None:
+    """Why an ASYNC row's run was not asynchronous, or None: h5bench must say that HDF5
+    registered the async connector in its process (``H5VLis_connector_registered_by_name``)
+    and that it ran in ASYNC mode; the mode alone follows HDF5_VOL_CONNECTOR's text, and
+    the native connector runs the ``H5*_async`` calls synchronously."""
+    if ASYNC_CONNECTOR_LINE not in stdout:
+        return (f'h5bench did not print "{ASYNC_CONNECTOR_LINE}": HDF5 did not register '
+                'the async VOL connector (the run was not asynchronous)')
+    if mode != 'ASYNC':
+        return f'h5bench ran in {mode or "no"} mode, not ASYNC'
+    return None

@@ -53,6 +53,7 @@ def lay_out_install(root: pathlib.Path, records, pfx, skip=()):
         "flash-io": ["bin/flash-io"],
         "h5paths": ["bin/h5paths"],
         mf.DARSHAN_PACKAGE: [mf.DARSHAN_LIBRARY],
+        mf.ASYNC_PACKAGE: [mf.ASYNC_LIBRARY],
     }
     for rec in records:
         prefix = pathlib.Path(pfx[rec["hash"]])
@@ -137,6 +138,67 @@ def test_generate_from_spack_find(env):
         (rec,) = [r for h, r in ior.items() if pfx[h] == ior_prefix]
         (dep,) = [d for d in rec["dependencies"] if d["name"] == "hdf5"]
         assert dep["hash"] == build["hdf5"]["hash"]
+
+
+def async_records(root: pathlib.Path, pfx: dict[str, str]) -> list[dict]:
+    """The async VOL connector's records (issue 30), laid out under ``root``."""
+    records = json.loads((FIX / "spack-find-async.json").read_text())
+    for line in (FIX / "prefixes-async.txt").read_text().splitlines():
+        h, p = line.split(None, 1)
+        pfx[h] = p.replace("@PREFIX@", str(root))
+    lay_out_install(root, records, pfx)
+    return records
+
+
+def test_async_h5bench_goes_to_its_builds_async_entry(env, tmp_path):
+    """h5bench +async and its thread-safe HDF5 are not builds of their own: each is
+    the ``async`` entry of the build of the same commit, with the connector."""
+    env_dir, records, pfx = env
+    m = gen(env_dir, records + async_records(tmp_path / "install", pfx), pfx)
+    assert sorted(m["builds"]) == [BASELINE, CANDIDATE]
+    for build in m["builds"].values():
+        assert set(build["tools"]) == ALL_TOOLS
+        assert "~threadsafe" in build["hdf5"]["variants"]
+        entry = build["async"]
+        assert entry["hdf5"]["commit"] == build["hdf5"]["commit"]
+        assert entry["hdf5"]["label"] == build["hdf5"]["label"]
+        assert "+threadsafe" in entry["hdf5"]["variants"]
+        assert entry["hdf5"]["hash"] != build["hdf5"]["hash"]
+        assert set(entry["tools"]) == {"h5bench_write", "h5bench_read",
+                                       "h5bench_write_var_normal_dist"}
+        assert all("/h5bench-" in p for p in entry["tools"].values())
+        connector = entry["connector"]
+        assert (connector["name"], connector["version"]) == ("async", "1.7")
+        assert connector["commit"] == "70a22cf9863a7c1386d97be865342deb751ca501"
+        assert connector["plugin_path"] == os.path.join(connector["prefix"], "lib")
+    path = env_dir / "manifest.json"
+    mf.write(path, m)
+    loaded = mf.load(path)[BASELINE].async_io
+    assert loaded.connector_version == "1.7" and loaded.plugin_path.endswith("/lib")
+    assert loaded.hdf5_hash == m["builds"][BASELINE]["async"]["hdf5"]["hash"]
+
+
+def test_an_async_entry_of_another_commit_is_refused(env, tmp_path):
+    env_dir, records, pfx = env
+    m = gen(env_dir, records + async_records(tmp_path / "install", pfx), pfx)
+    m["builds"][BASELINE]["async"]["hdf5"]["commit"] = "0" * 40
+    with pytest.raises(mf.ManifestError, match=r"builds\['hdf5-1.14.1'\].async.hdf5: 'commit'"):
+        mf.write(env_dir / "manifest.json", m)
+    m["builds"][BASELINE].pop("async")
+    m["builds"][CANDIDATE]["async"]["connector"]["library"] = "lib/libh5async.so"
+    with pytest.raises(mf.ManifestError, match="not an absolute path"):
+        mf.write(env_dir / "manifest.json", m)
+
+
+def test_a_missing_connector_library_is_named(env, tmp_path):
+    env_dir, records, pfx = env
+    m = gen(env_dir, records + async_records(tmp_path / "install", pfx), pfx)
+    path = env_dir / "manifest.json"
+    mf.write(path, m)
+    library = pathlib.Path(m["builds"][CANDIDATE]["async"]["connector"]["library"])
+    library.unlink()
+    with pytest.raises(mf.ManifestError, match="async VOL connector does not exist at"):
+        mf.load(path)
 
 
 def test_macsio_in_bin_is_found_too(env, tmp_path):

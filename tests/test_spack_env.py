@@ -132,7 +132,7 @@ def test_darshan_runtime_is_pinned_by_commit_with_its_hdf5_module():
 def test_matrix_every_tool_against_every_build_h5bench_not_against_2x():
     doc = spack_yaml()
     matrices = [s["matrix"] for s in doc["specs"] if isinstance(s, dict) and "matrix" in s]
-    assert len(matrices) == 2
+    assert len(matrices) == 3
     assert matrices[0] == [["$tools"], ["$^hdf5_builds"]]
     # Darshan's runtime against every HDF5 build too, nothing excluded
     assert matrices[1] == [["$instrumentation"], ["$^hdf5_builds"]]
@@ -147,6 +147,68 @@ def test_matrix_every_tool_against_every_build_h5bench_not_against_2x():
         assert (1, 12, 0) <= _version_tuple(label) < (2,), (
             f"{label}: h5bench is excluded for it; update the note in spack.yaml"
         )
+
+
+#: the async VOL connector (tag v1.7) and Argobots (tag v1.2), whose sources the
+#: offline bundle's mirror carries (issue 30)
+ASYNC_PINS = {"hdf5-vol-async": "@git.70a22cf9863a7c1386d97be865342deb751ca501=1.7",
+              "argobots": "@git.6d216a9f546f0a0024a4fe0e8548aeaf51520d4a=1.2"}
+
+
+def test_async_h5bench_against_every_build_with_the_pinned_connector():
+    """Issue 30: h5bench +async against every HDF5 build (a thread-safe build of the
+    same commit comes with the connector), the connector and Argobots pinned by commit."""
+    doc = spack_yaml()
+    (spec,) = definitions(doc)["async_io"]
+    assert spec.split()[0] == definitions(doc)["tools"][2].split()[0]  # the same h5bench
+    assert "+async" in spec.split()
+    matrix = [s for s in doc["specs"] if isinstance(s, dict) and "matrix" in s][2]
+    assert matrix["matrix"] == [["$async_io"], ["$^hdf5_builds"]]
+    assert matrix["exclude"] == ["h5bench ^hdf5@2:"]
+    for name, pin in ASYNC_PINS.items():
+        assert doc["packages"][name]["require"] == [pin], name
+
+
+def test_argobots_git_tree_is_bootstrapped_with_autogen():
+    """A git tree of Argobots has no configure: the recipe declares autogen's tools
+    for every version (the builtin one only for @main) and runs autogen.sh."""
+    tree = _package_ast("argobots")
+    deps = {ast.literal_eval(n.args[0]): {k.arg: ast.literal_eval(k.value) for k in n.keywords}
+            for n in ast.walk(tree) if isinstance(n, ast.Call)
+            and getattr(n.func, "id", "") == "depends_on"}
+    for tool in ("m4", "autoconf", "automake", "libtool"):
+        assert deps[tool] == {"type": "build"}, (tool, "declared for every version")
+    assert "./autogen.sh" in ast.unparse(tree)
+    assert ast.literal_eval(_class_assignments(tree)["sanity_check_is_file"]) == ["include/abt.h"]
+
+
+class _FakeDependency:
+    def __init__(self, spec: str):
+        name, _, version = spec.partition("@")
+        self.spec = type("S", (), {"versions": version, "name": name})()
+
+
+def test_h5bench_takes_the_connector_version_the_environment_pins():
+    """The builtin recipe's +async asks for hdf5-vol-async@1.5, which would conflict
+    with the pinned 1.7: the project's recipe declares 1.7 and drops the 1.5 entry
+    (new dicts: the builtin class keeps its own)."""
+    tree = _package_ast("h5bench")
+    deps = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+            and getattr(n.func, "id", "") == "depends_on"
+            and ast.literal_eval(n.args[0]).startswith("hdf5-vol-async")]
+    assert [ast.literal_eval(n.args[0]) for n in deps] == ["hdf5-vol-async@1.7:"]
+    func = next(n for n in tree.body if isinstance(n, ast.FunctionDef)
+                and n.name == "_without_builtin_async_pin")
+    namespace: dict = {}
+    exec(compile(ast.Module([func], []), "h5bench/package.py", "exec"), namespace)
+    builtin = {"+async": {"hdf5-vol-async": _FakeDependency("hdf5-vol-async@1.5")},
+               "@1.6: +async": {"hdf5-vol-async": _FakeDependency("hdf5-vol-async@1.7:")},
+               "": {"mpi": _FakeDependency("mpi"), "cmake": _FakeDependency("cmake@3.10:")}}
+    kept = namespace["_without_builtin_async_pin"](builtin)
+    assert set(kept) == {"@1.6: +async", ""}
+    assert set(kept[""]) == {"mpi", "cmake"}
+    assert "hdf5-vol-async" in builtin["+async"], "the builtin dicts are not changed"
+    assert "ASYNC_HOME" in ast.unparse(tree), "h5bench's CMakeLists.txt reads $ASYNC_HOME"
 
 
 def test_sites_are_config_scopes_chosen_by_env_var():
@@ -195,7 +257,7 @@ def test_each_site_gives_spack_023_its_compiler_in_compilers_yaml():
 def test_package_repo():
     repo = yaml.safe_load((ENV / "repo/repo.yaml").read_text())
     assert repo["repo"]["namespace"] == "h5regress"
-    for pkg in ("flash-io", "h5paths", "h5bench", "ior", "json-cwx"):
+    for pkg in ("flash-io", "h5paths", "h5bench", "ior", "json-cwx", "argobots"):
         src = (ENV / "repo/packages" / pkg / "package.py").read_text()
         compile(src, f"{pkg}/package.py", "exec")
     h5bench = (ENV / "repo/packages/h5bench/package.py").read_text()
@@ -268,9 +330,9 @@ def test_reference_lock_matches_spack_yaml():
     for pin in defs["hdf5_builds"]:
         assert norm(pin) in {norm(r) for r in roots}, (
             f"{lock_path}: no root {pin!r}: refresh it (README: Locks)")
-    # every tool and Darshan x build (h5bench excluded for 2.x only)
+    # every tool, Darshan and the async h5bench x build (h5bench excluded for 2.x only)
     assert len(roots) == len(defs["hdf5_builds"]) * (
-        1 + len(defs["tools"]) + len(defs["instrumentation"]))
+        1 + len(defs["tools"]) + len(defs["instrumentation"]) + len(defs["async_io"]))
     for name in ("h5paths", "darshan-runtime"):
         specs = [s for s in lock["concrete_specs"].values() if s["name"] == name]
         assert len(specs) == len(defs["hdf5_builds"]), (name, "one per HDF5 build")
@@ -279,11 +341,32 @@ def test_reference_lock_matches_spack_yaml():
     darshan = next(s for s in lock["concrete_specs"].values() if s["name"] == "darshan-runtime")
     assert darshan["version"] == DARSHAN.split("@")[1] and darshan["parameters"]["hdf5"]
     hdf5 = {h: s for h, s in lock["concrete_specs"].items() if s["name"] == "hdf5"}
-    assert len(hdf5) == len(defs["hdf5_builds"]), "one HDF5 spec per build"
+    threadsafe = {h for h, s in hdf5.items() if s["parameters"]["threadsafe"]}
+    assert len(hdf5) == 2 * len(defs["hdf5_builds"]) == 2 * len(threadsafe), (
+        "per build its HDF5 and, for the ASYNC rows, a thread-safe one")
     for s in hdf5.values():
         assert s["parameters"]["mpi"] and s["parameters"]["hl"] and s["parameters"]["subfiling"]
+    _check_async_specs(lock["concrete_specs"], threadsafe)
     ompi = [s for s in lock["concrete_specs"].values() if s["name"] == "openmpi"]
     assert ompi and all(s.get("external", {}).get("path") == "/usr" for s in ompi)
+
+
+def _check_async_specs(specs: dict, threadsafe: set[str]) -> None:
+    """The lock's h5bench +async: each against a thread-safe HDF5 and the pinned
+    connector, which uses the same HDF5; the sync tools never use a thread-safe one."""
+    for spec in specs.values():
+        deps = {d["name"]: d["hash"] for d in spec.get("dependencies", [])}
+        if spec["name"] == "h5bench" and spec["parameters"]["async"]:
+            assert deps["hdf5"] in threadsafe
+            connector = specs[deps["hdf5-vol-async"]]
+            assert "@" + connector["version"] == ASYNC_PINS["hdf5-vol-async"]
+            assert {d["hash"] for d in connector["dependencies"] if d["name"] == "hdf5"} == {
+                deps["hdf5"]}
+            argobots = next(specs[d["hash"]] for d in connector["dependencies"]
+                            if d["name"] == "argobots")
+            assert "@" + argobots["version"] == ASYNC_PINS["argobots"]
+        elif "hdf5" in deps and spec["name"] != "hdf5-vol-async":
+            assert deps["hdf5"] not in threadsafe, spec["name"]
 
 
 # ------------------------------------------------------- the install command

@@ -41,6 +41,7 @@ import ctypes
 import glob
 import math
 import os
+import shlex
 import subprocess
 
 import reframe as rfm
@@ -48,7 +49,8 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import fixture, parameter, run_after, variable
 
 from h5regress import proof, tools
-from h5regress.builds import BuiltByFixture, Prebuilt, build_h5bench
+from h5regress.builds import (ASYNC_VOL_CONNECTOR, BuiltByFixture, Prebuilt, async_run,
+                              async_run_problem, build_h5bench)
 from h5regress.durability import WRITE_FLUSH
 from h5regress.manifest import wrapped_tool
 from h5regress.parsers import RunFailed
@@ -294,13 +296,28 @@ class h5bench_pattern_base(h5bench_base):
         self.write_cfg(self.cfg_name, self.cfg, self.csv_name)
 
     def use_async(self) -> None:
-        """ASYNC mode: the async VOL connector, when installed (skip otherwise)."""
-        extras = self.current_partition.extras
-        plugin_path = extras.get('hdf5_plugin_path') or os.environ.get('HDF5_PLUGIN_PATH', '')
-        why, directory = async_connector(self.executable, plugin_path)
-        self.skip_if(why is not None, why)
-        self.env_vars['HDF5_PLUGIN_PATH'] = directory
-        self.env_vars['HDF5_VOL_CONNECTOR'] = 'async under_vol=0;under_info={}'
+        """ASYNC mode: the async VOL connector as h5bench's documentation sets it
+        (``HDF5_VOL_CONNECTOR``, ``HDF5_PLUGIN_PATH``). From the Spack manifest, the
+        build's h5bench built with the connector against the thread-safe HDF5 of the
+        same commit; from PATH, the partition's plugin directory. Skipped, saying why,
+        without the connector."""
+        try:
+            run = async_run(self.resolved_tool)
+        except tools.ToolNotFound as err:
+            self.skip(str(err))
+        if run is not None:
+            self.resolved_tool, self.executable = run.tool, run.tool.path
+            self.env_vars.update({k: shlex.quote(v) for k, v in run.env_vars.items()})
+            self.tool_provenance = {**self.tool_provenance, **run.provenance}
+        else:
+            extras = self.current_partition.extras
+            plugin_path = extras.get('hdf5_plugin_path') or os.environ.get('HDF5_PLUGIN_PATH', '')
+            why, directory = async_connector(self.executable, plugin_path)
+            self.skip_if(why is not None, why)
+            self.env_vars['HDF5_PLUGIN_PATH'] = directory
+            self.env_vars['HDF5_VOL_CONNECTOR'] = shlex.quote(ASYNC_VOL_CONNECTOR)
+            self.tool_provenance = {**self.tool_provenance, 'async_vol_connector': 'async',
+                                    'async_vol_connector_library': directory}
         # the connector's background thread needs MPI_THREAD_MULTIPLE
         self.env_vars['MPICH_MAX_THREAD_SAFETY'] = 'multiple'
 
@@ -351,6 +368,14 @@ class h5bench_write_base(h5bench_pattern_base):
             self.use_async()
         return (self.pattern_config(dims, mem, file, io),
                 {'io': io, 'mode': 'ASYNC' if io.startswith('async') else 'SYNC'})
+
+    def parse_output(self, files):
+        run = super().parse_output(files)
+        if self.benchmark[3].startswith('async'):
+            why = async_run_problem(files.get('stdout', ''), str(run.params.get('mode', '')))
+            if why:
+                raise RunFailed(why)
+        return run
 
 
 class h5bench_read_base(h5bench_pattern_base):

@@ -40,6 +40,18 @@ class H5bench(BuiltinH5bench):
     # `h5bench` driver script).
     depends_on("python@3:", type="build", when="@1.6:")
 
+    # +async: the builtin recipe asks for hdf5-vol-async@1.5 (dropped below,
+    # after the class); h5bench 1.6 works with the connector's 1.7, the
+    # version the environment pins.
+    depends_on("hdf5-vol-async@1.7:", when="@1.6: +async")
+
+    def setup_build_environment(self, env):
+        super().setup_build_environment(env)
+        if self.spec.satisfies("+async"):
+            # CMakeLists.txt takes the connector's headers and libraries
+            # (h5_async_lib.h, libasynchdf5, libh5async) from $ASYNC_HOME.
+            env.set("ASYNC_HOME", self.spec["hdf5-vol-async"].prefix)
+
     def patch(self):
         # h5bench's CMakeLists.txt sets CMAKE_BUILD_TYPE to Debug itself (-g,
         # no optimisation) whatever the command line says: drop that line so
@@ -70,3 +82,20 @@ class H5bench(BuiltinH5bench):
                 self.define("HAVE_SUBFILING_VFD", True),
             ]
         return args
+
+
+def _without_builtin_async_pin(dependencies):
+    """The recipe's dependencies without the builtin `hdf5-vol-async@1.5`
+    (when +async): it would conflict with the 1.7 declared above.  New dicts,
+    so that the builtin class keeps its own."""
+    kept = {}
+    for when, by_name in dependencies.items():
+        dep = by_name.get("hdf5-vol-async")
+        if dep is not None and str(dep.spec.versions) == "1.5":
+            by_name = {name: d for name, d in by_name.items() if name != "hdf5-vol-async"}
+        if by_name:
+            kept[when] = by_name
+    return kept
+
+
+H5bench.dependencies = _without_builtin_async_pin(H5bench.dependencies)
