@@ -146,6 +146,17 @@ def test_async_rows_run_the_connector_build_with_the_documented_settings(tmp_pat
         assert '/h5bench-async/bin/h5bench_write ' in script, script
 
 
+def test_an_async_row_has_a_short_time_limit(tmp_path):
+    """A hang of the connector (seen in about 1 of 8 runs here) fails its row in minutes,
+    not at the partition's limit."""
+    out = run_reframe(['-c', 'reframe/checks/h5bench.py', '--describe', '-n',
+                       'h5bench_write_check.*(async|1D-CONTIG-CONTIG-collective$)'], tmp_path,
+                      env=stub_path(tmp_path, 'h5bench_write'))
+    limits = {t['display_name']: t['time_limit'] for t in json.loads(out.stdout)}
+    assert {v for k, v in limits.items() if 'async' in k} == {180.0}, limits
+    assert {v for k, v in limits.items() if 'async' not in k} == {None}, limits
+
+
 ASYNC_STDOUT = ("Using 'async' VOL connector\nMode: ASYNC\n")
 
 

