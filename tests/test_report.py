@@ -18,6 +18,7 @@ import pytest
 
 from h5regress import gate, history, refs, report
 from h5regress.record import Record
+from h5regress.report import text as report_text
 
 BASE, CAND = 'hdf5-1.14.6', 'hdf5-develop'
 
@@ -485,6 +486,8 @@ def test_no_slowdown_seen_is_told_apart_from_a_possible_slowdown(gated_night):
     text = report.summary(quiet)
     assert text.startswith("no slowdown seen: no slowdown detected at tonight's sensitivity: "
                            'a slowdown of 12 % or more would have been seen')
+    for m in (m for m in quiet['metrics'] if m['role'] == 'gated'):
+        assert m['label'] not in text and report_text.short_label(m) in text, 'short labels only'
     page = report.to_html(quiet, history.History())
     head = _section(page, 'first-screen').split('</h1>')[0]
     assert 'background:#0969da' in head and '>no slowdown seen</span>' in head

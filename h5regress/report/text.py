@@ -88,8 +88,8 @@ def no_slowdown_text(gated: Sequence[Mapping[str, Any]]) -> str:
     worst = max(seen, key=lambda m: m['sensitivity'])
     text += f': a slowdown of {sensitivity_pct(worst)} or more would have been seen'
     if len(seen) > 1:
-        text += (f' in every gated metric ({worst["label"]} the least sensitive; '
-                 + ', '.join(f'{m["label"]} {sensitivity_pct(m)}' for m in seen) + ')')
+        text += (f' in every gated metric ({short_label(worst)} the least sensitive; '
+                 + ', '.join(f'{short_label(m)} {sensitivity_pct(m)}' for m in seen) + ')')
     return text
 
 
@@ -259,8 +259,10 @@ def _rule(cfg: Mapping[str, Any], rates: bool = True) -> str:
             f'{cfg["confidence"]:.0%} interval of the ratio stays above '
             f'{1 - cfg["margin"]:.2f}; at an early look of the rerun loop all three are '
             f'stricter, so the loop keeps the error rates of one look; otherwise '
-            f'INCONCLUSIVE (more pairs), "significantly slower" when the slowdown is '
-            f'significant but not shown beyond the margin'
+            f'more pairs, then "no slowdown seen" (NO-SLOWDOWN-SEEN) when the slowdown is '
+            f'not significant: the interval\'s low end gives the smallest slowdown the night '
+            f'would have seen; "possible slowdown" (INCONCLUSIVE) when it is significant but '
+            f'not shown beyond the margin, or the pairs are too few'
             + (f'. {MEASURED_RATES}' if rates else ''))
 
 
