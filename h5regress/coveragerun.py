@@ -19,6 +19,7 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from h5regress import manifest
+from h5regress.nightrun import build_filter
 from h5regress.coverage import (PRONE_FILE, CoverageError, CoverageMap, RowCoverage,
                                 blind_spot_line, changed_functions, changed_ranges,
                                 git_diff, load_prone, merge_rows, parse_gcovr_json,
@@ -170,7 +171,7 @@ def run_rows(manifest_path: pathlib.Path, build: str, checks: str,
     root = manifest.repo_root()
     report = out / 'report.json'
     cmd = [str(pathlib.Path(sys.executable).with_name('reframe')), '-c',
-           str(root / 'reframe' / 'checks'), '-n', f'(?=.*%hdf5_build={build}(%|$)){checks}',
+           str(root / 'reframe' / 'checks'), '-n', checks, *build_filter(build),
            '-r', '-s', str(out / 'stage'), '-o', str(out / 'output'),
            '--report-file', str(report)]
     if system:
