@@ -5,13 +5,13 @@ runs a real IOR check (ReFrame, the nightly's run_once) of each build under the
 Spack environment's Darshan, with a planted change: the candidate's transfers are
 half the baseline's (a check option), so it makes twice the writes."""
 
+import dataclasses
 import json
 import os
 
 import pytest
 
-from h5regress import darshan, followup, manifest, nightly
-from h5regress import nightrun
+from h5regress import darshan, followup, manifest, nightly, nightrun
 from reframe_run import REPO
 
 BUILD = 'hdf5-1.14.1'
@@ -106,8 +106,8 @@ def test_a_real_darshan_shows_a_planted_doubling_of_the_writes(tmp_path):
 
     def run_check(build, checks, pair_id, extra):
         size = '512k' if build == 'hdf5-halved' else '1m'
-        one = nightly.argparse.Namespace(**{**vars(args), 'checks': checks, 'setvar': [
-            f'ior_check.transfer_size={size}', 'ior_check.block_size=8m']})
+        one = dataclasses.replace(args, select=nightrun.checks_selection(checks), setvar=[
+            f'ior_check.transfer_size={size}', 'ior_check.block_size=8m'])
         env = {**os.environ, 'RFM_CONFIG_FILES': ':'.join(args.config_files), **extra}
         nightrun.run_once(build, pair_id, one, env)
 
