@@ -544,10 +544,10 @@ def test_spack_concretizes_the_environment(spack, env_copy):
     lock = json.loads((env_copy / "spack.lock").read_text())
     defs = definitions(spack_yaml())
     assert len(lock["roots"]) == len(defs["hdf5_builds"]) * (
-        1 + len(defs["tools"]) + len(defs["instrumentation"]))
+        1 + len(defs["tools"]) + len(defs["instrumentation"]) + len(defs["async_io"]))
     names = {s["name"] for s in lock["concrete_specs"].values()}
     assert {"hdf5", "ior", "macsio", "h5bench", "json-cwx", "darshan-runtime",
-            *KERNELS} <= names
+            "hdf5-vol-async", "argobots", *KERNELS} <= names
 
 
 @pytest.mark.slow
