@@ -382,13 +382,16 @@ def many_metric_night(noise: Noise, ratios: list[float], cfg: dict,
     base: list[list[float]] = [[] for _ in ratios]
     cand: list[list[float]] = [[] for _ in ratios]
     for k in looks:
-        comps = []
         for b, c, ratio in zip(base, cand, ratios):
             while len(b) < k:
                 x, y = noise.pair()
                 b.append(x)
                 c.append(y * ratio)
-            comps.append(gate.compare_pairs(b, c, True, cfg, pooled)[0])
+        pools, _ = gate.night_pools(
+            [([math.log(y / x) for x, y in zip(b, c)], pooled) for b, c in zip(base, cand)],
+            cfg['history_variance'])
+        comps = [gate.compare_pairs(b, c, True, cfg, pool)[0]
+                 for b, c, pool in zip(base, cand, pools)]
         qs = stats.benjamini_hochberg([comp.p_worse for comp in comps])
         verdicts = [gate.decide(comp, q, cfg, looks, k)[0] for comp, q in zip(comps, qs)]
         if first_only or 'FAIL' in verdicts or all(v == 'PASS' for v in verdicts):

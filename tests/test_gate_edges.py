@@ -329,3 +329,57 @@ def test_a_possible_slowdown_stays_inconclusive_and_every_metric_has_a_sensitivi
         (m,) = gated(run(paired(20, ratio, cv=0.02, seed=1)))
         assert m['verdict'] == verdict and isinstance(m['sensitivity'], float)
     assert gated(run(paired(20, 1.0, cv=0.02, seed=1)))[0]['sensitivity'] < 0.05
+
+
+# ------------------------------------------ a whole night noisier than its history
+def night_of(log_ratios_per_metric, night):
+    """One night of several gated metrics (one config per metric) from their pair log-ratios."""
+    recs = []
+    for i, d in enumerate(log_ratios_per_metric):
+        for p, x in enumerate(d):
+            kw = dict(night=night, chash=f'h-{i}', extra={'block_size': f'{i + 1}m'})
+            recs += [rec(1000.0, BASE, p, **kw), rec(1000.0 * math.exp(x), CAND, p, **kw)]
+    return recs
+
+
+SIGMA_8 = math.sqrt(2) * 0.08      # pair log-ratio SD at CV 8 %
+
+
+@pytest.fixture(scope='module')
+def twelve_metric_history(tmp_path_factory):
+    """8 past nights (the fewest pooled) of 12 metrics, pair log-ratio SD exactly SIGMA_8."""
+    root = tmp_path_factory.mktemp('history')
+    for k in range(1, 9):
+        res = run(night_of([shaped(20, 0.0, SIGMA_8)] * 12, f'2025-03-{k:02d}'),
+                  history=history.load(root))
+        history.write_night(root, *gate.history_lines(res))
+    return root
+
+
+def test_a_night_whose_metrics_are_all_noisier_than_their_history_scales_it(
+        twelve_metric_history):
+    # tonight each metric's SD is 1.12 x its history's: each alone passes its F test
+    # (p 0.22 > 0.2) and borrowed the history's sigma, so the metric 9.5 % slower -- its
+    # pooled-t bound 0.948, below the margin -- FAILed. Together the 12 metrics are
+    # noisier than their histories (p 0.07): tonight's variance is the history's x 1.25,
+    # and that bound, 0.953, is not below the margin.
+    tonight = [shaped(20, -0.095, 1.12 * SIGMA_8)] + [shaped(20, 0.0, 1.12 * SIGMA_8)] * 11
+    res = run(night_of(tonight, '2025-04-01'), history=history.load(twelve_metric_history))
+    slowed = next(m for m in gated(res) if m['config_hash'] == 'h-0')
+    assert slowed['verdict'] != 'FAIL' and res['overall'] != 'FAIL'
+    v = slowed['variance']
+    assert v['source'] == 'history' and v['p_F'] > 0.2
+    night = v['night_noise']
+    assert night['scaled'] and night['metrics'] == 12 and night['df'] == 12 * 19
+    assert night['ratio'] == pytest.approx(1.12 ** 2, rel=1e-6) and night['p'] < 0.2
+    assert v['pooled_sigma'] == pytest.approx(1.12 * SIGMA_8, rel=1e-6)
+    assert slowed['fail_bound'] == pytest.approx(0.953, abs=0.001)
+
+
+def test_a_night_as_noisy_as_its_history_is_not_scaled(twelve_metric_history):
+    tonight = [shaped(20, -0.1, SIGMA_8)] + [shaped(20, 0.0, SIGMA_8)] * 11
+    res = run(night_of(tonight, '2025-04-01'), history=history.load(twelve_metric_history))
+    slowed = next(m for m in gated(res) if m['config_hash'] == 'h-0')
+    assert not slowed['variance']['night_noise']['scaled']
+    assert slowed['variance']['pooled_sigma'] == pytest.approx(SIGMA_8, rel=1e-6)
+    assert slowed['verdict'] == 'FAIL'

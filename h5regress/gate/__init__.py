@@ -124,7 +124,8 @@ from h5regress.gate.modes import (  # noqa: F401
 from h5regress.gate.comparing import (  # noqa: F401
     MetricComparison, NOT_FLUSHED, _compare_samples, _comparison_fields, _describe, _flush_fields,
     _fmt_ratio, _known_ratio, _lr_var_from_samples, _no_candidate_samples, _tonight_test,
-    _value_ratio, _variance_choice, compare, compare_pairs, pooled_from_history)
+    _value_ratio, _variance_choice, compare, compare_pairs, night_pools, pair_log_ratios,
+    pooled_from_history)
 from h5regress.gate.verdicts import (  # noqa: F401
     NO_SLOWDOWN_SEEN, SLOWER, decide, decide_all, fail_confidence, is_slower, pairs_for_pass,
     sensitivity)

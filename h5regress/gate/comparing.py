@@ -30,17 +30,23 @@ class MetricComparison:
 
 def compare(groups: Mapping[tuple, _Group], cfg: Mapping[str, Any],
             history: hist_mod.History, aa: bool) -> list[MetricComparison]:
-    """Candidate against baseline, per metric (pooled variance from history when it may)."""
+    """Candidate against baseline, per metric (pooled variance from history when it
+    may, scaled for the night when tonight's metrics are noisier than their
+    histories: :func:`night_pools`)."""
     hv = cfg['history_variance']
+    roles = {key: role_of(cfg, g.rec.tool, g.rec.operation, g.rec.metric, g.rec.params)
+             for key, g in groups.items()}
+    pools = [(pair_log_ratios(g), pooled_from_history(history, hist_mod.metric_key(*key), hv)
+              if roles[key] != 'reported' else None) for key, g in groups.items()]
+    scaled, night = night_pools(pools, hv)
     out = []
-    for key, g in groups.items():
-        r = g.rec
-        role = role_of(cfg, r.tool, r.operation, r.metric, r.params)
-        pooled = (pooled_from_history(history, hist_mod.metric_key(*key), hv)
-                  if role != 'reported' else None)
+    for (key, g), pooled in zip(groups.items(), scaled):
+        r, role = g.rec, roles[key]
         comp, info = _compare_samples(g, cfg, pooled)
         row = _describe(key, g, role, _known_ratio(g, role, aa))
         row['no_candidate'] = _no_candidate_samples(g) if role == 'gated' else None
+        if pooled is not None and isinstance(info.get('variance'), dict):
+            info['variance']['night_noise'] = night.as_dict() if night else None
         row.update(info)
         row['base_median'] = stats.median(info['base']) if info['base'] else None
         row['cand_median'] = stats.median(info['cand']) if info['cand'] else None
@@ -49,6 +55,36 @@ def compare(groups: Mapping[tuple, _Group], cfg: Mapping[str, Any],
         row.update(_comparison_fields(comp, r.higher_is_better))
         out.append(MetricComparison(comp, row))
     return out
+
+
+def night_pools(metrics: Sequence[tuple[Sequence[float], stats.PooledVariance | None]],
+                hv: Mapping[str, Any]
+                ) -> tuple[list[stats.PooledVariance | None], stats.NightNoise | None]:
+    """Each metric's pooled variance for tonight from ``(pair log-ratios, pooled
+    variance or None)`` of the night's metrics: scaled by the night's variance
+    ratio when the night as a whole is noisier than its histories
+    (:func:`h5regress.stats.night_noise`); and that ratio (None: too few metrics
+    with history). The gate and ``benchmarks/calibrate.py`` both call this."""
+    night = stats.night_noise([(len(d), stats.variance(d), pv) for d, pv in metrics
+                               if pv is not None and len(d) >= 3],
+                              float(hv['consistency_level']), float(hv['screen_level']),
+                              int(hv['night_min_metrics']))
+    return [stats.scaled_pool(pv, night) if pv is not None else None
+            for _, pv in metrics], night
+
+
+def _pairs(g: _Group) -> tuple[list[float], list[float]]:
+    """The aligned pairs of one metric: per pair id in both builds, each build's
+    geometric mean of its values (a run may give several)."""
+    pair_ids = sorted(set(g.base) & set(g.cand))
+    gmean = lambda vs: math.exp(math.fsum(math.log(v) for v in vs) / len(vs))  # noqa: E731
+    return [gmean(g.base[p]) for p in pair_ids], [gmean(g.cand[p]) for p in pair_ids]
+
+
+def pair_log_ratios(g: _Group) -> list[float]:
+    """Log performance ratios of one metric's aligned pairs (> 0: candidate better)."""
+    sign = 1.0 if g.rec.higher_is_better else -1.0
+    return [sign * (math.log(c) - math.log(b)) for b, c in zip(*_pairs(g))]
 
 
 def _no_candidate_samples(g: _Group) -> str | None:
@@ -150,9 +186,7 @@ def _compare_samples(g: _Group, cfg: Mapping[str, Any], pooled: stats.PooledVari
     """The comparison of one metric's builds, and its samples and variance choice."""
     sign = 1.0 if g.rec.higher_is_better else -1.0
     pair_ids = sorted(set(g.base) & set(g.cand))
-    gmean = lambda vs: math.exp(math.fsum(math.log(v) for v in vs) / len(vs))  # noqa: E731
-    base_p = [gmean(g.base[p]) for p in pair_ids]
-    cand_p = [gmean(g.cand[p]) for p in pair_ids]
+    base_p, cand_p = _pairs(g)
     base_rest = g.base_free + [v for p, vs in g.base.items() if p not in g.cand for v in vs]
     cand_rest = g.cand_free + [v for p, vs in g.cand.items() if p not in g.base for v in vs]
     info = {

@@ -55,6 +55,8 @@ from h5regress.stats.core import (  # noqa: F401
     chi2_ppf, chi2_sf, f_sf, mad_sigma, mean, median, norm_cdf, norm_ppf, percentile,
     pool_variance, pooled_t, rank_sum, signed_rank, signed_rank_counts, signed_rank_critical,
     student_t, t_cdf, t_ppf, t_two_sided_p, variance, variance_consistent, walsh_averages, welch_t)
+from h5regress.stats.nightnoise import (  # noqa: F401
+    NightNoise, night_noise, scaled_pool)
 from h5regress.stats.sequential import (  # noqa: F401
     MODES_MIN_D, MODES_MIN_SHARE, SPENDING_RHO, TwoModes, look_level, looks_made,
     sequential_levels, sign_test_p, two_modes)
