@@ -24,8 +24,9 @@ checkout the gate's commands use are all here.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,75 @@ class ConfigError(ValueError):
     """A configuration file is unreadable or malformed; the message names the file and key."""
 
 
-def load_config(path: str | os.PathLike | None = None) -> dict[str, Any]:
+@dataclasses.dataclass(eq=False)      # equal to any mapping of the same keys and values
+class GateConfig(MutableMapping):
+    """The gate's configuration, typed: every key of ``ci/gate.yaml`` a field (issue
+    26: the margin is a float from the file to the verdict, in this one object).
+    Loaded once (:func:`load_config`) and handed on (``GateRequest.gate_config``,
+    ``NightRequest.gate_config``); the stages read it as a mapping too
+    (``cfg['margin']`` is ``cfg.margin``), so a site's layered keys and a
+    benchmark's override are one assignment to a known key."""
+    margin: float
+    margin_confidence: float
+    alpha: float
+    confidence: float
+    min_pairs: int
+    looks: list[int] | None
+    tonight_t_test: dict[str, int]
+    hdf5_overhead: float
+    history: str | None
+    gated: list[dict[str, Any]]
+    canary: list[dict[str, Any]]
+    control: list[dict[str, Any]]
+    canary_ignore_params: list[str]
+    degraded: dict[str, Any]
+    history_variance: dict[str, Any]
+    modes: dict[str, Any]
+    change_points: dict[str, Any]
+    ceiling: dict[str, Any]
+    refs: dict[str, Any]
+
+    @classmethod
+    def of(cls, data: Mapping[str, Any]) -> GateConfig:
+        """A copy of ``data`` (a GateConfig or a mapping of every key) as a GateConfig."""
+        missing = sorted(set(_FIELDS) - set(data))
+        if missing:
+            raise ConfigError(f'gate configuration: missing key(s) {missing}')
+        return cls(**{k: data[k] for k in _FIELDS})
+
+    def with_overrides(self, **values: float | None) -> GateConfig:
+        """A copy with the fractions given (``margin``, ``alpha``, ``confidence``; None:
+        keep), each checked to lie in (0, 1)."""
+        given = {k: float(v) for k, v in values.items() if v is not None}
+        for key, v in given.items():
+            if key not in FRACTION_KEYS or not 0 < v < 1:
+                raise ConfigError(f'--{key} must be in (0, 1), got {v}')
+        return dataclasses.replace(self, **given)
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in _FIELDS:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if key not in _FIELDS:
+            raise KeyError(f'no gate configuration key {key!r}')
+        setattr(self, key, value)
+
+    def __delitem__(self, key: str) -> None:
+        raise TypeError('a gate configuration key cannot be removed')
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_FIELDS)
+
+    def __len__(self) -> int:
+        return len(_FIELDS)
+
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(GateConfig))
+
+
+def load_config(path: str | os.PathLike | None = None) -> GateConfig:
     """``ci/gate.yaml``, with the file ``path`` (a site's) layered over it."""
     cfg = _read(CONFIG_FILE)
     _check(cfg, CONFIG_FILE)
@@ -61,7 +130,9 @@ def load_config(path: str | os.PathLike | None = None) -> dict[str, Any]:
         path = Path(path)
         _layer(cfg, _read(path), path)
         _check(cfg, path)
-    return cfg
+    for key in FRACTION_KEYS + ('margin_confidence',):
+        cfg[key] = float(cfg[key])
+    return GateConfig.of(cfg)
 
 
 def looks_arg(value: str | Sequence[int]) -> list[int]:

@@ -126,33 +126,35 @@ def looks(args) -> list[int]:
 
 
 def gate_once(baseline: str, candidate: str, args, final: bool) -> int:
-    cmd = ['--perflogs', str(attempt_perflogs(args)), '--attempt', args.attempt,
-           '--baseline', baseline,
-           '--candidate', candidate, '--looks', ','.join(map(str, looks(args))),
-           '--night', args.night,
-           '--json', str(args.out / 'gate.json')]
-    if args.pairs_run:      # none run (records of an earlier step): the gate counts them
-        cmd += ['--pairs-run', str(args.pairs_run)]
-    if args.history:
-        cmd += ['--history', str(args.history)]
-    for option in ('alpha', 'margin'):
-        if getattr(args, option) is not None:
-            cmd += [f'--{option}', str(getattr(args, option))]
-    if args.inject_slowdown:
-        cmd += ['--injected-slowdown', str(args.inject_slowdown)]
-    if final:
-        cmd += ['--report', str(args.out / 'report')]
-        if args.history:
-            cmd += ['--append-history']
-    else:
-        cmd += ['--quiet']
+    """One look (or, ``final``, the verdict) of the gate on this attempt's perflogs: a
+    :class:`h5regress.gate.GateRequest` called in-process, with the gate's configuration
+    loaded once per night (``--margin`` and ``--alpha`` in it, as floats)."""
+    try:
+        if args.gate_config is None:
+            args.gate_config = gate.load_config().with_overrides(margin=args.margin,
+                                                                 alpha=args.alpha)
+    except gate.ConfigError as err:
+        log(f'error: {err}')
+        return gate.EXIT_ERROR
+    request = gate.GateRequest(
+        baseline=baseline, candidate=candidate, perflogs=[str(attempt_perflogs(args))],
+        attempt=args.attempt, looks=looks(args), night=args.night,
+        json=str(args.out / 'gate.json'), gate_config=args.gate_config,
+        # none run (records of an earlier step): the gate counts them
+        pairs_run=args.pairs_run or None,
+        history=str(args.history) if args.history else None,
+        injected_slowdown=args.inject_slowdown or 0.0,
+        report=str(args.out / 'report') if final else None,
+        append_history=bool(final and args.history), quiet=not final)
     if not _state.quiet:
-        log('$ h5regress gate ' + ' '.join(cmd))
+        log(f'gate: {baseline} against {candidate}, looks {request.looks}, pairs run '
+            f'{request.pairs_run}, margin {args.gate_config.margin:g}, alpha '
+            f'{args.gate_config.alpha:g}' + (', the verdict' if final else ''))
     if final and not args.quiet:
-        return gate.main_gate(cmd)
+        return gate.gate_request(request)
     # a look, or the verdict under --quiet: the summary below says it in a line or a few
     with contextlib.redirect_stdout(io.StringIO()):
-        code = gate.main_gate(cmd)
+        code = gate.gate_request(request)
     for line in look_summary(args.out / 'gate.json', args.pairs_run, not args.quiet,
                              'verdict' if final else 'look'):
         log(line)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from h5regress import darshan
 from h5regress.cmdline import config_files
+from h5regress.gateconfig import GateConfig
 from h5regress.nightprocs import full_disk_note, log, run, stop_leftovers
 
 REPO = Path(__file__).resolve().parents[1]
@@ -96,6 +97,8 @@ class NightRequest:
     attempt: str = ''
     #: pairs of this attempt run so far
     pairs_run: int = 0
+    #: the gate's configuration, loaded at the first look (``--margin``/``--alpha`` in it)
+    gate_config: GateConfig | None = None
 
     def __post_init__(self) -> None:
         if self.select is None and self.checks:

@@ -640,3 +640,47 @@ def test_a_gate_request_carries_the_margin_as_a_float_to_the_verdict(tmp_path, c
     assert result['config']['looks'] == [10, 15, 20]
     assert gate.gate_request(dataclasses.replace(request, candidate=BASE)) == gate.EXIT_ERROR
     assert 'both name' in capsys.readouterr().err
+
+
+# ------------------------------------------- the margin in one typed object (issue 26)
+def test_the_margin_is_a_float_of_one_typed_config_from_file_to_verdict(tmp_path, monkeypatch):
+    cfg = gate.load_config()
+    assert isinstance(cfg, gate.GateConfig) and isinstance(cfg.margin, float)
+    assert cfg['margin'] is cfg.margin and dict(cfg)['margin'] == 0.05
+    with pytest.raises(gate.ConfigError, match='--margin must be in'):
+        cfg.with_overrides(margin=1.5)
+    # a request carries the loaded configuration; its margin reaches the verdict as given
+    path = write_jsonl(tmp_path / 'r.jsonl', paired(20, 0.85, cv=0.02, seed=4))
+    out = tmp_path / 'gate.json'
+    request = gate.GateRequest(baseline=BASE, candidate=CAND, records=[path], json=str(out),
+                               quiet=True, gate_config=cfg.with_overrides(margin=0.2))
+    assert gate.gate_request(request) == gate.EXIT_PASS
+    result = json.loads(out.read_text())
+    assert result['config']['margin'] == 0.2
+    (m,) = gated(result)
+    assert m['verdict_bound']['side'] == 'lower' and m['verdict_bound']['perf_ratio'] > 0.8
+    # the nightly calls the gate in-process with the configuration it loaded once
+    from h5regress import nightly
+    args = nightly.parse_args(['--stand-in', '--margin', '0.1', '--out', str(tmp_path / 'n')])
+    seen = []
+    monkeypatch.setattr(nightly.gate, 'gate_request',
+                        lambda request: seen.append(request) or gate.EXIT_FAIL)
+    nightly.gate_once('a', 'b', args, final=True)
+    nightly.gate_once('a', 'b', args, final=True)
+    assert [r.gate_config.margin for r in seen] == [0.1, 0.1]
+    assert seen[0].gate_config is seen[1].gate_config and seen[0].margin is None
+
+
+def test_each_verdict_carries_the_bound_it_compared_and_the_report_reads_it():
+    from h5regress.report import text
+    (fail,) = gated(run(paired(20, 0.7)))
+    assert fail['verdict'] == 'FAIL' and fail['verdict_bound']['side'] == 'upper'
+    assert fail['verdict_bound']['ratio'] == fail['fail_bound']
+    assert f'{fail["verdict_bound"]["perf_ratio"]:.3f}' in fail['reason']
+    (lower,) = gated(run(paired(20, 1 / 0.7, hib=False)))     # a time: lower is better
+    assert lower['verdict_bound']['ratio'] == pytest.approx(
+        1 / lower['verdict_bound']['perf_ratio'], rel=1e-5)
+    # the report takes the field, not the reason's words
+    reworded = dict(fail, reason='FAIL', verdict_bound=dict(fail['verdict_bound'],
+                                                            perf_ratio=0.5, confidence=0.99))
+    assert text.verdict_bound(reworded) == 'upper bound 0.500 at 99 %'

@@ -129,11 +129,10 @@ def test_an_injected_slowdown_night_is_not_a_a_and_its_fail_no_false_alarm(tmp_p
 def test_the_stand_in_nightly_tells_the_gate_and_the_manifest(tmp_path, monkeypatch):
     args = nightly.parse_args(['--stand-in', '--inject-slowdown', '0.5', '--out', str(tmp_path)])
     seen = {}
-    monkeypatch.setattr(nightly.gate, 'main_gate', lambda argv: seen.setdefault('argv', argv)
-                        and gate.EXIT_FAIL)
+    monkeypatch.setattr(nightly.gate, 'gate_request',
+                        lambda request: seen.setdefault('request', request) and gate.EXIT_FAIL)
     nightly.gate_once('a', 'b', args, final=True)
-    argv = seen['argv']
-    assert argv[argv.index('--injected-slowdown') + 1] == '0.5'
+    assert seen['request'].injected_slowdown == 0.5
 
 
 # -- console output (issue 16) -----------------------------------------------------------

@@ -6,6 +6,7 @@ strict false-discovery rate (0.001) and 10 pairs, so a false FAIL of the A/A nig
 needs all 10 pairs to agree by chance (p = 1/1024 per gated metric).
 """
 
+import dataclasses
 import json
 import os
 import re
@@ -291,8 +292,7 @@ def test_quiet_night_prints_at_most_three_lines_per_pair(tmp_path, monkeypatch, 
     monkeypatch.setattr(nightrun, 'run_once', lambda build, pair_id, args, env: 0)
     pairs = {'n': 0}
 
-    def fake_gate(argv):
-        args = nightly_mod.gate.build_parser().parse_args(argv)
+    def fake_gate(args):
         result = gate.run_gate(paired(10, 0.98, cv=0.1, seed=3), BASE, CAND,
                                gate.load_config(), night='2026-11-22')
         pairs['n'] += 1
@@ -302,7 +302,7 @@ def test_quiet_night_prints_at_most_three_lines_per_pair(tmp_path, monkeypatch, 
         print(gate.format_text(result) if not args.quiet else 'overall: x')
         return gate.EXIT_INCONCLUSIVE
 
-    monkeypatch.setattr(nightly_mod.gate, 'main_gate', fake_gate)
+    monkeypatch.setattr(nightly_mod.gate, 'gate_request', fake_gate)
     code = nightly_mod.main(['--stand-in', '--pairs', '10', '--max-pairs', '20', '--quiet',
                              '--out', str(tmp_path / 'out'), '--night', '2026-11-22'])
     assert code == gate.EXIT_INCONCLUSIVE and pairs['n'] == 3     # looks: 10, 15; final
@@ -360,13 +360,12 @@ def test_a_candidate_that_breaks_a_row_stops_the_loop_with_an_error(tmp_path, mo
         return 1 if build == CAND else 0
 
     monkeypatch.setattr(nightrun, 'run_once', run_once)
-    real_gate = nightly_mod.gate.main_gate
+    real_gate = nightly_mod.gate.gate_request
 
-    def gate_on_records(argv):
-        i = argv.index('--perflogs')
-        return real_gate(argv[:i] + ['--records', str(records)] + argv[i + 2:])
+    def gate_on_records(request):
+        return real_gate(dataclasses.replace(request, perflogs=(), records=[str(records)]))
 
-    monkeypatch.setattr(nightly_mod.gate, 'main_gate', gate_on_records)
+    monkeypatch.setattr(nightly_mod.gate, 'gate_request', gate_on_records)
     code = nightly_mod.main(['--stand-in', '--pairs', '10', '--max-pairs', '20', '--quiet',
                              '--out', str(tmp_path / 'out'), '--night', '2026-11-22'])
     assert code == gate.EXIT_ERROR

@@ -66,12 +66,12 @@ def test_the_gate_keeps_only_the_records_of_its_attempt(tmp_path):
 def test_nightly_gates_its_attempts_directory_with_its_attempt(tmp_path, monkeypatch):
     args = nightly.parse_args(['--stand-in', '--out', str(tmp_path), '--night', NIGHT])
     seen = {}
-    monkeypatch.setattr(nightly.gate, 'main_gate', lambda argv: seen.setdefault('argv', argv)
-                        and gate.EXIT_PASS)
+    monkeypatch.setattr(nightly.gate, 'gate_request',
+                        lambda request: seen.setdefault('request', request) and gate.EXIT_PASS)
     nightly.gate_once('a', 'b', args, final=False)
-    argv = seen['argv']
-    assert argv[argv.index('--perflogs') + 1] == str(tmp_path / 'perflogs' / args.attempt)
-    assert argv[argv.index('--attempt') + 1] == args.attempt
+    request = seen['request']
+    assert list(request.perflogs) == [str(tmp_path / 'perflogs' / args.attempt)]
+    assert request.attempt == args.attempt
     assert len({nightrun.new_attempt(NIGHT) for _ in range(20)}) == 20
 
 

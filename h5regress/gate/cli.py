@@ -16,7 +16,8 @@ from h5regress import history as hist_mod
 from h5regress import refs as refs_mod
 from h5regress import report as report_mod
 from h5regress.cmdline import EXIT_ERROR, ArgParser, GATE_CONFIG_HELP, UsageError, parse_args
-from h5regress.gateconfig import REFERENCES_DIR, ConfigError, load_config, looks_arg
+from h5regress.gateconfig import (REFERENCES_DIR, ConfigError, GateConfig, load_config,
+                                  looks_arg)
 from h5regress.record import Record
 from h5regress.gate.records import _night_of, check_builds, collect, default_night, load_records
 from h5regress.gate.comparing import NOT_FLUSHED, compare
@@ -26,7 +27,7 @@ from h5regress.gate.night import annotate, history_lines
 
 # ------------------------------------------------------------------ the night
 def run_gate(records: Iterable[Record], baseline: str, candidate: str,
-             cfg: Mapping[str, Any] | None = None, *,
+             cfg: GateConfig | Mapping[str, Any] | None = None, *,
              history: hist_mod.History | None = None,
              references: refs_mod.References | None = None,
              problems: Sequence[str] = (), night: str | None = None,
@@ -43,8 +44,8 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
     :func:`collect` the samples per metric, :func:`compare` the builds per
     metric, :func:`decide_all` the verdicts, :func:`annotate` the night.
     """
-    cfg = dict(cfg or load_config())
-    looks = looks if looks is not None else cfg.get('looks')
+    cfg = GateConfig.of(cfg or load_config())       # a copy: the stages may not change it
+    looks = looks if looks is not None else cfg.looks
     history = history or hist_mod.History()
     tonight = collect(records, baseline, candidate, problems, attempt)
     base_commit = baseline_commit or tonight.commit('base')
@@ -197,14 +198,16 @@ def _usage_problem(args: GateRequest) -> str | None:
 @dataclasses.dataclass(frozen=True)
 class GateRequest:
     """One gate of a night, as ``h5regress gate``'s options say it (issue 26): the
-    nightly and the bisect may build one and call :func:`gate_request` instead of an
-    argv list. ``margin``, ``alpha`` and ``confidence`` override the configuration's
-    (None: the configuration's), as floats from here to the verdict."""
+    nightly builds one and calls :func:`gate_request`, no argv list. ``gate_config``:
+    the configuration, loaded once by the caller (None: ``config``'s file layered
+    over ``ci/gate.yaml``); ``margin``, ``alpha`` and ``confidence`` override its
+    values (None: keep them), floats from here to the verdict (:meth:`configured`)."""
     baseline: str
     candidate: str
     records: Sequence[str] = ()
     perflogs: Sequence[str] = ()
     config: str | None = None
+    gate_config: GateConfig | None = None
     margin: float | None = None
     alpha: float | None = None
     confidence: float | None = None
@@ -224,7 +227,15 @@ class GateRequest:
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> GateRequest:
-        return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)})
+        return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)
+                      if f.name != 'gate_config'})
+
+    def configured(self) -> GateConfig:
+        """The configuration this gate judges with (:class:`ConfigError` when a file or
+        an override is bad)."""
+        cfg = self.gate_config if self.gate_config is not None else load_config(self.config)
+        return cfg.with_overrides(margin=self.margin, alpha=self.alpha,
+                                  confidence=self.confidence)
 
 
 def main_gate(argv: Sequence[str] | None = None) -> int:
@@ -242,13 +253,7 @@ def gate_request(args: GateRequest) -> int:
         print(f'h5regress gate: error: {problem}', file=sys.stderr)
         return EXIT_ERROR
     try:
-        cfg = load_config(args.config)
-        for k in ('margin', 'alpha', 'confidence'):
-            v = getattr(args, k)
-            if v is not None:
-                if not 0 < v < 1:
-                    raise ConfigError(f'--{k} must be in (0, 1), got {v}')
-                cfg[k] = v
+        cfg = args.configured()
         records, problems = load_records(args.records, args.perflogs)
         check_builds(records, args.baseline, args.candidate, args.attempt)
         hdir = hist_mod.resolve_dir(args.history, cfg)

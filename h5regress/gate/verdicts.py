@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -11,18 +12,36 @@ from h5regress.gate.comparing import MetricComparison, NOT_FLUSHED, _fmt_ratio, 
 
 
 # ------------------------------------------------------------------ decide
+@dataclasses.dataclass(frozen=True)
+class VerdictBound:
+    """The bound of the performance ratio a verdict compared with 1 - margin: the
+    ``upper`` one of a FAIL (and of "significantly slower"), the ``lower`` one of a
+    PASS (and of NO-SLOWDOWN-SEEN), at one-sided ``confidence``."""
+    side: str
+    confidence: float
+    perf_ratio: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
 def decide(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
            looks: Sequence[int] | None, pairs_run: int | None = None) -> tuple[str, str]:
-    """Verdict and reason for one judged metric; m = margin, ``q`` its BH-adjusted
-    p-value of a slowdown.
+    """Verdict and reason for one judged metric (:func:`judge`, without its bound)."""
+    return judge(comp, q, cfg, looks, pairs_run)[:2]
+
+
+def judge(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
+          looks: Sequence[int] | None, pairs_run: int | None = None
+          ) -> tuple[str, str, VerdictBound | None]:
+    """Verdict, reason and the bound compared with 1 - m for one judged metric; m =
+    margin, ``q`` its BH-adjusted p-value of a slowdown.
 
     * FAIL: ``q`` <= the look's level (alpha, or its alpha-spending share at an
       early look) *and* the one-sided ``margin_confidence`` upper bound of the
       ratio below 1 - m: significantly slower, and the data make a slowdown
-      within the margin unlikely (margin_confidence 0.5 would be the estimate
-      alone, the rule before issue 19). At an early look the bound's error
-      ``1 - margin_confidence`` is spent like alpha (a higher confidence), so
-      the loop's rate of a FAIL inside the margin stays that of one look;
+      within the margin unlikely (0.5: the estimate alone, the rule before issue
+      19); at an early look its error is spent like alpha;
     * PASS: the one-sided lower bound of the ratio above 1 - m, at 1 - the look's
       share of (1 - confidence) / 2 (the lower end of the two-sided
       ``confidence`` interval at a single or the last look; stricter at an early
@@ -33,33 +52,35 @@ def decide(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
     margin, alpha = cfg['margin'], cfg['alpha']
     log_floor = math.log(1.0 - margin)
     if comp.n < cfg['min_pairs']:
-        return 'INCONCLUSIVE', f'{comp.n} pair(s), fewer than {cfg["min_pairs"]}'
+        return 'INCONCLUSIVE', f'{comp.n} pair(s), fewer than {cfg["min_pairs"]}', None
     level = stats.look_level(comp.n, looks, alpha, pairs_run=pairs_run)
     mconf = fail_confidence(comp.n, looks, cfg, pairs_run)
     upper = comp.upper(mconf)
+    up = VerdictBound('upper', mconf, math.exp(upper))
     if q <= level and upper < log_floor:
         return 'FAIL', (f'significant slowdown (BH q={q:.2g} <= {level:.2g}) beyond the '
                         f'{margin:.0%} margin: the {mconf:.1%} upper bound of the ratio, '
-                        f'{math.exp(upper):.3f}, is below {1 - margin:.2f}')
+                        f'{math.exp(upper):.3f}, is below {1 - margin:.2f}'), up
     pass_level = stats.look_level(comp.n, looks, (1.0 - cfg['confidence']) / 2.0,
                                   pairs_run=pairs_run)
     lower = comp.lower(1.0 - pass_level)
+    low = VerdictBound('lower', 1.0 - pass_level, math.exp(lower))
     if lower > log_floor:
         early = '' if not looks or max(comp.n, pairs_run or 0) >= looks[-1] else \
             f' (the stricter bound of an early look at {comp.n} of up to {looks[-1]} pairs)'
         return 'PASS', (f'{1 - pass_level:.2%} lower bound of the ratio {math.exp(lower):.3f} '
-                        f'> {1 - margin:.2f}{early}')
+                        f'> {1 - margin:.2f}{early}'), low
     more = ('more pairs decide' if looks and max(comp.n, pairs_run or 0) < looks[-1] else
             'undecided at the last look' if looks else 'more pairs decide')
     if q <= level:
         return 'INCONCLUSIVE', (f'{SLOWER} (BH q={q:.2g}), not shown beyond the '
                                 f'{margin:.0%} margin (the {mconf:.1%} upper bound '
-                                f'{math.exp(upper):.3f} >= {1 - margin:.2f}): {more}')
+                                f'{math.exp(upper):.3f} >= {1 - margin:.2f}): {more}'), up
     if q <= alpha:
         return 'INCONCLUSIVE', (f'slowdown suspected (q={q:.2g} > {level:.2g}, the level of a '
-                                f'look at {comp.n} of up to {looks[-1]} pairs): {more}')
+                                f'look at {comp.n} of up to {looks[-1]} pairs): {more}'), None
     if lower == -math.inf:
-        return 'INCONCLUSIVE', f'too few pairs ({comp.n}) for a {1 - pass_level:.1%} bound'
+        return 'INCONCLUSIVE', f'too few pairs ({comp.n}) for a {1 - pass_level:.1%} bound', None
     # NO-SLOWDOWN-SEEN: no FAIL, no PASS, q > alpha (no sign of a slowdown at the
     # night's level, not even a suspected one), and a finite lower bound: at the PASS
     # bound's confidence (1 - pass_level) the night excludes every slowdown of
@@ -68,7 +89,17 @@ def decide(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
     return NO_SLOWDOWN_SEEN, (f'no slowdown detected at tonight\'s sensitivity: a slowdown '
                               f'of {-math.expm1(lower):.0%} or more would have been seen '
                               f'(the {1 - pass_level:.2%} lower bound {math.exp(lower):.3f} '
-                              f'< {1 - margin:.2f}, so no PASS): {more}')
+                              f'< {1 - margin:.2f}, so no PASS): {more}'), low
+
+
+def _bound_row(bound: VerdictBound | None, higher_is_better: bool) -> dict[str, Any] | None:
+    """The row's ``verdict_bound``: the bound as the performance ratio it compared
+    with 1 - margin, and as the ratio of the values (``ratio``, what the row's
+    ``ratio_lo``/``ratio_hi`` are: inverted for a metric where lower is better)."""
+    if bound is None or not math.isfinite(bound.perf_ratio) or bound.perf_ratio <= 0:
+        return None
+    return {**bound.as_dict(), 'perf_ratio': _fmt_ratio(bound.perf_ratio),
+            'ratio': _fmt_ratio(bound.perf_ratio if higher_is_better else 1 / bound.perf_ratio)}
 
 
 def sensitivity(comp: stats.Comparison, cfg: Mapping[str, Any], looks: Sequence[int] | None,
@@ -138,7 +169,8 @@ def decide_all(metrics: Sequence[MetricComparison], cfg: Mapping[str, Any],
         qs = stats.benjamini_hochberg([m.comp.p_worse for m in judged])
         for m, q in zip(judged, qs):
             m.row['q'] = q
-            m.row['verdict'], m.row['reason'] = decide(m.comp, q, cfg, looks, pairs_run)
+            m.row['verdict'], m.row['reason'], bound = judge(m.comp, q, cfg, looks, pairs_run)
+            m.row['verdict_bound'] = _bound_row(bound, m.row['higher_is_better'])
             m.row['slower'] = is_slower(m.row['verdict'], m.row['reason'])
             m.row['sensitivity'] = sensitivity(m.comp, cfg, looks, pairs_run)
             m.row['fail_bound'] = _fmt_ratio(_value_ratio(
@@ -156,7 +188,7 @@ def decide_all(metrics: Sequence[MetricComparison], cfg: Mapping[str, Any],
     for m in metrics:
         row = m.row
         row.setdefault('q', None)
-        for k in ('fail_bound', 'noise_sigma', 'pairs_for_pass', 'sensitivity'):
+        for k in ('fail_bound', 'noise_sigma', 'pairs_for_pass', 'sensitivity', 'verdict_bound'):
             row.setdefault(k, None)
         row.setdefault('slower', False)
         if 'verdict' not in row:

@@ -204,12 +204,17 @@ _BOUND = re.compile(r'([\d.]+)% (upper|lower) bound of the ratio,? ([\d.]+)')
 
 
 def verdict_bound(m: Mapping[str, Any]) -> str:
-    """The bound the verdict compared with 1 - margin, as its reason gives it
-    (an early look uses a stricter one than the 95 % interval)."""
-    got = _BOUND.search(str(m.get('reason') or ''))
-    if not got:
-        return ''
-    conf, side, value = got.groups()
+    """The bound the verdict compared with 1 - margin: the gate's ``verdict_bound``
+    (an early look uses a stricter one than the 95 % interval); a gate.json written
+    before that field existed gives it in its reason only."""
+    bound = m.get('verdict_bound')
+    if isinstance(bound, Mapping):
+        conf, side, value = bound['confidence'] * 100, bound['side'], bound['perf_ratio']
+    else:
+        got = _BOUND.search(str(m.get('reason') or ''))
+        if not got:
+            return ''
+        conf, side, value = got.groups()
     return f'{side} bound {float(value):.3f} at {float(conf):g} %'
 
 
