@@ -55,7 +55,13 @@ It measures and prints; it asserts nothing. Sections:
    tonight's pairs and the spending: the loop's A/A false FAIL per night, the A/A
    nights ending PASS or NO-SLOWDOWN-SEEN ("PASS|NSS", issue 29), a
    1.5x and a 1.25x slowdown FAILed at the first look, a 10 % one within 20
-   pairs, over normal, t(3), outlier-run, two-mode and shared-pair noise.
+   pairs, over normal, t(3), outlier-run, two-mode and shared-pair noise, and
+   nights as noisy as their history or 1.2 and 1.5 times noisier (the night's
+   metrics through ``gate.night_pools``, as ``run_gate`` judges them).
+11. ``--only-first-look-options``: the first look's test of tonight's pairs,
+   options: Student's t (the gate's), Yuen's trimmed t (10 and 20 %) and, for
+   two-mode runs, the t test with the modes' gap taken out of each high-mode run:
+   the first look's false FAIL (margin left aside) and 1.5x FAILs at 10 pairs.
 
 Noise models: log-normal with the CV measured for IOR HDF5 writes on this VM
 (8 %) and on a parallel file system (10 %); ``shared`` (half the variance
@@ -72,6 +78,7 @@ Usage: python3 benchmarks/calibrate.py [--reps 4000] [--quick] [--real]
                                       [--only-modes] [--modes-nights N]
                                       [--share-level P] [--centre-tolerance T]
                                       [--only-lost-pair] [--only-first-look]
+                                      [--only-first-look-options]
 """
 
 from __future__ import annotations
@@ -91,6 +98,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from statistics import NormalDist
 
+from scipy import special
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
@@ -104,6 +113,8 @@ CFG = gate.load_config()
 
 
 LOOKS = [10, 15, 20]
+#: the verdicts after which the nightly adds pairs (NO-SLOWDOWN-SEEN is INCONCLUSIVE named)
+UNDECIDED = ('INCONCLUSIVE', gate.NO_SLOWDOWN_SEEN)
 
 
 def log_ratios(noise: Noise, ratio: float) -> Iterator[float]:
@@ -138,7 +149,7 @@ def through_looks(pairs: Iterator[float], judge) -> tuple:
     for n in LOOKS:
         d += itertools.islice(pairs, n - len(d))
         verdict, *extra = judge(d, LOOKS)
-        if verdict != 'INCONCLUSIVE':
+        if verdict not in UNDECIDED:
             break
     return (verdict, n, *extra)
 
@@ -154,7 +165,8 @@ def sequential(noise: Noise, ratio: float) -> tuple[str, int]:
 
 
 def rates(fn, noise, reps, *args) -> dict[str, float]:
-    out = {'FAIL': 0, 'PASS': 0, 'INCONCLUSIVE': 0, 'pairs': 0, 'pooled': 0}
+    out = {'FAIL': 0, 'PASS': 0, 'INCONCLUSIVE': 0, gate.NO_SLOWDOWN_SEEN: 0, 'pairs': 0,
+           'pooled': 0}
     for _ in range(reps):
         v, n, *used = fn(noise, *args)
         out[v] += 1
@@ -184,7 +196,7 @@ def gate_night(noise: Noise, ratio: float, cfg: dict, pooled: stats.PooledVarian
             cand.append(b * ratio)
         comp, info = gate.compare_pairs(base, cand, True, cfg, pooled)
         verdict, reason = gate.decide(comp, comp.p_worse, cfg, looks)
-        if verdict != 'INCONCLUSIVE':
+        if verdict not in UNDECIDED:
             break
     return (verdict, len(base), gate.is_slower(verdict, reason),
             bool(info['modes'] and info['modes']['centred']))
@@ -193,7 +205,8 @@ def gate_night(noise: Noise, ratio: float, cfg: dict, pooled: stats.PooledVarian
 def table_cell(tonight: Noise, history: Noise | None, ratio: float, cfg: dict, nights: int,
                looks: list[int] | None, n: int = 20) -> dict[str, float]:
     """Rates over ``nights`` nights (a fresh history of 30 A/A nights each when given)."""
-    out = {'FAIL': 0, 'PASS': 0, 'INCONCLUSIVE': 0, 'slower': 0, 'pairs': 0, 'centred': 0}
+    out = {'FAIL': 0, 'PASS': 0, 'INCONCLUSIVE': 0, gate.NO_SLOWDOWN_SEEN: 0, 'slower': 0,
+           'pairs': 0, 'centred': 0}
     for _ in range(nights):
         pooled = past_nights(history, cfg=cfg) if history is not None else None
         verdict, used, slower, centred = gate_night(tonight, ratio, cfg, pooled, n, looks)
@@ -363,6 +376,10 @@ FIRST_LOOK_MODELS = (
     ('shared-pair CV 10%', lambda rng: Noise('shared', 0.10, rng=rng), None),
     ('CV 12% / history 8%', lambda rng: Noise('lognormal', 0.12, rng=rng),
      lambda rng: Noise('lognormal', 0.08, rng=rng)),
+    ('CV 9.6% / history 8%', lambda rng: Noise('lognormal', 0.096, rng=rng),
+     lambda rng: Noise('lognormal', 0.08, rng=rng)),
+    ('CV 8% / history 8%', lambda rng: Noise('lognormal', 0.08, rng=rng),
+     lambda rng: Noise('lognormal', 0.08, rng=rng)),
 )
 
 #: designs weighed: (label, tonight_t_below, spending rho)
@@ -375,7 +392,8 @@ def many_metric_night(noise: Noise, ratios: list[float], cfg: dict,
                       pooled: stats.PooledVariance | None, looks: list[int],
                       first_only: bool = False) -> tuple[list[str], int]:
     """One night of ``len(ratios)`` gated metrics (true ratios), the loop at ``looks``:
-    per look each metric through ``gate.compare_pairs``, Benjamini-Hochberg across
+    per look the night's pooled variances (``gate.night_pools``: scaled when the night
+    is noisier than its history), each metric through ``gate.compare_pairs``, Benjamini-Hochberg across
     them, ``gate.decide`` (what ``decide_all`` does); the night stops at the first
     look that is not INCONCLUSIVE (any FAIL, or all PASS). Returns the verdicts of
     the last look and its pairs (``first_only``: the first look's)."""
@@ -474,6 +492,72 @@ def section_first_look(nights: int, seed: int, metrics: int = 12,
                       f'{ten["slowed_fail"]:>10.1%}', flush=True)
         finally:
             stats.look_level.__defaults__ = saved
+
+
+# ------------------------------------------- the first look's test: options (issue 25)
+def _yuen_p(d, trim: float):
+    """One-sided p (slowdown) of Yuen's trimmed-mean t test per row of ``d`` (nights x
+    pairs): trimmed mean over the winsorized SD, df n - 2g - 1."""
+    import numpy as np
+    n = d.shape[-1]
+    g = int(trim * n)
+    s = np.sort(d, axis=-1)
+    tm = s[..., g:n - g].mean(axis=-1)
+    w = np.clip(s, s[..., g:g + 1], s[..., n - g - 1:n - g])
+    se = w.std(axis=-1, ddof=1) / ((1 - 2 * g / n) * math.sqrt(n))
+    return special.stdtr(n - 2 * g - 1, tm / se)
+
+
+def _gap_removed(lb, lc, cfg):
+    """Pair log-ratios with each run's high mode moved down by the modes' gap (each
+    build's own split, the gap the mean of both builds' gaps), the level of each
+    build's low mode kept: None unless both builds are bimodal."""
+    kw = {'min_d': float(cfg['modes']['min_d']), 'min_share': float(cfg['modes']['min_share'])}
+    tb, tc = stats.two_modes(lb, **kw), stats.two_modes(lc, **kw)
+    if not (tb and tc and tb.bimodal and tc.bimodal):
+        return None
+    gap = ((tb.high_mean - tb.low_mean) + (tc.high_mean - tc.low_mean)) / 2
+    drop = lambda x, t: x - gap * (x > t.cut)  # noqa: E731
+    return [drop(c, tc) - drop(b, tb) for b, c in zip(lb, lc)]
+
+
+def section_first_look_options(nights: int, seed: int, metrics: int = 12, n: int = 10) -> None:
+    """The first look's test of tonight's pairs, options with numbers: Student's t
+    (today), Yuen's trimmed t (10 and 20 %), and for two-mode runs the t test on the
+    pairs with the modes' gap taken out of each high-mode run. Per noise model: nights
+    with any metric at BH q <= the first look's level (A/A: the first look's false
+    FAIL, the margin left aside, so an upper bound), and the 1.5x-slowed metric's."""
+    import numpy as np
+    level = stats.look_level(LOOKS[0], LOOKS, CFG['alpha'])
+    print(f'\n== 11. The first look\'s test, options: {metrics} metrics, {n} pairs, level '
+          f'{level:.4g}, {nights} nights per cell (margin not applied)')
+    print(f'{"noise":<22}{"test":<22}{"A/A q<=level":>13}{"x1.5 q<=level":>14}')
+    rng = random.Random(seed)
+    for label, make, _ in FIRST_LOOK_MODELS[:6]:
+        noise = make(rng)
+        runs = {ratio: [[[noise.pair() for _ in range(n)] for _ in range(metrics)]
+                        for _ in range(nights)] for ratio in (1.0, 1 / 1.5)}
+        tests = {'Student t': lambda lb, lc: stats.student_t(
+                     [c - b for b, c in zip(lb, lc)]).p_worse,
+                 'Yuen 10 %': lambda lb, lc: float(_yuen_p(np.array(
+                     [c - b for b, c in zip(lb, lc)]), 0.1)),
+                 'Yuen 20 %': lambda lb, lc: float(_yuen_p(np.array(
+                     [c - b for b, c in zip(lb, lc)]), 0.2))}
+        if 'modes' in label:
+            tests['t, gap removed'] = lambda lb, lc: stats.student_t(
+                _gap_removed(lb, lc, CFG) or [c - b for b, c in zip(lb, lc)]).p_worse
+        for name, test in tests.items():
+            got = {}
+            for ratio, per_night in runs.items():
+                hit = 0
+                for night in per_night:
+                    ps = [test([math.log(a) for a, _ in m],
+                               [math.log(b * (ratio if i == 0 else 1.0)) for _, b in m])
+                          for i, m in enumerate(night)]
+                    qs = stats.benjamini_hochberg(ps)
+                    hit += (any(q <= level for q in qs) if ratio == 1.0 else qs[0] <= level)
+                got[ratio] = hit / nights
+            print(f'{label:<22}{name:<22}{got[1.0]:>13.2%}{got[1 / 1.5]:>14.1%}', flush=True)
 
 
 # ------------------------------------------------------------ with history
@@ -827,6 +911,8 @@ def main() -> int:
                     help='run only section 10 (the first look of a night of 12 metrics)')
     ap.add_argument('--first-look-designs', type=lambda v: tuple(map(int, v.split(','))),
                     help='indices of FIRST_LOOK_DESIGNS to run (default: all), e.g. 0,2')
+    ap.add_argument('--only-first-look-options', action='store_true',
+                    help='run only section 11 (options for the first look\'s test)')
     ap.add_argument('--only-lost-pair', action='store_true',
                     help='run only section 9 (one pair lost at the cap, issue 25)')
     args = ap.parse_args()
@@ -849,6 +935,9 @@ def main() -> int:
     if args.only_first_look:
         section_first_look(150 if args.quick else args.table_nights // 2, args.seed,
                            designs=args.first_look_designs)
+        return 0
+    if args.only_first_look_options:
+        section_first_look_options(300 if args.quick else args.table_nights, args.seed)
         return 0
     if args.only_lost_pair:
         section_lost_pair(600 if args.quick else args.table_nights, args.seed)
