@@ -386,8 +386,8 @@ def after_fail(manifest_path: Path, args, env: dict) -> None:
     gate_json = args.out / 'gate.json'
     result = json.loads(gate_json.read_text())
 
-    def run_check(build, checks, pair_id, extra):
-        one = dataclasses.replace(args, select=checks_selection(checks))
+    def run_check(build, test, pair_id, extra):
+        one = dataclasses.replace(args, select=checks_selection(tests_regex([test])))
         run_once(build, pair_id, one, {**env, **extra})
 
     # the verdict stands whatever happens here: a failure is said, never an ERROR night

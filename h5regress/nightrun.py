@@ -19,7 +19,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from h5regress import darshan
 from h5regress.cmdline import config_files
 from h5regress.nightprocs import full_disk_note, log, run, stop_leftovers
 
@@ -122,13 +121,26 @@ def checks_selection(regex: str) -> tuple[str, ...]:
 
 
 def tests_regex(tests: list[str]) -> str:
-    """ReFrame -n regex of these tests (their parameters but the build)."""
-    return '(' + '|'.join(map(darshan.name_regex, tests)) + ')'
+    """ReFrame -n regex of these tests (gate rows' ``test``) in any HDF5 build: each
+    one's whole name, spaces removed as ReFrame matches it, its ``%hdf5_build`` left
+    open for :func:`build_filter` to choose."""
+    def one(test: str) -> str:
+        return ''.join('%hdf5_build=[^%]+' if p.startswith('%hdf5_build=') else re.escape(p)
+                       for p in test.split())
+    return '^(' + '|'.join(map(one, tests)) + ')$'
 
 
-def build_filter(build: str) -> tuple[str, ...]:
-    """ReFrame's options keeping the tests of one HDF5 build (its ``hdf5_build``)."""
-    return ('-E', f'hdf5_build == {json.dumps(build)}')
+def build_filter(build: str, select: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """ReFrame's options keeping the tests of one HDF5 build (its ``hdf5_build``), and
+    with ``select`` those it selects: ReFrame keeps only the last ``-E``, so an ``-E`` of
+    ``select`` joins the build's."""
+    exprs, rest, words = [], [], iter(select)
+    for word in words:
+        if word in ('-E', '--filter-expr'):
+            exprs.append(f'({next(words)})')
+        else:
+            rest.append(word)
+    return (*rest, '-E', ' and '.join([*exprs, f'hdf5_build == {json.dumps(build)}']))
 
 
 def new_attempt(night: str) -> str:
@@ -221,7 +233,7 @@ def run_once(build: str, pair_id: str, args, env: dict) -> int:
     """One ReFrame run of the selected checks for one build."""
     report = args.out / 'reports' / args.attempt / f'{pair_id}-{build}.json'
     cmd = [Path(sys.executable).with_name('reframe'), '-c', REPO / 'reframe' / 'checks',
-           *args.select, *build_filter(build), '-r',
+           *build_filter(build, args.select), '-r',
            '-s', args.out / 'stage', '-o', args.out / 'output', '--report-file', report]
     if args.system:
         cmd += ['--system', args.system]

@@ -60,8 +60,8 @@ class Variant:
     """One column of a study: a ReFrame selection and its ``-S`` settings."""
 
     label: str
-    #: ReFrame ``-n`` pattern (display name, spaces removed)
-    checks: str
+    #: ReFrame's options selecting the checks (:func:`row_of`)
+    select: tuple[str, ...]
     settings: tuple[str, ...] = ()
     #: the checks have an ``hdf5_build`` parameter (select the study's build)
     per_build: bool = True
@@ -84,13 +84,20 @@ class Study:
 ONCE = ('ior_check.repetitions=1', 'ior_build_check.repetitions=1')
 
 
-def ior_row(row: str) -> str:
-    return rf'^ior_(build_)?check(?=.*%benchmark={row}(%|$))'
+def row_of(checks: str, row: str) -> tuple[str, ...]:
+    """ReFrame's options selecting one row (``benchmark``, the checks' ``case``) of the
+    checks named ``checks`` (their Spack-built and fixture-built twins)."""
+    return ('-n', rf'^{checks}_(build_)?check(%|$)', '-E', f'case == {json.dumps(row)}')
+
+
+def ior_row(row: str) -> tuple[str, ...]:
+    return row_of('ior', row)
 
 
 def reframe_command(variant: Variant, build: str, report: Path, args) -> list[str]:
     cmd = [str(Path(sys.executable).with_name('reframe')), '-c', str(REPO / 'reframe' / 'checks'),
-           '-n', variant.checks, *(nightrun.build_filter(build) if variant.per_build else ()),
+           *(nightrun.build_filter(build, variant.select) if variant.per_build
+             else variant.select),
            '-r', '-s', str(args.out / 'stage'), '-o', str(args.out / 'output'),
            '--report-file', str(report)]
     if args.system:
@@ -248,8 +255,7 @@ def scaling_variants(args=None) -> list[Variant]:
             Variant('MPI-IO collective', ior_row('MPIIO-collective-ssf'), ONCE),
             Variant('POSIX', ior_row('POSIX-independent-ssf'), ONCE),
             Variant('HDF5 subfiling (h5bench)',
-                    r'^h5bench_write_(build_)?check(?=.*%benchmark=1D-CONTIG-CONTIG-subfiling'
-                    r'(%|$))')]
+                    row_of('h5bench_write', '1D-CONTIG-CONTIG-subfiling'))]
 
 
 #: the figure each scaling column takes from its records
@@ -292,7 +298,7 @@ FILE_STATES = ['preallocated', 'append', 'overwrite']
 
 
 def pitfalls_variants(args) -> list[Variant]:
-    return [Variant(f'{flag} {state}', rf'^fio_check(?=.*%benchmark={row}(%|$))',
+    return [Variant(f'{flag} {state}', row_of('fio', row),
                     settings + (f'fio_check.file_state={state}',), per_build=False)
             for flag, row, settings in FLAGS for state in FILE_STATES]
 
