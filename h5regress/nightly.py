@@ -73,8 +73,8 @@ import sys
 import traceback
 from pathlib import Path
 
-from h5regress import (atomic, bisectbuild, bisectruns, coverage, darshan, gate, history,
-                       manifest, report, runlock)
+from h5regress import (atomic, bisectbuild, bisectruns, buildid, coverage, darshan, gate,
+                       history, manifest, report, runlock)
 from h5regress.bisectsearch import format_text
 from h5regress.cmdline import UsageError, config_files
 from h5regress.nightprocs import (Interrupted, _state, handle_signals, log, run,
@@ -301,8 +301,8 @@ def prepare_builds(args) -> tuple[Path, str, str]:
     """(manifest, baseline build, candidate build) of the night."""
     if args.stand_in:
         path = build_standins(args.out, args.inject_slowdown)
-        standin_checks(args, manifest.load(path)[f'hdf5-{STANDIN_A}'].tools)
-        return path, f'hdf5-{STANDIN_A}', f'hdf5-{STANDIN_B}'
+        standin_checks(args, manifest.load(path)[buildid.of_label(STANDIN_A)].tools)
+        return path, buildid.of_label(STANDIN_A), buildid.of_label(STANDIN_B)
     if args.no_install:
         manifest_path = manifest.default_path()
     else:

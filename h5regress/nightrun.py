@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from h5regress import buildid
 from h5regress.cmdline import config_files
 from h5regress.nightprocs import full_disk_note, log, run, stop_leftovers
 
@@ -213,7 +214,7 @@ def pinned_candidate_build() -> str:
     for line in spack_yaml.read_text().splitlines():
         m = re.search(r'hdf5@git\.[0-9a-f]{40}=(\S+).*# h5regress:candidate', line)
         if m:
-            return f'hdf5-{m.group(1)}'
+            return buildid.of_label(m.group(1))
     raise RuntimeError(f'{spack_yaml}: no line marked "# h5regress:candidate"')
 
 

@@ -19,6 +19,7 @@ import json
 import os
 from collections.abc import Iterable
 
+from h5regress.buildid import NO_BUILD
 from h5regress.record import Record, RecordError
 from h5regress.runresults import lay_over
 
@@ -61,7 +62,7 @@ def parse_line(line: str, ncols: int, source: str) -> Record | None:
         'value': row['perf_ref'], 'lower': row['perf_lower_thres'],
         'upper': row['perf_upper_thres'], 'result': row['perf_result'],
     }
-    hdf5_build = 'none' if row['hdf5_build'] in NO_VALUE else row['hdf5_build']
+    hdf5_build = NO_BUILD if row['hdf5_build'] in NO_VALUE else row['hdf5_build']
     return Record.from_dict({
         'tool': context.get('tool', ''),
         'operation': info.get('operation'),
