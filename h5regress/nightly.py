@@ -30,7 +30,7 @@
    builds run on the same nodes. ``--salloc ARGS`` takes that allocation itself
    (``ci/nightly --salloc '-N2 -p compute' --system cluster:alloc``): a failed
    ``salloc`` is then ERROR (4), where ``salloc ... ci/nightly`` would exit 1 (FAIL).
-3. **Gate.** ``h5regress gate`` on this attempt's perflogs; while INCONCLUSIVE, more
+3. **Gate.** ``h5regress gate`` on this attempt's ReFrame run reports; while INCONCLUSIVE, more
    pairs up to ``--max-pairs`` (the gate knows the planned looks, so early
    looks need stronger evidence and the loop keeps the gate's alpha), then
    the final verdict, which is appended to the history.
@@ -38,9 +38,9 @@
    manifest in ``--out``: the CI job's artifacts.
 
 **Attempts.** Each run of this script is an attempt with its own id
-(``<night>.<UTC time>.<pid>.<nonce>``): its perflogs go to ``--out/perflogs/<attempt>/``,
-its ReFrame reports to ``--out/reports/<attempt>/``, its pair ids are
-``<attempt>-p<i>``, and the gate reads that directory and keeps only that
+(``<night>.<UTC time>.<pid>.<nonce>``): its ReFrame run reports go to
+``--out/reports/<attempt>/``, its perflogs (for people) to ``--out/perflogs/<attempt>/``,
+its pair ids are ``<attempt>-p<i>``, and the gate reads the reports and keeps only that
 attempt's records (``gate --attempt``). A reused ``--out`` (the default
 ``./nightly-out``) never mixes attempts: an earlier night, an interrupted attempt or a
 rerun of the same night is never gated again; the previous attempt's ``gate.json`` and
@@ -81,9 +81,9 @@ from h5regress.nightprocs import (Interrupted, _state, handle_signals, log, run,
                                   stop_descendants, uninterrupted)
 from h5regress.nightrun import (NIGHT_SELECTION, tests_regex, SETTINGS, STANDIN_IOR_SELECTION,
                                 STANDIN_IOR_SETVARS, STANDIN_SELECTION, NightRequest, NightResult,
-                                attempt_perflogs, checks_selection, choose_builds,
-                                install_environment, resolve_commit, run_once, run_pairs,
-                                standin_checks, start_attempt)
+                                attempt_perflogs, attempt_reports, checks_selection,
+                                choose_builds, install_environment, resolve_commit, run_once,
+                                run_pairs, standin_checks, start_attempt)
 from h5regress.standins import STANDIN_A, STANDIN_B, build_standins, injected_delay
 
 
@@ -126,7 +126,7 @@ def looks(args) -> list[int]:
 
 
 def gate_once(baseline: str, candidate: str, args, final: bool) -> int:
-    cmd = ['--perflogs', str(attempt_perflogs(args)), '--attempt', args.attempt,
+    cmd = ['--reports', str(attempt_reports(args)), '--attempt', args.attempt,
            '--baseline', baseline,
            '--candidate', candidate, '--looks', ','.join(map(str, looks(args))),
            '--night', args.night,
@@ -388,7 +388,8 @@ def after_fail(manifest_path: Path, args, env: dict) -> None:
 
     def run_check(build, test, pair_id, extra):
         one = dataclasses.replace(args, select=checks_selection(tests_regex([test])))
-        run_once(build, pair_id, one, {**env, **extra})
+        # its report beside its logs: never one of the attempt's, which the gate reads
+        run_once(build, pair_id, one, {**env, **extra}, args.out / 'darshan' / 'reports')
 
     # the verdict stands whatever happens here: a failure is said, never an ERROR night
     try:

@@ -153,8 +153,13 @@ def new_attempt(night: str) -> str:
 
 
 def attempt_perflogs(args) -> Path:
-    """This attempt's perflogs: the only ones its gate reads."""
+    """This attempt's perflogs, for people (the gate reads :func:`attempt_reports`)."""
     return args.out / 'perflogs' / args.attempt
+
+
+def attempt_reports(args) -> Path:
+    """This attempt's ReFrame run reports: the records its gate reads."""
+    return args.out / 'reports' / args.attempt
 
 
 def start_attempt(args) -> None:
@@ -167,7 +172,7 @@ def start_attempt(args) -> None:
         (args.out / 'gate.json').unlink()
     shutil.rmtree(args.out / 'report', ignore_errors=True)
     attempt_perflogs(args).mkdir(parents=True)
-    (args.out / 'reports' / args.attempt).mkdir(parents=True)
+    attempt_reports(args).mkdir(parents=True)
 
 
 def standin_checks(args, tools: dict) -> None:
@@ -230,9 +235,11 @@ def choose_builds(builds: dict, args) -> tuple[str, str]:
     return baseline, candidate
 
 
-def run_once(build: str, pair_id: str, args, env: dict) -> int:
-    """One ReFrame run of the selected checks for one build."""
-    report = args.out / 'reports' / args.attempt / f'{pair_id}-{build}.json'
+def run_once(build: str, pair_id: str, args, env: dict, reports: Path | None = None) -> int:
+    """One ReFrame run of the selected checks for one build; its run report goes to
+    ``reports`` (default: the attempt's, which its gate reads)."""
+    report = (reports or attempt_reports(args)) / f'{pair_id}-{build}.json'
+    report.parent.mkdir(parents=True, exist_ok=True)
     cmd = [Path(sys.executable).with_name('reframe'), '-c', REPO / 'reframe' / 'checks',
            *build_filter(build, args.select), '-r',
            '-s', args.out / 'stage', '-o', args.out / 'output', '--report-file', report]

@@ -325,6 +325,9 @@ def test_quiet_night_prints_at_most_three_lines_per_pair(tmp_path, monkeypatch, 
 
     def fake_gate(argv):
         args = nightly_mod.gate.build_parser().parse_args(argv)
+        # issue 26: the gate reads the attempt's ReFrame run reports, not its perflogs
+        assert args.reports == [str(tmp_path / 'out' / 'reports' / args.attempt)]
+        assert not args.perflogs
         result = gate.run_gate(paired(10, 0.98, cv=0.1, seed=3), BASE, CAND,
                                gate.load_config(), night='2026-11-22')
         pairs['n'] += 1
@@ -395,7 +398,7 @@ def test_a_candidate_that_breaks_a_row_stops_the_loop_with_an_error(tmp_path, mo
     real_gate = nightly_mod.gate.main_gate
 
     def gate_on_records(argv):
-        i = argv.index('--perflogs')
+        i = argv.index('--reports')
         return real_gate(argv[:i] + ['--records', str(records)] + argv[i + 2:])
 
     monkeypatch.setattr(nightly_mod.gate, 'main_gate', gate_on_records)
