@@ -54,11 +54,12 @@ class PerfValue:
 
 
 def number(value: Any) -> float | None:
-    """A reference or threshold as a number (None when ReFrame has none)."""
+    """A reference or threshold as a number (None when ReFrame has none; an infinite
+    one, which JSON cannot hold, as none)."""
     if value in NO_VALUE:
         return None
-    number = float(value)
-    return number if math.isfinite(number) else None
+    as_float = float(value)
+    return as_float if math.isfinite(as_float) else None
 
 
 def to_record(pv: PerfValue, source: str) -> Record | None:

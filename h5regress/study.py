@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 # nightprocs: the nightly's handling of children (process groups, signals, leftovers)
-from h5regress import atomic, nightprocs, nightrun, perflog, stats, tools
+from h5regress import atomic, nightprocs, nightrun, runreport, stats, tools
 from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
 from h5regress.record import Record
 
@@ -469,7 +469,7 @@ def parse(argv: Sequence[str]):
     ap.add_argument('--pattern', choices=sorted(PATTERNS), default='collective',
                     help='hdf5-vs-mpiio: the IOR rows compared (default: collective)')
     ap.add_argument('--analyse-only', action='store_true',
-                    help='no runs: read the perflogs already under --out')
+                    help='no runs: read the ReFrame run reports already under --out')
     ap.add_argument('-S', dest='setvar', action='append', default=[], metavar='VAR=VALUE',
                     help='a ReFrame -S setting for every run (repeatable)')
     ap.add_argument('--quiet', action='store_true', help="no ReFrame output")
@@ -496,15 +496,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         cases = {} if args.analyse_only else run_study(study, args)
     except nightprocs.Interrupted as stop:
-        print(f'h5regress study: {stop}: stopped; the records so far stay under '
-              f'{args.out / "perflogs"} (--analyse-only reads them)', file=sys.stderr)
+        print(f'h5regress study: {stop}: stopped; the records of the finished runs stay '
+              f'under {args.out / "reports"} (--analyse-only reads them)', file=sys.stderr)
         return EXIT_ERROR
-    records, problems = perflog.read([str(args.out / 'perflogs')]) \
-        if (args.out / 'perflogs').exists() else ([], [])
+    # ReFrame's run reports carry the records (the perflogs beside them are for people)
+    records, problems = runreport.read([str(args.out / 'reports')]) \
+        if (args.out / 'reports').exists() else ([], [])
     for problem in problems:
         print(f'h5regress study: skipped: {problem}', file=sys.stderr)
     if args.analyse_only and not records:
-        print(f'h5regress study: --analyse-only: no record under {args.out / "perflogs"}: '
+        print(f'h5regress study: --analyse-only: no record under {args.out / "reports"}: '
               f'nothing to analyse (give the --out of a study that ran); nothing written',
               file=sys.stderr)
         return EXIT_ERROR
@@ -514,7 +515,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_outputs(result, args.out)
     print((args.out / 'study.md').read_text())
     if not records:
-        print(f'h5regress study: no record under {args.out / "perflogs"}: every run was '
+        print(f'h5regress study: no record under {args.out / "reports"}: every run was '
               'skipped or failed (see the ReFrame reports in reports/)', file=sys.stderr)
         return EXIT_ERROR
     return 0
