@@ -11,6 +11,7 @@ from reframe.core.builtins import run_after, variable
 from reframe.core.exceptions import ReframeError
 
 from h5regress import tools
+from h5regress.buildid import NO_BUILD, PATH_BUILD
 
 #: set (to anything) where every tool must be there (CI with the Spack bundle): a check
 #: whose tool is missing fails, naming it, instead of being skipped
@@ -48,7 +49,7 @@ class ToolResolution(rfm.RegressionTestPlugin):
 
     def hdf5_build_id(self) -> str:
         """HDF5 build this test runs; checks of HDF5 tools carry ``hdf5_build``."""
-        return getattr(self, 'hdf5_build', 'none')
+        return getattr(self, 'hdf5_build', NO_BUILD)
 
     @run_after('setup')
     def resolve_tool(self):
@@ -56,8 +57,8 @@ class ToolResolution(rfm.RegressionTestPlugin):
         build = self.hdf5_build_id()
         try:
             self.resolved_tool = tools.find(
-                self.binary or self.tool, tools.PATH_BUILD if build == 'none' else build,
-                any_build=build == 'none')
+                self.binary or self.tool, PATH_BUILD if build == NO_BUILD else build,
+                any_build=build == NO_BUILD)
         except tools.ToolNotFound as err:
             if os.environ.get(REQUIRE_TOOLS_ENV):
                 raise ReframeError(f'{err} ({REQUIRE_TOOLS_ENV} is set: a missing '

@@ -25,6 +25,7 @@ import importlib
 import os
 import sys
 
+from h5regress.buildid import NO_BUILD
 from h5regress.parsers import ParseError, RunFailed, parser_for, tools
 
 #: largest file ``parse`` reads: a tool's output is far smaller; benchmark data files (in
@@ -214,8 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser('parse', help='outputs made outside ReFrame -> records')
     p.add_argument('tool', help=f'one of: {", ".join(tools())}')
     p.add_argument('paths', nargs='+', metavar='PATH', help='output file or run directory')
-    p.add_argument('--hdf5-build', default='unknown',
-                   help='HDF5 build id to put in the records (default: unknown)')
+    p.add_argument('--hdf5-build', default=NO_BUILD,
+                   help=f'HDF5 build id to put in the records (default: {NO_BUILD})')
     p.add_argument('--trust-summary', action='store_true',
                    help="take a summary file named alone (IOR's -O summaryFile) as a "
                         "successful run without its stdout/stderr beside it")

@@ -110,15 +110,6 @@ def diff(base: Mapping[str, float], cand: Mapping[str, float], top: int = TOP
 
 
 # ------------------------------------------------------------------ running under Darshan
-def name_regex(test: str) -> str:
-    """ReFrame -n regex of one test of a gate row (its parameters but the build, any
-    order; ReFrame matches the display name with its spaces removed)."""
-    name, *params = test.split()
-    params = [p for p in params if not p.startswith('%hdf5_build=')]
-    return ('^' + re.escape(name) + '(?=%|$)'
-            + ''.join(f'(?=.*{re.escape(p)}(%|$))' for p in params))
-
-
 def wrapped_manifest(src: Path, dst_dir: Path, libraries: Mapping[str, str]) -> Path:
     """A copy of the manifest whose builds' tools run under Darshan: a wrapper per
     tool puts the build's library in front of LD_PRELOAD (the stand-in shim's,
@@ -173,8 +164,8 @@ def failing_rows(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 def night_diff(result: Mapping[str, Any], manifest_path: Path, out: Path,
                run_check) -> dict[str, Any]:
     """The Darshan section of a night: for each FAIL metric one run per build under
-    Darshan (``run_check(build, test_regex, pair_id, env_extra) -> None``, the
-    nightly's ReFrame run), the counters read and diffed."""
+    Darshan (``run_check(build, test, pair_id, env_extra) -> None``, the
+    nightly's ReFrame run of the gate row's test in that build), the counters read and diffed."""
     fails = failing_rows(result)
     base, cand = result['baseline'], result['candidate']
     section: dict[str, Any] = {'available': False, 'metrics': []}
@@ -199,7 +190,7 @@ def night_diff(result: Mapping[str, Any], manifest_path: Path, out: Path,
             shutil.rmtree(logdir, ignore_errors=True)
             make_log_dirs(logdir)
             try:
-                run_check(build, name_regex(row['test']), f'darshan-m{i}', env)
+                run_check(build, row['test'], f'darshan-m{i}', env)
             except RuntimeError as err:
                 entry['error'] = f'{side} run under Darshan: {err}'
                 break

@@ -30,7 +30,7 @@
    builds run on the same nodes. ``--salloc ARGS`` takes that allocation itself
    (``ci/nightly --salloc '-N2 -p compute' --system cluster:alloc``): a failed
    ``salloc`` is then ERROR (4), where ``salloc ... ci/nightly`` would exit 1 (FAIL).
-3. **Gate.** ``h5regress gate`` on this attempt's perflogs; while INCONCLUSIVE, more
+3. **Gate.** ``h5regress gate`` on this attempt's ReFrame run reports; while INCONCLUSIVE, more
    pairs up to ``--max-pairs`` (the gate knows the planned looks, so early
    looks need stronger evidence and the loop keeps the gate's alpha), then
    the final verdict, which is appended to the history.
@@ -38,9 +38,9 @@
    manifest in ``--out``: the CI job's artifacts.
 
 **Attempts.** Each run of this script is an attempt with its own id
-(``<night>.<UTC time>.<pid>.<nonce>``): its perflogs go to ``--out/perflogs/<attempt>/``,
-its ReFrame reports to ``--out/reports/<attempt>/``, its pair ids are
-``<attempt>-p<i>``, and the gate reads that directory and keeps only that
+(``<night>.<UTC time>.<pid>.<nonce>``): its ReFrame run reports go to
+``--out/reports/<attempt>/``, its perflogs (for people) to ``--out/perflogs/<attempt>/``,
+its pair ids are ``<attempt>-p<i>``, and the gate reads the reports and keeps only that
 attempt's records (``gate --attempt``). A reused ``--out`` (the default
 ``./nightly-out``) never mixes attempts: an earlier night, an interrupted attempt or a
 rerun of the same night is never gated again; the previous attempt's ``gate.json`` and
@@ -73,17 +73,17 @@ import sys
 import traceback
 from pathlib import Path
 
-from h5regress import (atomic, bisectbuild, bisectruns, coverage, darshan, gate, history,
-                       manifest, report, runlock)
+from h5regress import (atomic, bisectbuild, bisectruns, buildid, coverage, darshan, gate,
+                       history, manifest, report, runlock)
 from h5regress.bisectsearch import format_text
 from h5regress.cmdline import UsageError, config_files
 from h5regress.nightprocs import (Interrupted, _state, handle_signals, log, run,
                                   stop_descendants, uninterrupted)
 from h5regress.nightrun import (NIGHT_SELECTION, tests_regex, SETTINGS, STANDIN_IOR_SELECTION,
                                 STANDIN_IOR_SETVARS, STANDIN_SELECTION, NightRequest, NightResult,
-                                attempt_perflogs, checks_selection, choose_builds,
-                                install_environment, resolve_commit, run_once, run_pairs,
-                                standin_checks, start_attempt)
+                                attempt_perflogs, attempt_reports, checks_selection,
+                                choose_builds, install_environment, resolve_commit, run_once,
+                                run_pairs, standin_checks, start_attempt)
 from h5regress.standins import STANDIN_A, STANDIN_B, build_standins, injected_delay
 
 
@@ -126,7 +126,7 @@ def looks(args) -> list[int]:
 
 
 def gate_once(baseline: str, candidate: str, args, final: bool) -> int:
-    """One look (or, ``final``, the verdict) of the gate on this attempt's perflogs: a
+    """One look (or, ``final``, the verdict) of the gate on this attempt's run reports: a
     :class:`h5regress.gate.GateRequest` called in-process, with the gate's configuration
     loaded once per night (``--margin`` and ``--alpha`` in it, as floats)."""
     try:
@@ -137,7 +137,7 @@ def gate_once(baseline: str, candidate: str, args, final: bool) -> int:
         log(f'error: {err}')
         return gate.EXIT_ERROR
     request = gate.GateRequest(
-        baseline=baseline, candidate=candidate, perflogs=[str(attempt_perflogs(args))],
+        baseline=baseline, candidate=candidate, reports=[str(attempt_reports(args))],
         attempt=args.attempt, looks=looks(args), night=args.night,
         json=str(args.out / 'gate.json'), gate_config=args.gate_config,
         # none run (records of an earlier step): the gate counts them
@@ -303,8 +303,8 @@ def prepare_builds(args) -> tuple[Path, str, str]:
     """(manifest, baseline build, candidate build) of the night."""
     if args.stand_in:
         path = build_standins(args.out, args.inject_slowdown)
-        standin_checks(args, manifest.load(path)[f'hdf5-{STANDIN_A}'].tools)
-        return path, f'hdf5-{STANDIN_A}', f'hdf5-{STANDIN_B}'
+        standin_checks(args, manifest.load(path)[buildid.of_label(STANDIN_A)].tools)
+        return path, buildid.of_label(STANDIN_A), buildid.of_label(STANDIN_B)
     if args.no_install:
         manifest_path = manifest.default_path()
     else:
@@ -388,9 +388,10 @@ def after_fail(manifest_path: Path, args, env: dict) -> None:
     gate_json = args.out / 'gate.json'
     result = json.loads(gate_json.read_text())
 
-    def run_check(build, checks, pair_id, extra):
-        one = dataclasses.replace(args, select=checks_selection(checks))
-        run_once(build, pair_id, one, {**env, **extra})
+    def run_check(build, test, pair_id, extra):
+        one = dataclasses.replace(args, select=checks_selection(tests_regex([test])))
+        # its report beside its logs: never one of the attempt's, which the gate reads
+        run_once(build, pair_id, one, {**env, **extra}, args.out / 'darshan' / 'reports')
 
     # the verdict stands whatever happens here: a failure is said, never an ERROR night
     try:

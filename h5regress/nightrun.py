@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from h5regress import darshan
+from h5regress import buildid
 from h5regress.cmdline import config_files
 from h5regress.gateconfig import GateConfig
 from h5regress.nightprocs import full_disk_note, log, run, stop_leftovers
@@ -125,13 +125,26 @@ def checks_selection(regex: str) -> tuple[str, ...]:
 
 
 def tests_regex(tests: list[str]) -> str:
-    """ReFrame -n regex of these tests (their parameters but the build)."""
-    return '(' + '|'.join(map(darshan.name_regex, tests)) + ')'
+    """ReFrame -n regex of these tests (gate rows' ``test``) in any HDF5 build: each
+    one's whole name, spaces removed as ReFrame matches it, its ``%hdf5_build`` left
+    open for :func:`build_filter` to choose."""
+    def one(test: str) -> str:
+        return ''.join('%hdf5_build=[^%]+' if p.startswith('%hdf5_build=') else re.escape(p)
+                       for p in test.split())
+    return '^(' + '|'.join(map(one, tests)) + ')$'
 
 
-def build_filter(build: str) -> tuple[str, ...]:
-    """ReFrame's options keeping the tests of one HDF5 build (its ``hdf5_build``)."""
-    return ('-E', f'hdf5_build == {json.dumps(build)}')
+def build_filter(build: str, select: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """ReFrame's options keeping the tests of one HDF5 build (its ``hdf5_build``), and
+    with ``select`` those it selects: ReFrame keeps only the last ``-E``, so an ``-E`` of
+    ``select`` joins the build's."""
+    exprs, rest, words = [], [], iter(select)
+    for word in words:
+        if word in ('-E', '--filter-expr'):
+            exprs.append(f'({next(words)})')
+        else:
+            rest.append(word)
+    return (*rest, '-E', ' and '.join([*exprs, f'hdf5_build == {json.dumps(build)}']))
 
 
 def new_attempt(night: str) -> str:
@@ -143,8 +156,13 @@ def new_attempt(night: str) -> str:
 
 
 def attempt_perflogs(args) -> Path:
-    """This attempt's perflogs: the only ones its gate reads."""
+    """This attempt's perflogs, for people (the gate reads :func:`attempt_reports`)."""
     return args.out / 'perflogs' / args.attempt
+
+
+def attempt_reports(args) -> Path:
+    """This attempt's ReFrame run reports: the records its gate reads."""
+    return args.out / 'reports' / args.attempt
 
 
 def start_attempt(args) -> None:
@@ -157,7 +175,7 @@ def start_attempt(args) -> None:
         (args.out / 'gate.json').unlink()
     shutil.rmtree(args.out / 'report', ignore_errors=True)
     attempt_perflogs(args).mkdir(parents=True)
-    (args.out / 'reports' / args.attempt).mkdir(parents=True)
+    attempt_reports(args).mkdir(parents=True)
 
 
 def standin_checks(args, tools: dict) -> None:
@@ -204,7 +222,7 @@ def pinned_candidate_build() -> str:
     for line in spack_yaml.read_text().splitlines():
         m = re.search(r'hdf5@git\.[0-9a-f]{40}=(\S+).*# h5regress:candidate', line)
         if m:
-            return f'hdf5-{m.group(1)}'
+            return buildid.of_label(m.group(1))
     raise RuntimeError(f'{spack_yaml}: no line marked "# h5regress:candidate"')
 
 
@@ -220,11 +238,13 @@ def choose_builds(builds: dict, args) -> tuple[str, str]:
     return baseline, candidate
 
 
-def run_once(build: str, pair_id: str, args, env: dict) -> int:
-    """One ReFrame run of the selected checks for one build."""
-    report = args.out / 'reports' / args.attempt / f'{pair_id}-{build}.json'
+def run_once(build: str, pair_id: str, args, env: dict, reports: Path | None = None) -> int:
+    """One ReFrame run of the selected checks for one build; its run report goes to
+    ``reports`` (default: the attempt's, which its gate reads)."""
+    report = (reports or attempt_reports(args)) / f'{pair_id}-{build}.json'
+    report.parent.mkdir(parents=True, exist_ok=True)
     cmd = [Path(sys.executable).with_name('reframe'), '-c', REPO / 'reframe' / 'checks',
-           *args.select, *build_filter(build), '-r',
+           *build_filter(build, args.select), '-r',
            '-s', args.out / 'stage', '-o', args.out / 'output', '--report-file', report]
     if args.system:
         cmd += ['--system', args.system]

@@ -15,7 +15,7 @@ report all read and write exactly this):
                      MPI implementation, MPI-IO layer and hints, node list, file system type,
                      full command line, Spack lock, warnings (e.g. data below node memory).
 ``hdf5_build``       id of the HDF5 build (a Spack manifest build id, or ``path`` when the
-                     tool came from PATH, or ``unknown`` for foreign logs).
+                     tool came from PATH, or ``none``: :mod:`h5regress.buildid`).
 ``config_hash``      :func:`config_hash` of what makes two runs comparable; the HDF5 build is
                      deliberately left out so that build A and build B of one test share it.
 ``run_id``           one execution of the tool (all records of one execution share it).
@@ -37,6 +37,8 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from h5regress.buildid import NO_BUILD
 
 #: Keys of ``params`` that identify the HDF5 build, not the configuration. They are
 #: removed before hashing so that two builds of the same test share a config hash.
@@ -108,7 +110,7 @@ class Record:
         kwargs['value'] = value
         kwargs.setdefault('params', {})
         kwargs.setdefault('provenance', {})
-        kwargs.setdefault('hdf5_build', 'unknown')
+        kwargs.setdefault('hdf5_build', NO_BUILD)
         return cls(**kwargs)
 
     @classmethod

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from h5regress import manifest
+from h5regress import buildid, manifest
 from h5regress.nightprocs import run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,8 +60,8 @@ def build_standins(out: Path, slowdown: float) -> Path:
     manifest.write(path, {
         'schema': manifest.SCHEMA, 'generated': now, 'spack_version': 'none (stand-in)',
         'environment': str(work), 'lock_sha256': hashlib.sha256(b'').hexdigest(),
-        'builds': {f'hdf5-{STANDIN_A}': standin(STANDIN_A, base_tools),
-                   f'hdf5-{STANDIN_B}': standin(STANDIN_B, cand_tools, slowdown)},
+        'builds': {buildid.of_label(STANDIN_A): standin(STANDIN_A, base_tools),
+                   buildid.of_label(STANDIN_B): standin(STANDIN_B, cand_tools, slowdown)},
     })
     return path
 

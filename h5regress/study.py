@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 # nightprocs: the nightly's handling of children (process groups, signals, leftovers)
-from h5regress import atomic, nightprocs, nightrun, perflog, stats, tools
+from h5regress import atomic, nightprocs, nightrun, runreport, stats, tools
 from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
 from h5regress.record import Record
 
@@ -60,8 +60,8 @@ class Variant:
     """One column of a study: a ReFrame selection and its ``-S`` settings."""
 
     label: str
-    #: ReFrame ``-n`` pattern (display name, spaces removed)
-    checks: str
+    #: ReFrame's options selecting the checks (:func:`row_of`)
+    select: tuple[str, ...]
     settings: tuple[str, ...] = ()
     #: the checks have an ``hdf5_build`` parameter (select the study's build)
     per_build: bool = True
@@ -84,13 +84,20 @@ class Study:
 ONCE = ('ior_check.repetitions=1', 'ior_build_check.repetitions=1')
 
 
-def ior_row(row: str) -> str:
-    return rf'^ior_(build_)?check(?=.*%benchmark={row}(%|$))'
+def row_of(checks: str, row: str) -> tuple[str, ...]:
+    """ReFrame's options selecting one row (``benchmark``, the checks' ``case``) of the
+    checks named ``checks`` (their Spack-built and fixture-built twins)."""
+    return ('-n', rf'^{checks}_(build_)?check(%|$)', '-E', f'case == {json.dumps(row)}')
+
+
+def ior_row(row: str) -> tuple[str, ...]:
+    return row_of('ior', row)
 
 
 def reframe_command(variant: Variant, build: str, report: Path, args) -> list[str]:
     cmd = [str(Path(sys.executable).with_name('reframe')), '-c', str(REPO / 'reframe' / 'checks'),
-           '-n', variant.checks, *(nightrun.build_filter(build) if variant.per_build else ()),
+           *(nightrun.build_filter(build, variant.select) if variant.per_build
+             else variant.select),
            '-r', '-s', str(args.out / 'stage'), '-o', str(args.out / 'output'),
            '--report-file', str(report)]
     if args.system:
@@ -248,8 +255,7 @@ def scaling_variants(args=None) -> list[Variant]:
             Variant('MPI-IO collective', ior_row('MPIIO-collective-ssf'), ONCE),
             Variant('POSIX', ior_row('POSIX-independent-ssf'), ONCE),
             Variant('HDF5 subfiling (h5bench)',
-                    r'^h5bench_write_(build_)?check(?=.*%benchmark=1D-CONTIG-CONTIG-subfiling'
-                    r'(%|$))')]
+                    row_of('h5bench_write', '1D-CONTIG-CONTIG-subfiling'))]
 
 
 #: the figure each scaling column takes from its records
@@ -292,7 +298,7 @@ FILE_STATES = ['preallocated', 'append', 'overwrite']
 
 
 def pitfalls_variants(args) -> list[Variant]:
-    return [Variant(f'{flag} {state}', rf'^fio_check(?=.*%benchmark={row}(%|$))',
+    return [Variant(f'{flag} {state}', row_of('fio', row),
                     settings + (f'fio_check.file_state={state}',), per_build=False)
             for flag, row, settings in FLAGS for state in FILE_STATES]
 
@@ -463,7 +469,7 @@ def parse(argv: Sequence[str]):
     ap.add_argument('--pattern', choices=sorted(PATTERNS), default='collective',
                     help='hdf5-vs-mpiio: the IOR rows compared (default: collective)')
     ap.add_argument('--analyse-only', action='store_true',
-                    help='no runs: read the perflogs already under --out')
+                    help='no runs: read the ReFrame run reports already under --out')
     ap.add_argument('-S', dest='setvar', action='append', default=[], metavar='VAR=VALUE',
                     help='a ReFrame -S setting for every run (repeatable)')
     ap.add_argument('--quiet', action='store_true', help="no ReFrame output")
@@ -490,15 +496,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         cases = {} if args.analyse_only else run_study(study, args)
     except nightprocs.Interrupted as stop:
-        print(f'h5regress study: {stop}: stopped; the records so far stay under '
-              f'{args.out / "perflogs"} (--analyse-only reads them)', file=sys.stderr)
+        print(f'h5regress study: {stop}: stopped; the records of the finished runs stay '
+              f'under {args.out / "reports"} (--analyse-only reads them)', file=sys.stderr)
         return EXIT_ERROR
-    records, problems = perflog.read([str(args.out / 'perflogs')]) \
-        if (args.out / 'perflogs').exists() else ([], [])
+    # ReFrame's run reports carry the records (the perflogs beside them are for people)
+    records, problems = runreport.read([str(args.out / 'reports')]) \
+        if (args.out / 'reports').exists() else ([], [])
     for problem in problems:
         print(f'h5regress study: skipped: {problem}', file=sys.stderr)
     if args.analyse_only and not records:
-        print(f'h5regress study: --analyse-only: no record under {args.out / "perflogs"}: '
+        print(f'h5regress study: --analyse-only: no record under {args.out / "reports"}: '
               f'nothing to analyse (give the --out of a study that ran); nothing written',
               file=sys.stderr)
         return EXIT_ERROR
@@ -508,7 +515,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     write_outputs(result, args.out)
     print((args.out / 'study.md').read_text())
     if not records:
-        print(f'h5regress study: no record under {args.out / "perflogs"}: every run was '
+        print(f'h5regress study: no record under {args.out / "reports"}: every run was '
               'skipped or failed (see the ReFrame reports in reports/)', file=sys.stderr)
         return EXIT_ERROR
     return 0

@@ -51,7 +51,7 @@ def test_counters_that_are_no_sums_are_left_out():
 
 def test_a_test_of_a_gate_row_is_selected_whatever_its_build():
     import re
-    regex = darshan.name_regex(IOR_TEST)
+    regex = nightrun.tests_regex([IOR_TEST])
     other = IOR_TEST.replace(BUILD, 'hdf5-develop').replace(' ', '')
     assert re.search(regex, other)
     assert not re.search(regex, other.replace('independent', 'collective'))
@@ -104,9 +104,10 @@ def test_a_real_darshan_shows_a_planted_doubling_of_the_writes(tmp_path):
     args = nightly.parse_args(['--out', str(tmp_path / 'out'), '--quiet', '--no-install'])
     nightrun.start_attempt(args)
 
-    def run_check(build, checks, pair_id, extra):
+    def run_check(build, test, pair_id, extra):
         size = '512k' if build == 'hdf5-halved' else '1m'
-        one = dataclasses.replace(args, select=nightrun.checks_selection(checks), setvar=[
+        one = dataclasses.replace(args, select=nightrun.checks_selection(
+            nightrun.tests_regex([test])), setvar=[
             f'ior_check.transfer_size={size}', 'ior_check.block_size=8m'])
         env = {**os.environ, 'RFM_CONFIG_FILES': ':'.join(args.config_files), **extra}
         nightrun.run_once(build, pair_id, one, env)

@@ -46,24 +46,24 @@ def test_fio_end_to_end(tmp_path):
     assert out.stdout.count('write_bw') == 2 and out.stdout.count('read_bw') == 2
 
 
-def copy_check(tmp_path, check, references):
-    """The check beside a references file of the test's own (found relative to it)."""
+def fio_beside_references(tmp_path, write_bw: str):
+    """fio.py beside a references file of the test's own (found relative to it) whose
+    every row's ``write_bw`` entry is ``write_bw``."""
     (tmp_path / 'checks').mkdir()
     (tmp_path / 'config' / 'references').mkdir(parents=True)
-    shutil.copy(REPO / 'reframe' / 'checks' / check, tmp_path / 'checks' / check)
-    ref = tmp_path / 'config' / 'references' / check.replace('.py', '.yaml')
-    ref.write_text(references)
-    return tmp_path / 'checks' / check, ref
-
-
-def test_a_run_outside_its_envelope_is_still_a_sample(tmp_path):
-    check, _ = copy_check(tmp_path, 'fio.py', '''
+    shutil.copy(REPO / 'reframe' / 'checks' / 'fio.py', tmp_path / 'checks' / 'fio.py')
+    (tmp_path / 'config' / 'references' / 'fio.yaml').write_text(f"""
 fio_check:
   $index: ['$partition', 'case']
   '.*':
     '.*':
-      write_bw: [1000000000, -0.01, 0.01, 'MiB/s']
-''')
+      write_bw: {write_bw}
+""")
+    return tmp_path / 'checks' / 'fio.py'
+
+
+def test_a_run_outside_its_envelope_is_still_a_sample(tmp_path):
+    check = fio_beside_references(tmp_path, "[1000000000, -0.01, 0.01, 'MiB/s']")
     out = run_reframe(['-c', str(check), '-r', '-n', 'fio_check.*direct'], tmp_path)
     assert out.returncode != 0
     assert 'write_bw' in out.stdout and 'performance' in out.stdout
@@ -77,13 +77,7 @@ fio_check:
 
 
 def test_a_malformed_reference_file_names_the_file_and_key(tmp_path):
-    check, ref = copy_check(tmp_path, 'fio.py', '''
-fio_check:
-  $index: ['$partition', 'case']
-  '.*':
-    '.*':
-      write_bw: fast
-''')
+    check = fio_beside_references(tmp_path, 'fast')
     out = run_reframe(['-c', str(check), '-r', '-n', 'fio_check.*direct'], tmp_path)
     # ReFrame itself only warns and drops the test: it names the file and the entry
     text = out.stdout + out.stderr

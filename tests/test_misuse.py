@@ -265,7 +265,7 @@ def test_study_analyse_only_of_an_empty_folder_is_an_error_writing_nothing(tmp_p
     code = study.main(['scaling', '--analyse-only', '--out', str(tmp_path)])
     err = capsys.readouterr().err
     assert code == gate.EXIT_ERROR
-    assert f'--analyse-only: no record under {tmp_path / "perflogs"}' in err
+    assert f'--analyse-only: no record under {tmp_path / "reports"}' in err
     assert list(tmp_path.iterdir()) == []
 
 

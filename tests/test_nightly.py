@@ -205,24 +205,25 @@ OLD_NIGHT = (r'^(ior_check|flashio_check|h5paths_check(?=.*%benchmark=([^%]*-war
 OLD_STANDIN_IOR = r'^ior_check(?=.*%benchmark=(HDF5|MPIIO)-independent-ssf(%|$))'
 
 
-def test_the_night_is_its_tags(tmp_path):
-    """Issue 26: the night's rows are ReFrame's -t nightly (the stand-in night's IOR rows
-    -t standin), one build kept by -E hdf5_build==...: the same tests as the name regexes
-    of lookaheads they replace. Fails on the code before the tags (no test tagged)."""
+def two_builds_lister(tmp_path):
+    """``listed(*reframe options)``: the tests ReFrame lists of a manifest of two builds,
+    each with IOR, FLASH-IO and h5paths, h5bench and fio (scripts that are never run)."""
     import hashlib
 
     from h5regress import manifest
     from reframe_run import run_reframe
 
+    tools = ('ior', 'flash-io', 'h5paths', 'h5bench_write', 'fio')
+
     def build(label):
         bindir = tmp_path / label / 'bin'
         bindir.mkdir(parents=True)
-        for tool in ('ior', 'flash-io', 'h5paths'):
+        for tool in tools:
             (bindir / tool).write_text('#!/bin/sh\n')
             (bindir / tool).chmod(0o755)
         return {'hdf5': {'version': label, 'label': label, 'commit': label[0] * 40,
                          'variants': '+mpi', 'hash': label, 'prefix': str(tmp_path)},
-                'tools': {t: str(bindir / t) for t in ('ior', 'flash-io', 'h5paths')}}
+                'tools': {t: str(bindir / t) for t in tools}}
 
     path = tmp_path / 'manifest.json'
     manifest.write(path, {
@@ -235,12 +236,43 @@ def test_the_night_is_its_tags(tmp_path):
                           env={'H5REGRESS_MANIFEST': str(path)})
         assert out.returncode == 0, out.stdout + out.stderr
         return sorted(re.findall(r'^- (\S+ .*?) /', out.stdout, re.M))
+    return listed
 
+
+def test_the_night_is_its_tags(tmp_path):
+    """Issue 26: the night's rows are ReFrame's -t nightly (the stand-in night's IOR rows
+    -t standin), one build kept by -E hdf5_build==...: the same tests as the name regexes
+    of lookaheads they replace. Fails on the code before the tags (no test tagged)."""
+    listed = two_builds_lister(tmp_path)
     keep = nightrun.build_filter('hdf5-1.15.0')
     old = listed('-n', f'(?=.*%hdf5_build=hdf5-1.15.0(%|$)){OLD_NIGHT}')
     assert len(old) > 10 and listed(*nightrun.NIGHT_SELECTION, *keep) == old
     old = listed('-n', f'(?=.*%hdf5_build=hdf5-1.15.0(%|$)){OLD_STANDIN_IOR}')
     assert len(old) == 2 and listed(*nightrun.STANDIN_IOR_SELECTION, *keep) == old
+
+
+def test_follow_ups_and_studies_select_what_their_lookaheads_did(tmp_path):
+    """Issue 26: a FAIL row's test in another build (Darshan, bisect) and a study's row
+    are ReFrame's -n of whole names and -E (case, hdf5_build), the same tests as the
+    lookahead regexes they replace; the build's -E joins a selection's own (ReFrame
+    keeps the last -E). Fails on the code before (no tests_regex of names, study rows
+    as one regex)."""
+    from h5regress import study
+    listed = two_builds_lister(tmp_path)
+    build = 'hdf5-1.15.0'
+    fails = [f'ior_check %num_nodes=1 %tasks_per_node=2 %hdf5_build=hdf5-1.14.1 '
+             f'%benchmark={row}' for row in ('HDF5-independent-ssf', 'POSIX-independent-ssf')]
+    old = listed('-n', f'(?=.*%hdf5_build={build}(%|$))^ior_check(?=%|$)'
+                 '(?=.*%benchmark=(HDF5|POSIX)-independent-ssf(%|$))')
+    assert len(old) == 2 and listed(*nightrun.build_filter(
+        build, nightrun.checks_selection(nightrun.tests_regex(fails)))) == old
+    rows = {'ior': 'HDF5-collective-ssf', 'h5bench_write': '1D-CONTIG-CONTIG-subfiling'}
+    for checks, row in rows.items():
+        old = listed('-n', rf'(?=.*%hdf5_build={build}(%|$))^{checks}_(build_)?check'
+                     rf'(?=.*%benchmark={row}(%|$))')
+        assert old and listed(*nightrun.build_filter(build, study.row_of(checks, row))) == old
+    old = listed('-n', '^fio_check(?=.*%benchmark=direct(%|$))')
+    assert old and listed(*study.row_of('fio', 'direct')) == old
 
 
 def test_stand_ins_take_ior_from_the_spack_manifest_without_one_on_path(tmp_path,
@@ -293,6 +325,9 @@ def test_quiet_night_prints_at_most_three_lines_per_pair(tmp_path, monkeypatch, 
     pairs = {'n': 0}
 
     def fake_gate(args):
+        # issue 26: the gate reads the attempt's ReFrame run reports, not its perflogs
+        assert list(args.reports) == [str(tmp_path / 'out' / 'reports' / args.attempt)]
+        assert not args.perflogs
         result = gate.run_gate(paired(10, 0.98, cv=0.1, seed=3), BASE, CAND,
                                gate.load_config(), night='2026-11-22')
         pairs['n'] += 1
@@ -363,7 +398,7 @@ def test_a_candidate_that_breaks_a_row_stops_the_loop_with_an_error(tmp_path, mo
     real_gate = nightly_mod.gate.gate_request
 
     def gate_on_records(request):
-        return real_gate(dataclasses.replace(request, perflogs=(), records=[str(records)]))
+        return real_gate(dataclasses.replace(request, reports=(), records=[str(records)]))
 
     monkeypatch.setattr(nightly_mod.gate, 'gate_request', gate_on_records)
     code = nightly_mod.main(['--stand-in', '--pairs', '10', '--max-pairs', '20', '--quiet',

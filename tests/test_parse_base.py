@@ -102,3 +102,15 @@ def test_file_names():
     assert basename('a/b/stdout.txt') == 'stdout.txt' and basename('a\\b\\x.log') == 'x.log'
     assert by_directory({'s/1/stdout': 'x', 's/1/stderr': 'y', 'log': 'z'}) == {
         's/1': {'stdout': 'x', 'stderr': 'y'}, '': {'log': 'z'}}
+
+
+@pytest.mark.parametrize('tool', ['ior', 'fio', 'mdtest'])
+def test_another_tools_output_is_a_parse_error_no_output_a_failed_run(tool):
+    """Text of another tool is no run of this one (ParseError, not RunFailed); an empty
+    stdout is a run that failed (RunFailed: no output)."""
+    from h5regress.parsers import RunFailed, parser_for
+    with pytest.raises(ParseError) as err:
+        parser_for(tool).parse({'stdout.txt': 'some other tool\nhello\n'})
+    assert not isinstance(err.value, RunFailed)
+    with pytest.raises(RunFailed, match='no output'):
+        parser_for(tool).parse({'stdout.txt': '', 'stderr.txt': ''})

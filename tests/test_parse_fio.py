@@ -153,14 +153,6 @@ def test_truncated_json_is_run_failed():
             fio.parse({'stdout.txt': text[:cut]})
 
 
-def test_not_fio_output():
-    with pytest.raises(ParseError) as err:
-        fio.parse({'stdout.txt': 'some other tool\n'})
-    assert not isinstance(err.value, RunFailed)
-    with pytest.raises(RunFailed, match='no output'):
-        fio.parse({'stdout.txt': ''})
-
-
 def test_records():
     run, = fio.parse(case_files('seq-read-direct'))
     records = run.to_records(run_id='r')

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from h5regress.parsers import ParseError, RunFailed, parser_for
+from h5regress.parsers import RunFailed, parser_for
 from h5regress.parsers import ior
 from reframe_run import FIXTURES as SHARED_FIXTURES, OWN_FIXTURES
 
@@ -482,17 +482,6 @@ def test_csv_through_h5regress_parse(capsys):
 
 # ------------------------------------------------------------------------------------
 # not IOR, no output, files wanted
-
-def test_not_ior_output_is_parse_error_not_run_failed():
-    with pytest.raises(ParseError) as err:
-        ior.parse({'stdout.txt': 'hello\nworld\n'})
-    assert not isinstance(err.value, RunFailed)
-
-
-def test_no_output_is_run_failed():
-    with pytest.raises(RunFailed, match='no output'):
-        ior.parse({'stdout.txt': '', 'stderr.txt': ''})
-
 
 def test_empty_summary_file_is_run_failed():
     with pytest.raises(RunFailed, match='empty'):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from h5regress.parsers import ParseError, RunFailed, parser_for
+from h5regress.parsers import RunFailed, parser_for
 from h5regress.parsers import mdtest
 from reframe_run import FIXTURES as SHARED_FIXTURES, OWN_FIXTURES
 
@@ -125,14 +125,6 @@ def test_several_executions_in_one_log():
     runs = mdtest.parse({'all.log': MDTEST33_P + MDTEST41_DIRS})
     assert [r.provenance['tool_version'] for r in runs] == ['3.3.0', '4.1.0+dev']
     assert runs[1].provenance['started'] == '2026-11-21T20:12:13'
-
-
-def test_not_mdtest_and_no_output():
-    with pytest.raises(ParseError) as err:
-        mdtest.parse({'stdout.txt': 'hello\n'})
-    assert not isinstance(err.value, RunFailed)
-    with pytest.raises(RunFailed, match='no output'):
-        mdtest.parse({'stdout.txt': ''})
 
 
 def test_command_line_forms():

@@ -53,3 +53,30 @@ def test_read_jsonl_skips_and_reports_bad_lines():
     records, problems = read_jsonl('\n'.join([good, '{not json', good, '']), 'h.jsonl')
     assert len(records) == 2
     assert len(problems) == 1 and problems[0].startswith('h.jsonl:2')
+
+
+def test_no_build_has_one_spelling(tmp_path):
+    """Issue 26: a record that names no HDF5 build (``h5regress parse`` without
+    --hdf5-build, a record without the key, a perflog's empty column) says
+    buildid.NO_BUILD, never 'unknown'. Fails on the old code (it said 'unknown')."""
+    import subprocess
+    import sys
+
+    from h5regress import buildid, perflog
+    from reframe_run import OWN_FIXTURES
+    data = {'tool': 'ior', 'operation': 'write', 'metric': 'bw', 'value': 1, 'unit': 'MiB/s',
+            'higher_is_better': True, 'config_hash': 'h', 'run_id': 'r', 'timestamp': 't'}
+    assert Record.from_dict(data).hdf5_build == buildid.NO_BUILD
+    out = subprocess.run([sys.executable, '-m', 'h5regress.cli', 'parse', 'ior',
+                          str(OWN_FIXTURES / 'ior' / 'own-hdf5-coll-ssf-b16m')],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert {json.loads(line)['hdf5_build'] for line in out.stdout.splitlines()} == \
+        {buildid.NO_BUILD}
+    row = dict.fromkeys(perflog.COLUMNS, '')
+    row.update(perf_var='bw', perf_value='1', perf_unit='MiB/s', result='pass',
+               config_hash='h', run_id='r', job_completion_time='t',
+               h5r_context=json.dumps({'tool': 'ior', 'perfvars': {'bw': {
+                   'operation': 'write', 'metric': 'bw', 'higher_is_better': True}}}))
+    line = '|'.join(row[c] for c in perflog.COLUMNS)
+    assert perflog.parse_line(line, len(perflog.COLUMNS), 'x').hdf5_build == buildid.NO_BUILD

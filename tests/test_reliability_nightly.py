@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from h5regress import gate, history, nightly, perflog
+from h5regress import gate, history, nightly
 from h5regress import nightrun
 from reframe_run import REPO
 from test_gate import BASE, CAND, rec, write_jsonl
@@ -70,7 +70,8 @@ def test_nightly_gates_its_attempts_directory_with_its_attempt(tmp_path, monkeyp
                         lambda request: seen.setdefault('request', request) and gate.EXIT_PASS)
     nightly.gate_once('a', 'b', args, final=False)
     request = seen['request']
-    assert list(request.perflogs) == [str(tmp_path / 'perflogs' / args.attempt)]
+    assert list(request.reports) == [str(tmp_path / 'reports' / args.attempt)]
+    assert not request.perflogs
     assert request.attempt == args.attempt
     assert len({nightrun.new_attempt(NIGHT) for _ in range(20)}) == 20
 
@@ -129,10 +130,9 @@ def test_bad_history_makes_the_nightly_gate_go_on_not_crash(tmp_path, capsys):
     bad.write_bytes(bytes(data))
     args = nightly.parse_args(['--stand-in', '--out', str(tmp_path), '--night', NIGHT,
                                '--history', str(hdir)])
-    attempt_dir = nightrun.attempt_perflogs(args)
+    attempt_dir = nightrun.attempt_reports(args)
     attempt_dir.mkdir(parents=True)
-    header = '|'.join(perflog.COLUMNS)
-    lines = []
+    cases = []
     for p in range(1, 11):
         for build in ('hdf5-standin-a', 'hdf5-standin-b'):
             ctx = json.dumps({'tool': 'flash-io', 'params': {'api': 'hdf5'},
@@ -140,11 +140,13 @@ def test_bad_history_makes_the_nightly_gate_go_on_not_crash(tmp_path, capsys):
                               'perfvars': {'checkpoint_bw': {
                                   'operation': 'checkpoint', 'metric': 'bw',
                                   'higher_is_better': True}}})
-            lines.append('|'.join([f'{NIGHT}T03:00:{p:02d}+00:00', 'flashio_check',
-                                   'local:default', 'gnu-openmpi', 'checkpoint_bw',
-                                   str(300 + p), 'MiB/s', '300', '-0.95', 'null', 'pass',
-                                   'pass', 'null', build, 'h-flash', f'r{p}{build}', ctx]))
-    (attempt_dir / 'flashio_check.log').write_text('\n'.join([header] + lines) + '\n')
+            cases.append({'name': 'flashio_check', 'system': 'local', 'partition': 'default',
+                          'result': 'pass', 'fail_phase': None, 'hdf5_build': build,
+                          'job_completion_time': f'{NIGHT}T03:00:{p:02d}+00:00',
+                          'config_hash': 'h-flash', 'run_id': f'r{p}{build}',
+                          'h5r_context': ctx, 'perfvalues': {'local:default:checkpoint_bw': [
+                              300 + p, 300, -0.95, None, 'MiB/s', 'pass']}})
+    (attempt_dir / 'pairs.json').write_text(json.dumps({'runs': [{'testcases': cases}]}))
     code = nightly.gate_once('hdf5-standin-a', 'hdf5-standin-b', args, final=True)
     assert code in (gate.EXIT_PASS, gate.EXIT_INCONCLUSIVE)
     assert f'{bad}:1: not UTF-8' in capsys.readouterr().err

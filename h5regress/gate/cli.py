@@ -146,6 +146,8 @@ def build_parser() -> ArgParser:
                    help='JSON-lines record files (or directories of *.jsonl)')
     p.add_argument('--perflogs', nargs='+', default=[], metavar='DIR',
                    help='ReFrame perflog directories')
+    p.add_argument('--reports', nargs='+', default=[], metavar='PATH',
+                   help='ReFrame run reports (--report-file), or directories of them')
     p.add_argument('--config', metavar='GATE_YAML', help=GATE_CONFIG_HELP)
     p.add_argument('--margin', type=float, help='tolerated slowdown (default 0.05)')
     p.add_argument('--alpha', type=float, help='Benjamini-Hochberg FDR level (default 0.01)')
@@ -184,8 +186,8 @@ def build_parser() -> ArgParser:
 
 def _usage_problem(args: GateRequest) -> str | None:
     """What is wrong with the command line beyond argparse's checks (None: nothing)."""
-    if not args.records and not args.perflogs:
-        return 'give --records and/or --perflogs'
+    if not args.records and not args.perflogs and not args.reports:
+        return 'give --records, --perflogs and/or --reports'
     if args.pairs_run is not None and args.pairs_run < 1:
         return f'--pairs-run must be a positive pair count, got {args.pairs_run}'
     if args.baseline == args.candidate:
@@ -206,6 +208,7 @@ class GateRequest:
     candidate: str
     records: Sequence[str] = ()
     perflogs: Sequence[str] = ()
+    reports: Sequence[str] = ()
     config: str | None = None
     gate_config: GateConfig | None = None
     margin: float | None = None
@@ -254,7 +257,7 @@ def gate_request(args: GateRequest) -> int:
         return EXIT_ERROR
     try:
         cfg = args.configured()
-        records, problems = load_records(args.records, args.perflogs)
+        records, problems = load_records(args.records, args.perflogs, args.reports)
         check_builds(records, args.baseline, args.candidate, args.attempt)
         hdir = hist_mod.resolve_dir(args.history, cfg)
         night = args.night or default_night(records)

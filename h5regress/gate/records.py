@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from h5regress import durability, perflog
+from h5regress import durability, perflog, runreport
 from h5regress import refs as refs_mod
 from h5regress.cmdline import UsageError
 from h5regress.record import Record, read_jsonl
@@ -42,9 +42,10 @@ def role_of(cfg: Mapping[str, Any], tool: str, operation: str, metric: str,
 
 
 # ------------------------------------------------------------------ input
-def load_records(record_paths: Sequence[str] = (), perflog_dirs: Sequence[str] = ()
-                 ) -> tuple[list[Record], list[str]]:
-    """Records from JSONL files and perflog directories; bad lines become problems.
+def load_records(record_paths: Sequence[str] = (), perflog_dirs: Sequence[str] = (),
+                 report_dirs: Sequence[str] = ()) -> tuple[list[Record], list[str]]:
+    """Records from JSONL files, perflog directories and ReFrame run reports (files or
+    directories); bad lines become problems.
 
     A missing file is a usage error (``FileNotFoundError``); a malformed line
     is skipped and named in the problems.
@@ -59,13 +60,15 @@ def load_records(record_paths: Sequence[str] = (), perflog_dirs: Sequence[str] =
             recs, probs = read_jsonl(text, str(f))
             records.extend(recs)
             problems.extend(probs)
-    for d in perflog_dirs:
-        if not Path(d).exists():   # not a malformed line: nothing to read at all
-            raise FileNotFoundError(f'--perflogs {d}: no such file or directory')
-    if perflog_dirs:
-        recs, probs = perflog.read(list(perflog_dirs))
-        records.extend(recs)
-        problems.extend(str(p) for p in probs)
+    for option, dirs, reader in (('--perflogs', perflog_dirs, perflog.read),
+                                 ('--reports', report_dirs, runreport.read)):
+        for d in dirs:
+            if not Path(d).exists():   # not a malformed line: nothing to read at all
+                raise FileNotFoundError(f'{option} {d}: no such file or directory')
+        if dirs:
+            recs, probs = reader(list(dirs))
+            records.extend(recs)
+            problems.extend(str(p) for p in probs)
     return records, problems
 
 

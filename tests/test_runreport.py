@@ -1,0 +1,63 @@
+"""ReFrame's run report -> records (issue 26: ReFrame carries the record): the same
+records as the perflog's lines, samples kept, failures and bad input skipped and named."""
+
+import dataclasses
+import json
+
+from h5regress import perflog, runreport
+from reframe_run import run_reframe
+from test_perflog import CONTEXT, HEADER, line
+
+
+def case(result='pass', fail_phase=None, var='write_bw_mean', context=CONTEXT, **extra):
+    """A test case of a run report holding what :func:`test_perflog.line` logs."""
+    return {'name': 'ior_check %api=HDF5', 'system': 'local', 'partition': 'default',
+            'environ': 'gnu-openmpi', 'result': result, 'fail_phase': fail_phase,
+            'job_completion_time': '2026-11-21T00:00:00+00:00', 'hdf5_build': 'hdf5-1.14.6',
+            'config_hash': 'c0ffee', 'run_id': 'run1', 'h5r_context': context,
+            'perfvalues': {f'local:default:{var}': [1.5, 300, -0.95, 30.0, 'MiB/s', 'pass']},
+            **extra}
+
+
+def report(*cases):
+    return json.dumps({'session_info': {'num_cases': len(cases)},
+                       'runs': [{'run_index': 0, 'testcases': list(cases)}]})
+
+
+def as_dicts(records):
+    return sorted((dataclasses.asdict(r) for r in records), key=json.dumps)
+
+
+def test_a_report_gives_the_records_its_perflog_lines_give():
+    text = report(case(), case(result='fail', fail_phase='performance'),
+                  case(result='fail', fail_phase='sanity'), case(perfvalues={}))
+    records, problems = runreport.parse_text(text, 'r.json')
+    logged, _ = perflog.parse_text('\n'.join([HEADER, line(), line(result='fail',
+                                   fail_phase='performance'), line(result='fail',
+                                   fail_phase='sanity'), line(var='null')]), 'p.log')
+    assert problems == [] and [r.result for r in records] == ['pass', 'perf_fail']
+    assert as_dicts(records) == as_dicts(logged)
+    assert records[0].provenance['reference'] == {'value': 300.0, 'lower': -0.95,
+                                                  'upper': 30.0, 'result': 'pass'}
+
+
+def test_bad_reports_and_cases_are_skipped_and_named(tmp_path):
+    (tmp_path / 'a.json').write_text(report(case(), case(context='{oops'),
+                                            case(var='read_bw_mean')))
+    (tmp_path / 'b.json').write_text('{"runs": ')
+    records, problems = runreport.read([str(tmp_path)])
+    assert len(records) == 1 and len(problems) == 3
+    assert 'a.json: ior_check %api=HDF5 write_bw_mean: h5r_context is not JSON' in problems[0]
+    assert "no perfvars entry for 'read_bw_mean'" in problems[1]
+    assert 'b.json: not a ReFrame run report' in problems[2]
+
+
+def test_a_real_runs_report_holds_the_records_of_its_perflog(tmp_path):
+    """fio on `local`: its run report and its perflog, the same records."""
+    out = run_reframe(['-c', 'reframe/checks/fio.py', '-r', '-n', 'fio_check.*buffered',
+                       '-S', 'fio_check.size=8m'], tmp_path)
+    assert out.returncode == 0, out.stdout + out.stderr
+    reported, problems = runreport.read([str(tmp_path / 'report.json')])
+    logged, logged_problems = perflog.read([str(tmp_path / 'perflogs')])
+    assert problems == logged_problems == [] and len(reported) == 2
+    assert as_dicts(reported) == as_dicts(logged)
