@@ -105,3 +105,21 @@ def slurm_cluster(request):
     except SlurmClusterError as err:
         pytest.fail(f"SLURM cluster did not start: {err}", pytrace=False)
     return cluster
+
+
+# ---------------------------------------------------------------------------
+# Real runs that several slow tests assert on (one run each per session; a test
+# that changes a run's output works on a copy).
+# ---------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def ior_on_local(tmp_path_factory):
+    """Every IOR row on ``local`` at its default sizes (3 repetitions), the ``ior`` of
+    PATH or of the Spack environment's first build: one ReFrame run that
+    test_local_runs.py and test_ior_validity.py read. Returns (process, its directory)."""
+    from reframe_run import path_with_tools, run_reframe
+
+    workdir = tmp_path_factory.mktemp('ior-on-local')
+    out = run_reframe(['-c', 'reframe/checks/ior.py', '-r', '-n', '^ior_check'], workdir,
+                      env={'PATH': path_with_tools('ior')})
+    return out, workdir
