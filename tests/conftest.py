@@ -105,3 +105,60 @@ def slurm_cluster(request):
     except SlurmClusterError as err:
         pytest.fail(f"SLURM cluster did not start: {err}", pytrace=False)
     return cluster
+
+
+# ---------------------------------------------------------------------------
+# Real runs that several slow tests assert on (one run each per session; a test
+# that changes a run's output works on a copy).
+# ---------------------------------------------------------------------------
+#: the night id of the shared nights (test_reliability_nightly.py reruns it)
+SHARED_NIGHT = '2026-11-21'
+
+
+@pytest.fixture(scope="session")
+def injected_night(tmp_path_factory):
+    """``ci/nightly --stand-in`` whose candidate writes through HDF5 ten times slower:
+    10 pairs at the strict false-discovery rate (0.001) of test_nightly.py, FLASH's own
+    80 blocks per rank (a tenfold slowdown needs no 393 MB checkpoint), with --history
+    and --bisect over a stand-in repository of two commits, the second as slow.
+
+    Returns (a copy of its verdict: gate.json and report/, the finished process, the
+    repository's commits, its --out): tests read the copy; the one that reruns the
+    night in its --out (test_reliability_nightly.py) leaves the copy as it was."""
+    import shutil
+    import subprocess
+
+    from h5regress import bisectbuild
+    from reframe_run import REPO
+
+    tmp = tmp_path_factory.mktemp('injected-night')
+    shas = bisectbuild.make_standin_repo(tmp / 'repo', [0.0, 9.0])
+    out = tmp / 'out'
+    cmd = [sys.executable, '-m', 'h5regress.nightly', '--stand-in', '--inject-slowdown', '9',
+           '--pairs', '10', '--max-pairs', '10', '--alpha', '0.001',
+           '--checks', '^flashio_check.*-collective', '-S', 'flashio_check.iterations=2',
+           '-S', 'flashio_check.blocks_per_rank=80', '--out', str(out),
+           '--history', str(out / 'history'), '--night', SHARED_NIGHT, '--quiet',
+           '--bisect', '--bisect-repo', str(tmp / 'repo'), '--bisect-good', shas[0],
+           '--bisect-bad', shas[1]]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800)
+    verdict = tmp / 'verdict'
+    verdict.mkdir()
+    if (out / 'gate.json').exists():
+        shutil.copy(out / 'gate.json', verdict)
+    if (out / 'report').is_dir():
+        shutil.copytree(out / 'report', verdict / 'report')
+    return verdict, proc, shas, out
+
+
+@pytest.fixture(scope="session")
+def ior_on_local(tmp_path_factory):
+    """Every IOR row on ``local`` at its default sizes (3 repetitions), the ``ior`` of
+    PATH or of the Spack environment's first build: one ReFrame run that
+    test_local_runs.py and test_ior_validity.py read. Returns (process, its directory)."""
+    from reframe_run import path_with_tools, run_reframe
+
+    workdir = tmp_path_factory.mktemp('ior-on-local')
+    out = run_reframe(['-c', 'reframe/checks/ior.py', '-r', '-n', '^ior_check'], workdir,
+                      env={'PATH': path_with_tools('ior')})
+    return out, workdir

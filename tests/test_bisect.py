@@ -256,20 +256,13 @@ def test_bisect_through_the_nightly_finds_a_real_slowdown(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_failing_stand_in_night_bisects_and_reports(tmp_path):
-    """ci/nightly --bisect after a real FAIL (stand-in candidate ten times slower): the
-    bisect (here over a stand-in repository with no commit left to test: its answer is
-    the --bad commit, after building the good one) and the Darshan section (stand-ins
-    have no Darshan: the reason) land in gate.json, the report and JUnit."""
-    shas = bisectbuild.make_standin_repo(tmp_path / 'repo', [0.0, 9.0])
-    out = tmp_path / 'out'
-    cmd = [sys.executable, '-m', 'h5regress.nightly', '--stand-in', '--inject-slowdown', '9',
-           '--pairs', '8', '--max-pairs', '8', '--checks', '^flashio_check.*-collective',
-           '-S', 'flashio_check.iterations=2', '-S', 'flashio_check.blocks_per_rank=80',
-           '--out', str(out), '--quiet',
-           '--bisect', '--bisect-repo', str(tmp_path / 'repo'), '--bisect-good', shas[0],
-           '--bisect-bad', shas[1]]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800)
+def test_a_failing_stand_in_night_bisects_and_reports(injected_night):
+    """ci/nightly --bisect after a real FAIL (stand-in candidate ten times slower,
+    conftest.py's night): the bisect (here over a stand-in repository with no commit
+    left to test: its answer is the --bad commit, after building the good one) and the
+    Darshan section (stand-ins have no Darshan: the reason) land in gate.json, the
+    report and JUnit."""
+    out, proc, shas, _ = injected_night
     assert proc.returncode == 1, proc.stderr[-3000:]
     result = json.loads((out / 'gate.json').read_text())
     assert result['bisect']['first_bad']['commit'] == shas[1]

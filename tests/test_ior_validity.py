@@ -170,20 +170,18 @@ def test_a_key_only_the_first_phase_has_is_not_on_the_others():
 # on local, for real
 
 @pytest.mark.slow
-def test_ior_reads_on_local_are_cold_and_named_by_their_own_execution(tmp_path):
+def test_ior_reads_on_local_are_cold_and_named_by_their_own_execution(ior_on_local):
     """The 320 MiB rows (2 ranks x 160 MiB at local's size factor) through POSIX and
     HDF5: every read repetition after a drop (what proves it: each repetition's own
     drop line), so the samples of one record are of one order: within 5x (cold reads
     spread up to 3.5x here at load 13; a page-cache read was 4 to 30 times the cold
     one on a quiet machine, less under load); each record's command line, source and
-    parameters are its own execution's."""
-    path = path_with_tools('ior')
-    out = run_reframe(['-c', 'reframe/checks/ior.py', '-r', '-n',
-                       '^ior_check.*(POSIX|HDF5)-independent-ssf'], tmp_path,
-                      env={'PATH': path})
+    parameters are its own execution's. The rows of conftest.py's run of every IOR row."""
+    out, workdir = ior_on_local
     assert out.returncode == 0, out.stdout + out.stderr
-    records, problems = perflog.read([str(tmp_path / 'perflogs')])
+    records, problems = perflog.read([str(workdir / 'perflogs')])
     assert not problems
+    records = [r for r in records if re.search(r'(POSIX|HDF5)-independent-ssf$', r.test)]
     dropped = os.geteuid() == 0
     by_key = {(r.params['api'], r.operation): r for r in records if r.metric == 'bw_mean'}
     assert sorted(by_key) == [('HDF5', 'read'), ('HDF5', 'write'), ('POSIX', 'read'),

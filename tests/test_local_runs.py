@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from h5regress import perflog
-from reframe_run import REPO, path_with_tools, run_reframe
+from reframe_run import REPO, run_reframe
 
 
 def records_of(workdir):
@@ -101,12 +101,10 @@ def test_a_missing_tool_is_skipped_with_how_to_get_it(tmp_path):
 
 
 @pytest.mark.slow
-def test_ior_end_to_end(tmp_path):
-    path = path_with_tools('ior')
-    out = run_reframe(['-c', 'reframe/checks/ior.py', '-r', '-n', '^ior_check'], tmp_path,
-                      env={'PATH': path})
+def test_ior_end_to_end(ior_on_local):
+    out, workdir = ior_on_local     # conftest.py: every IOR row, one run
     assert out.returncode == 0, out.stdout + out.stderr
-    records = records_of(tmp_path)
+    records = records_of(workdir)
     means = {(r.params['api'], r.params['preset'], r.params['layout'], r.operation): r
              for r in records if r.metric == 'bw_mean'}
     assert len(means) == 16

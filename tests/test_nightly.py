@@ -70,15 +70,14 @@ def test_pairs_run_abba_back_to_back(a_against_a):
 
 
 @pytest.mark.slow
-def test_a_large_injected_slowdown_fails(tmp_path):
-    # FLASH's own 80 blocks per rank: a tenfold slowdown needs no 393 MB checkpoint
-    result = nightly(tmp_path, '--inject-slowdown', '9', '-S',
-                     'flashio_check.blocks_per_rank=80')
+def test_a_large_injected_slowdown_fails(injected_night):
+    # conftest.py's night: this module's options and a tenfold slowdown
+    out, result, _, _ = injected_night
     assert result.returncode == gate.EXIT_FAIL, result.stdout[-3000:] + result.stderr[-3000:]
     # the night says what the shim did to the candidate's runs
     assert re.search(r'injected slowdown: the shim delayed \d+ I/O calls in \d+ candidate '
                      r'processes', result.stderr), result.stderr[-3000:]
-    verdict = json.loads((tmp_path / 'gate.json').read_text())
+    verdict = json.loads((out / 'gate.json').read_text())
     failed = [m for m in verdict['metrics'] if m.get('verdict') == 'FAIL']
     assert failed and all(m['params']['api'] == 'hdf5' for m in failed)
 
