@@ -42,7 +42,7 @@ from h5regress.parsers.base import MIB, SYSTEM_ERRORS, ExpectedFile, Measurement
     ParseError, RunFailed, check_files as check_expected, find_error_line, is_stderr_name, \
     kernel_summary
 # the paths and their phases: one table, which the check reads too
-from h5regress.parsers.h5paths_table import DATA_PHASES, PHASES
+from h5regress.parsers.h5paths_table import DATA_PHASES, PHASES, WRITES_FILE_RECORDS
 
 TOOL = 'h5paths'
 
@@ -267,7 +267,7 @@ def _expected(name: str, opts: Mapping[str, Any], ranks: int) -> dict[str, tuple
     for phase in PHASES[name]:
         if phase in DATA_PHASES:
             size = file_bytes if opts.get('api') == 'mpiio' or \
-                (name == 'compound-subset' and phase == 'write') else memory_bytes
+                (name in WRITES_FILE_RECORDS and phase == 'write') else memory_bytes
             out[phase] = (elements * ranks * size * datasets
                           * (repeats if phase == 'read' else 1), 0)
         else:

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 #: phases that move array data (bandwidth) and phases that touch objects (rate)
 DATA_PHASES = ('write', 'write_subset', 'read', 'write_sources', 'read_vds')
-METADATA_PHASES = ('create', 'open_read', 'open_close')
+METADATA_PHASES = ('create', 'open_read', 'open_close', 'open_vds')
 
 
 class Path(NamedTuple):
@@ -58,7 +58,15 @@ PATHS: dict[str, Path] = {
     'vds': Path(('write_sources', 'read_vds'), 33554432, 8),
     'efc': Path(_OBJECTS, 16, 8, work='objects'),
     'multi-dataset': Path(_DATA, 1048576, 8),
+    'strided-chunks': Path(_DATA, 2097152),
+    'vds-open': Path(('open_vds',), 65536, 4096, work='objects'),
 }
+
+#: paths whose write moves the file record, not the read's memory record (the parser
+#: checks the bytes): compound-subset writes whole records before its subset write,
+#: strided-chunks writes doubles (parallel HDF5 cannot convert on a filtered write)
+#: and reads them as floats
+WRITES_FILE_RECORDS = ('compound-subset', 'strided-chunks')
 
 #: the timed phases of each path, in the kernel's order
 PHASES: dict[str, tuple[str, ...]] = {name: p.phases for name, p in PATHS.items()}
