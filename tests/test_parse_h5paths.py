@@ -45,7 +45,7 @@ def test_a_success_of_every_path_family_is_recorded():
     assert families >= {'compound-subset', 'convert-endian', 'compound-same', 'many-datasets',
                         'attributes', 'open-close', 'partial-chunk', 'chunked-deflate', 'vds',
                         'efc', 'multi-dataset', 'compound-superset', 'strided-chunks',
-                        'vds-open'}
+                        'vds-open', 'flush-datasets'}
 
 
 @pytest.mark.parametrize('case', OK)
@@ -208,6 +208,20 @@ def test_vds_open_counts_the_mappings_hdf5_decoded():
         d['iterations'][0]['phases'][0]['objects'] = 299
     with pytest.raises(RunFailed, match='open_vds touched 299 objects, 300 asked'):
         h5paths.parse(edited('vds-open-1.14-ok', fewer))
+
+
+def test_flush_datasets_counts_the_datasets_flushed():
+    """create_flush's objects are the datasets H5Dflush flushed (the least over the
+    ranks, each in its own sec2 file): fewer than --objects asked fails the run."""
+    run, = h5paths.parse(case_files('flush-datasets-1.14-ok'))
+    assert run.params['objects'] == 300
+    assert {(m.operation, m.metric) for m in run.measurements} == {
+        ('create_flush', 'ops_per_s'), ('create_flush', 'time')}
+
+    def fewer(d):
+        d['iterations'][1]['phases'][0]['objects'] = 120
+    with pytest.raises(RunFailed, match='create_flush touched 120 objects, 300 asked'):
+        h5paths.parse(edited('flush-datasets-1.14-ok', fewer))
 
 
 def test_multi_dataset_moves_elements_per_dataset():

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 #: phases that move array data (bandwidth) and phases that touch objects (rate)
 DATA_PHASES = ('write', 'write_subset', 'read', 'write_sources', 'read_vds')
-METADATA_PHASES = ('create', 'open_read', 'open_close', 'open_vds')
+METADATA_PHASES = ('create', 'open_read', 'open_close', 'open_vds', 'create_flush')
 
 
 class Path(NamedTuple):
@@ -60,6 +60,7 @@ PATHS: dict[str, Path] = {
     'multi-dataset': Path(_DATA, 1048576, 8),
     'strided-chunks': Path(_DATA, 2097152),
     'vds-open': Path(('open_vds',), 65536, 4096, work='objects'),
+    'flush-datasets': Path(('create_flush',), 16, 4000, work='objects'),
 }
 
 #: paths whose write moves the file record, not the read's memory record (the parser

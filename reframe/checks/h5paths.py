@@ -13,7 +13,7 @@ conversion (``convert-none`` is its no-conversion twin); metadata-heavy paths
 and at two file-format bounds; filtered and partial chunks; virtual datasets; the
 external file cache (and its twin without the cache); multi-dataset I/O; strided,
 irregular reads across deflate chunks with conversion; the opening of a virtual
-dataset of many mappings. Data rows
+dataset of many mappings; datasets flushed one by one (serially, a file per rank). Data rows
 have an MPI-IO twin (``api`` ``mpiio``: the same bytes through MPI-IO, the gate's
 canary). A row the HDF5 build
 cannot run (``multi-dataset`` before 1.14) is skipped with the kernel's own words.
@@ -78,6 +78,8 @@ ROWS = [
     # floats; issue 5295: the time to open a virtual dataset of many mappings
     Row('strided-chunks', layout='chunked'),
     Row('vds-open'),
+    # issue 3084: datasets flushed one by one (H5Dflush; serial: a file per rank, sec2)
+    Row('flush-datasets'),
     # MPI-IO twins of the collective contiguous data rows (the canaries)
     Row('compound-same', api='mpiio'),
     Row('compound-subset', api='mpiio'),
