@@ -45,7 +45,7 @@ def test_a_success_of_every_path_family_is_recorded():
     assert families >= {'compound-subset', 'convert-endian', 'compound-same', 'many-datasets',
                         'attributes', 'open-close', 'partial-chunk', 'chunked-deflate', 'vds',
                         'efc', 'multi-dataset', 'compound-superset', 'strided-chunks',
-                        'vds-open', 'flush-datasets'}
+                        'vds-open', 'flush-datasets', 'append'}
 
 
 @pytest.mark.parametrize('case', OK)
@@ -222,6 +222,23 @@ def test_flush_datasets_counts_the_datasets_flushed():
         d['iterations'][1]['phases'][0]['objects'] = 120
     with pytest.raises(RunFailed, match='create_flush touched 120 objects, 300 asked'):
         h5paths.parse(edited('flush-datasets-1.14-ok', fewer))
+
+
+def test_append_counts_the_extents_hdf5_grew_and_the_bytes_written():
+    """append's objects are the steps whose extent HDF5 reported grown, its bytes every
+    rank's doubles: fewer steps, or fewer bytes, than asked fail the run."""
+    run, = h5paths.parse(case_files('append-1.14-ok'))
+    assert (run.params['objects'], run.params['elements']) == (16, 65536)
+
+    def fewer_steps(d):
+        d['iterations'][0]['phases'][0]['objects'] = 15
+    with pytest.raises(RunFailed, match='append touched 15 objects, 16 asked'):
+        h5paths.parse(edited('append-1.14-ok', fewer_steps))
+
+    def fewer_bytes(d):
+        d['iterations'][0]['phases'][0]['bytes'] -= 4096 * 2 * 8
+    with pytest.raises(RunFailed, match='append moved 983040 B, 1048576 B asked'):
+        h5paths.parse(edited('append-1.14-ok', fewer_bytes))
 
 
 def test_multi_dataset_moves_elements_per_dataset():

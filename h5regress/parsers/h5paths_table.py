@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 #: phases that move array data (bandwidth) and phases that touch objects (rate)
-DATA_PHASES = ('write', 'write_subset', 'read', 'write_sources', 'read_vds')
+DATA_PHASES = ('write', 'write_subset', 'read', 'write_sources', 'read_vds', 'append')
+#: data phases whose objects the kernel counts too (append: the extents HDF5 grew)
+COUNTED_DATA_PHASES = ('append',)
 METADATA_PHASES = ('create', 'open_read', 'open_close', 'open_vds', 'create_flush')
 
 
@@ -61,6 +63,7 @@ PATHS: dict[str, Path] = {
     'strided-chunks': Path(_DATA, 2097152),
     'vds-open': Path(('open_vds',), 65536, 4096, work='objects'),
     'flush-datasets': Path(('create_flush',), 16, 4000, work='objects'),
+    'append': Path(('append',), 1048576, 256),
 }
 
 #: paths whose write moves the file record, not the read's memory record (the parser

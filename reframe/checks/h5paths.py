@@ -13,7 +13,8 @@ conversion (``convert-none`` is its no-conversion twin); metadata-heavy paths
 and at two file-format bounds; filtered and partial chunks; virtual datasets; the
 external file cache (and its twin without the cache); multi-dataset I/O; strided,
 irregular reads across deflate chunks with conversion; the opening of a virtual
-dataset of many mappings; datasets flushed one by one (serially, a file per rank). Data rows
+dataset of many mappings; datasets flushed one by one (serially, a file per rank); a chunked dataset grown by
+H5Dset_extent and written step by step. Data rows
 have an MPI-IO twin (``api`` ``mpiio``: the same bytes through MPI-IO, the gate's
 canary). A row the HDF5 build
 cannot run (``multi-dataset`` before 1.14) is skipped with the kernel's own words.
@@ -80,6 +81,8 @@ ROWS = [
     Row('vds-open'),
     # issue 3084: datasets flushed one by one (H5Dflush; serial: a file per rank, sec2)
     Row('flush-datasets'),
+    # append: H5Dset_extent then a write, --objects steps
+    Row('append', layout='chunked'),
     # MPI-IO twins of the collective contiguous data rows (the canaries)
     Row('compound-same', api='mpiio'),
     Row('compound-subset', api='mpiio'),
