@@ -302,3 +302,17 @@ def test_many_blind_spots_are_counted_by_source_file():
                (('D', 5), ('T', 3), ('S', 2)) for i in range(n)]
     line = coverage.blind_spot_line(changed, limit=2)
     assert line.endswith('not exercised: 5 in src/H5D.c, 3 in src/H5T.c, 2 in 1 other files')
+
+
+def test_the_coverage_run_keeps_its_build_as_the_night_does(tmp_path, monkeypatch):
+    """run_rows selects the coverage build by its hdf5_build parameter
+    (nightrun.build_filter), the night's way, not by a lookahead in the name regex."""
+    from h5regress import nightrun
+    seen = []
+    monkeypatch.setattr(coveragerun.subprocess, 'run', lambda cmd, **kw: seen.append(cmd))
+    with pytest.raises(coverage.CoverageError, match='report.json'):
+        coveragerun.run_rows(tmp_path / 'm.json', 'hdf5-1.15.0+x-cov', 'h5paths_check', tmp_path)
+    cmd, = seen
+    keep = list(nightrun.build_filter('hdf5-1.15.0+x-cov'))
+    assert cmd[cmd.index('-E'):cmd.index('-E') + 2] == keep
+    assert cmd[cmd.index('-n') + 1] == 'h5paths_check'
