@@ -272,13 +272,35 @@ def prone_commits(repo: str, head: str, rule: ProneRule) -> list[dict[str, str]]
     return out
 
 
+def prone_functions(repo: str, commits: Sequence[Mapping[str, str]],
+                    cmap: CoverageMap) -> set[tuple[str, str]]:
+    """The regression-prone set: the map's functions that ``commits`` touched."""
+    touched: set[tuple[str, str]] = set()
+    for c in commits:
+        touched |= functions_touched(repo, c['commit'], cmap)
+    return touched
+
+
+def map_summary(cmap: CoverageMap, prone: set[tuple[str, str]]) -> dict:
+    """The small form of a map, to commit: per row (its name without the build), the
+    number of functions it executes and the regression-prone ones among them
+    (``file:function``); and how many of the prone set the rows execute together."""
+    rows, executed = {}, set()
+    for row, hits in sorted(cmap.rows.items()):
+        functions = {(h.file, h.name) for h in hits}
+        executed |= functions
+        rows[row_name(row)] = {'functions': len(functions),
+                               'prone': sorted(f'{f}:{n}' for f, n in functions & prone)}
+    return {'build': cmap.build, 'commit': cmap.commit, 'functions_seen': len(cmap.extents),
+            'prone_functions': len(prone), 'prone_executed': len(executed & prone),
+            'rows': rows}
+
+
 def prone_report(repo: str, commits: Sequence[Mapping[str, str]], cmap: CoverageMap
                  ) -> tuple[list[str], float | None]:
     """Lines of the regression-prone functions the map's rows execute and miss, grouped
     by source file, and the fraction executed."""
-    touched: set[tuple[str, str]] = set()
-    for c in commits:
-        touched |= functions_touched(repo, c['commit'], cmap)
+    touched = prone_functions(repo, commits, cmap)
     executed = {(h.file, h.name) for hs in cmap.rows.values() for h in hs}
     hit = sorted(touched & executed)
     missed: dict[str, list[str]] = {}

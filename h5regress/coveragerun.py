@@ -22,8 +22,8 @@ from h5regress import manifest
 from h5regress.nightrun import build_filter
 from h5regress.coverage import (PRONE_FILE, CoverageError, CoverageMap, RowCoverage,
                                 blind_spot_line, changed_functions, changed_ranges,
-                                git_diff, load_prone, merge_rows, parse_gcovr_json,
-                                prone_commits, prone_report)
+                                git_diff, load_prone, map_summary, merge_rows,
+                                parse_gcovr_json, prone_commits, prone_functions, prone_report)
 
 
 # ------------------------------------------------------------------ collecting
@@ -265,6 +265,10 @@ def _cmd_prone(args) -> int:
                                                    width=100))
     lines, _ = prone_report(args.repo, commits, cmap)
     print('\n'.join(lines))
+    if args.summary:
+        summary = map_summary(cmap, prone_functions(args.repo, commits, cmap))
+        args.summary.write_text(yaml.safe_dump(summary, sort_keys=False, width=100))
+        print(f'{args.summary}: {len(summary["rows"])} row(s)')
     return 0
 
 
@@ -324,6 +328,8 @@ def _parser():
     p.add_argument('--repo', required=True, help='git repository of HDF5\'s history')
     p.add_argument('--rule', type=pathlib.Path, default=PRONE_FILE,
                    help='the rule and commits (default ci/regression-prone.yaml)')
+    p.add_argument('--summary', type=pathlib.Path, help='also write the map\'s summary '
+                   '(YAML: per row its number of functions and its regression-prone ones)')
     p.add_argument('--refresh', metavar='HEAD', help='find the commits anew by the rule in '
                    'the first-parent history of HEAD and rewrite the file\'s list')
     return ap

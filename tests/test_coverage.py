@@ -223,6 +223,21 @@ def test_the_regression_prone_set_follows_a_performance_commits_lines_to_the_map
                      'execute 0 (0%)', '  missed in src/H5x.c: f0']
 
 
+def test_the_committed_summary_counts_each_rows_functions_and_its_prone_ones():
+    hit = coverage.FunctionHit
+    cmap = coverage.CoverageMap('hdf5-x-cov', {
+        'h5paths_check %hdf5_build=hdf5-x-cov %benchmark=a': [
+            hit('src/H5x.c', 'f0', 1, 1, 1), hit('src/H5x.c', 'f1', 1, 1, 1)],
+        'h5paths_check %hdf5_build=hdf5-x-cov %benchmark=b': [hit('src/H5y.c', 'g', 1, 1, 1)]},
+        [], 'c0ffee')
+    prone = {('src/H5x.c', 'f1'), ('src/H5y.c', 'g'), ('src/H5z.c', 'h')}
+    assert coverage.map_summary(cmap, prone) == {
+        'build': 'hdf5-x-cov', 'commit': 'c0ffee', 'functions_seen': 0,
+        'prone_functions': 3, 'prone_executed': 2,
+        'rows': {'h5paths_check %benchmark=a': {'functions': 2, 'prone': ['src/H5x.c:f1']},
+                 'h5paths_check %benchmark=b': {'functions': 1, 'prone': ['src/H5y.c:g']}}}
+
+
 def test_the_shipped_regression_prone_file_loads():
     rule, commits = coverage.load_prone(coverage.PRONE_FILE)
     assert rule.paths == ('src',) and len(commits) >= 9
@@ -287,3 +302,17 @@ def test_many_blind_spots_are_counted_by_source_file():
                (('D', 5), ('T', 3), ('S', 2)) for i in range(n)]
     line = coverage.blind_spot_line(changed, limit=2)
     assert line.endswith('not exercised: 5 in src/H5D.c, 3 in src/H5T.c, 2 in 1 other files')
+
+
+def test_the_coverage_run_keeps_its_build_as_the_night_does(tmp_path, monkeypatch):
+    """run_rows selects the coverage build by its hdf5_build parameter
+    (nightrun.build_filter), the night's way, not by a lookahead in the name regex."""
+    from h5regress import nightrun
+    seen = []
+    monkeypatch.setattr(coveragerun.subprocess, 'run', lambda cmd, **kw: seen.append(cmd))
+    with pytest.raises(coverage.CoverageError, match='report.json'):
+        coveragerun.run_rows(tmp_path / 'm.json', 'hdf5-1.15.0+x-cov', 'h5paths_check', tmp_path)
+    cmd, = seen
+    keep = list(nightrun.build_filter('hdf5-1.15.0+x-cov'))
+    assert cmd[cmd.index('-E'):cmd.index('-E') + 2] == keep
+    assert cmd[cmd.index('-n') + 1] == 'h5paths_check'

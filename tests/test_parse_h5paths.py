@@ -44,7 +44,8 @@ def test_a_success_of_every_path_family_is_recorded():
     families = {json.loads((FIXTURES / c / 'h5paths.json').read_text())['path'] for c in OK}
     assert families >= {'compound-subset', 'convert-endian', 'compound-same', 'many-datasets',
                         'attributes', 'open-close', 'partial-chunk', 'chunked-deflate', 'vds',
-                        'efc', 'multi-dataset', 'compound-superset'}
+                        'efc', 'multi-dataset', 'compound-superset', 'strided-chunks',
+                        'vds-open', 'flush-datasets', 'append'}
 
 
 @pytest.mark.parametrize('case', OK)
@@ -176,6 +177,68 @@ def test_metadata_phase_with_fewer_objects_than_asked():
         d['iterations'][0]['phases'][0]['objects'] = 10
     with pytest.raises(RunFailed, match='create touched 10 objects, 200 asked'):
         h5paths.parse(edited('attributes-ok', fewer))
+
+
+def test_strided_chunks_writes_doubles_and_reads_floats():
+    """The kernel's own bytes: the write moved every rank's elements as doubles (the
+    file record: no conversion on a parallel filtered write), the read as floats; a
+    read that moved fewer (a lost tail block of the irregular selection) fails."""
+    run, = h5paths.parse(case_files('strided-chunks-1.14-ok'))
+    assert (run.params['record_bytes_file'], run.params['record_bytes_memory']) == (8, 4)
+    data = json.loads((FIXTURES / 'strided-chunks-1.14-ok' / 'h5paths.json').read_text())
+    moved = {ph['phase']: ph['bytes'] for ph in data['iterations'][0]['phases']}
+    assert moved == {'write': 65536 * 2 * 8, 'read': 65536 * 2 * 4}
+    assert any('HDF5 did independent I/O in read' in w for w in run.warnings)
+
+    def tail_lost(d):
+        d['iterations'][1]['phases'][1]['bytes'] -= 4096 * 2 * 4
+    with pytest.raises(RunFailed, match='iteration 1 read moved 491520 B, 524288 B asked'):
+        h5paths.parse(edited('strided-chunks-1.14-ok', tail_lost))
+
+
+def test_vds_open_counts_the_mappings_hdf5_decoded():
+    """open_vds's objects are the mappings HDF5 found when it opened the dataset: fewer
+    than --objects asked fails the run."""
+    run, = h5paths.parse(case_files('vds-open-1.14-ok'))
+    assert run.params['objects'] == 300
+    assert {(m.operation, m.metric) for m in run.measurements} == {
+        ('open_vds', 'ops_per_s'), ('open_vds', 'time')}
+
+    def fewer(d):
+        d['iterations'][0]['phases'][0]['objects'] = 299
+    with pytest.raises(RunFailed, match='open_vds touched 299 objects, 300 asked'):
+        h5paths.parse(edited('vds-open-1.14-ok', fewer))
+
+
+def test_flush_datasets_counts_the_datasets_flushed():
+    """create_flush's objects are the datasets H5Dflush flushed (the least over the
+    ranks, each in its own sec2 file): fewer than --objects asked fails the run."""
+    run, = h5paths.parse(case_files('flush-datasets-1.14-ok'))
+    assert run.params['objects'] == 300
+    assert {(m.operation, m.metric) for m in run.measurements} == {
+        ('create_flush', 'ops_per_s'), ('create_flush', 'time')}
+
+    def fewer(d):
+        d['iterations'][1]['phases'][0]['objects'] = 120
+    with pytest.raises(RunFailed, match='create_flush touched 120 objects, 300 asked'):
+        h5paths.parse(edited('flush-datasets-1.14-ok', fewer))
+
+
+def test_append_counts_the_extents_hdf5_grew_and_the_bytes_written():
+    """append's objects are the steps whose extent HDF5 reported grown, its bytes every
+    rank's doubles: fewer steps, or fewer bytes, than asked fail the run."""
+    run, = h5paths.parse(case_files('append-1.14-ok'))
+    assert (run.params['objects'], run.params['elements']) == (16, 65536)
+
+    def fewer_steps(d):
+        d['iterations'][0]['phases'][0]['objects'] = 15
+    with pytest.raises(RunFailed, match='append touched 15 objects, 16 asked'):
+        h5paths.parse(edited('append-1.14-ok', fewer_steps))
+
+    def fewer_bytes(d):
+        d['iterations'][0]['phases'][0]['bytes'] -= 4096 * 2 * 8
+    with pytest.raises(RunFailed, match='append moved 983040 B, 1048576 B asked'):
+        h5paths.parse(edited('append-1.14-ok', fewer_bytes))
 
 
 def test_multi_dataset_moves_elements_per_dataset():

@@ -42,7 +42,8 @@ from h5regress.parsers.base import MIB, SYSTEM_ERRORS, ExpectedFile, Measurement
     ParseError, RunFailed, check_files as check_expected, find_error_line, is_stderr_name, \
     kernel_summary
 # the paths and their phases: one table, which the check reads too
-from h5regress.parsers.h5paths_table import DATA_PHASES, PHASES
+from h5regress.parsers.h5paths_table import COUNTED_DATA_PHASES, DATA_PHASES, PHASES, \
+    WRITES_FILE_RECORDS
 
 TOOL = 'h5paths'
 
@@ -255,9 +256,10 @@ def _expected(name: str, opts: Mapping[str, Any], ranks: int) -> dict[str, tuple
 
     Data phases move ``elements`` records per rank (per dataset of ``multi-dataset``)
     in memory-type bytes (kernels/h5paths/README.md): the read's memory record
-    (``record_bytes_memory``), except compound-subset's full-record write (the file
-    record) and the MPI-IO twins (the file record). Metadata phases touch at least
-    ``objects`` objects in all. The ``read`` phase reads ``read_repeats`` times (a
+    (``record_bytes_memory``), except the writes of ``WRITES_FILE_RECORDS`` and the
+    MPI-IO twins (the file record). Metadata phases touch at least ``objects`` objects
+    in all (vds-open: the mappings HDF5 decoded), as ``COUNTED_DATA_PHASES`` do (append:
+    the extents HDF5 grew). The ``read`` phase reads ``read_repeats`` times (a
     summary of a kernel before the option: once)."""
     elements, objects = int(opts['elements']), int(opts['objects'])
     repeats = int(opts.get('read_repeats', 1))
@@ -267,9 +269,10 @@ def _expected(name: str, opts: Mapping[str, Any], ranks: int) -> dict[str, tuple
     for phase in PHASES[name]:
         if phase in DATA_PHASES:
             size = file_bytes if opts.get('api') == 'mpiio' or \
-                (name == 'compound-subset' and phase == 'write') else memory_bytes
+                (name in WRITES_FILE_RECORDS and phase == 'write') else memory_bytes
             out[phase] = (elements * ranks * size * datasets
-                          * (repeats if phase == 'read' else 1), 0)
+                          * (repeats if phase == 'read' else 1),
+                          objects if phase in COUNTED_DATA_PHASES else 0)
         else:
             out[phase] = (0, objects)
     return out

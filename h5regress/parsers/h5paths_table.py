@@ -11,8 +11,10 @@ from __future__ import annotations
 from typing import NamedTuple
 
 #: phases that move array data (bandwidth) and phases that touch objects (rate)
-DATA_PHASES = ('write', 'write_subset', 'read', 'write_sources', 'read_vds')
-METADATA_PHASES = ('create', 'open_read', 'open_close')
+DATA_PHASES = ('write', 'write_subset', 'read', 'write_sources', 'read_vds', 'append')
+#: data phases whose objects the kernel counts too (append: the extents HDF5 grew)
+COUNTED_DATA_PHASES = ('append',)
+METADATA_PHASES = ('create', 'open_read', 'open_close', 'open_vds', 'create_flush')
 
 
 class Path(NamedTuple):
@@ -58,7 +60,17 @@ PATHS: dict[str, Path] = {
     'vds': Path(('write_sources', 'read_vds'), 33554432, 8),
     'efc': Path(_OBJECTS, 16, 8, work='objects'),
     'multi-dataset': Path(_DATA, 1048576, 8),
+    'strided-chunks': Path(_DATA, 2097152),
+    'vds-open': Path(('open_vds',), 65536, 4096, work='objects'),
+    'flush-datasets': Path(('create_flush',), 16, 4000, work='objects'),
+    'append': Path(('append',), 1048576, 256),
 }
+
+#: paths whose write moves the file record, not the read's memory record (the parser
+#: checks the bytes): compound-subset writes whole records before its subset write,
+#: strided-chunks writes doubles (parallel HDF5 cannot convert on a filtered write)
+#: and reads them as floats
+WRITES_FILE_RECORDS = ('compound-subset', 'strided-chunks')
 
 #: the timed phases of each path, in the kernel's order
 PHASES: dict[str, tuple[str, ...]] = {name: p.phases for name, p in PATHS.items()}

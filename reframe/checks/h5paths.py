@@ -11,7 +11,10 @@ type (``compound-same``), a subset, a superset or a reordering of it; atomic typ
 conversion (``convert-none`` is its no-conversion twin); metadata-heavy paths
 (many datasets, attributes, open/close) with and without collective metadata I/O
 and at two file-format bounds; filtered and partial chunks; virtual datasets; the
-external file cache (and its twin without the cache); multi-dataset I/O. Data rows
+external file cache (and its twin without the cache); multi-dataset I/O; strided,
+irregular reads across deflate chunks with conversion; the opening of a virtual
+dataset of many mappings; datasets flushed one by one (serially, a file per rank); a chunked dataset grown by
+H5Dset_extent and written step by step. Data rows
 have an MPI-IO twin (``api`` ``mpiio``: the same bytes through MPI-IO, the gate's
 canary). A row the HDF5 build
 cannot run (``multi-dataset`` before 1.14) is skipped with the kernel's own words.
@@ -72,6 +75,15 @@ ROWS = [
     Row('efc'),
     Row('efc', efc_cache=False),
     Row('multi-dataset'),
+    # HDF5 issues 4481 and 4513: strided, irregular reads across deflate chunks through
+    # floats; issue 5295: the time to open a virtual dataset of many mappings (not in the
+    # night: beyond the night's other rows it executes one more regression-prone function)
+    Row('strided-chunks', layout='chunked', nightly=True),
+    Row('vds-open'),
+    # issue 3084: datasets flushed one by one (H5Dflush; serial: a file per rank, sec2)
+    Row('flush-datasets', nightly=True),
+    # append: H5Dset_extent then a write, --objects steps
+    Row('append', layout='chunked', nightly=True),
     # MPI-IO twins of the collective contiguous data rows (the canaries)
     Row('compound-same', api='mpiio'),
     Row('compound-subset', api='mpiio'),

@@ -81,7 +81,7 @@ fail:
 static int create(run_t *r, int salt)
 {
     const options_t *o = r->o;
-    xfer_t x = {NULL, H5T_NATIVE_DOUBLE, H5T_NATIVE_DOUBLE, {0, 0, 1, 1, 0}, 0, 0};
+    xfer_t x = {NULL, H5T_NATIVE_DOUBLE, H5T_NATIVE_DOUBLE, {0}, 0, 0};
     contiguous_selection(&x.sel, o->elements);
     for (long long f = 0; f < o->objects; f++) {
         double *b = buf + f * o->elements;

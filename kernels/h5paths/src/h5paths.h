@@ -22,8 +22,9 @@
 #endif
 
 /* 1.1.1: a full disk ends with its cause; 1.2.0: the loaded libhdf5 named (dladdr);
- * 1.3.0: both (they were made side by side from 1.1.0) */
-#define H5PATHS_VERSION "1.3.0"
+ * 1.3.0: both (they were made side by side from 1.1.0); 1.4.0: strided-chunks, vds-open,
+ * flush-datasets, append */
+#define H5PATHS_VERSION "1.4.0"
 /* the headers' version (H5_VERS_STR is newer than 1.10) */
 #define H5PATHS_STR2(x) #x
 #define H5PATHS_STR(x) H5PATHS_STR2(x)
@@ -160,6 +161,9 @@ extern const path_t convert_paths[];    /* convert.c */
 extern const path_t metadata_paths[];   /* metadata.c */
 extern const path_t chunked_paths[];    /* chunked.c */
 extern const path_t vds_paths[];        /* vds.c */
+extern const path_t vdsopen_paths[];    /* vdsopen.c */
+extern const path_t flush_paths[];      /* flush.c */
+extern const path_t append_paths[];     /* append.c */
 extern const path_t efc_paths[];        /* efc.c */
 extern const path_t multi_paths[];      /* multi.c */
 

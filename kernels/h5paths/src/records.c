@@ -198,6 +198,11 @@ fail:
     return -1;
 }
 
+long long selection_elements(const selection_t *s)
+{
+    return s->count * s->block + s->tail;
+}
+
 void contiguous_selection(selection_t *s, long long per_rank)
 {
     s->total = per_rank * g_size;
@@ -214,7 +219,8 @@ int h5_transfer(run_t *r, const xfer_t *x, enum xfer_mode mode, void *buf)
     hid_t fapl = -1, dxpl = -1, fid = -1, dset = -1, fspace = -1, mspace = -1;
     hsize_t total = (hsize_t)x->sel.total, start = (hsize_t)x->sel.start;
     hsize_t stride = (hsize_t)x->sel.stride, count = (hsize_t)x->sel.count;
-    hsize_t block = (hsize_t)x->sel.block, n = count * block;
+    hsize_t block = (hsize_t)x->sel.block, n = (hsize_t)selection_elements(&x->sel);
+    hsize_t tail_start = (hsize_t)x->sel.tail_start, tail = (hsize_t)x->sel.tail;
     int rc = -1, closed = 0;
 
     if ((fapl = make_fapl(r->o)) < 0 || (dxpl = make_dxpl(r->o)) < 0)
@@ -230,6 +236,8 @@ int h5_transfer(run_t *r, const xfer_t *x, enum xfer_mode mode, void *buf)
         H5CHK(fspace, H5Dget_space(dset));
     }
     H5DO(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &start, &stride, &count, &block));
+    if (tail > 0)
+        H5DO(H5Sselect_hyperslab(fspace, H5S_SELECT_OR, &tail_start, NULL, &tail, NULL));
     H5CHK(mspace, H5Screate_simple(1, &n, NULL));
     if (mode == X_READ)
         H5DO(H5Dread(dset, x->mem_type, mspace, fspace, dxpl, buf));
@@ -278,7 +286,7 @@ int data_prepare(run_t *r, data_plan_t *p)
         p->chunked = 1;
     if (!p->sel.total)
         contiguous_selection(&p->sel, o->elements);
-    p->n = p->sel.count * p->sel.block;
+    p->n = selection_elements(&p->sel);
     o->record_bytes_file = (long long)p->file->size;
     o->record_bytes_memory = (long long)p->read_mem->size;
     path_join(p->file_name, sizeof p->file_name, o->prefix, o->path);

@@ -44,11 +44,15 @@ double member_value(long long i, int salt, int id);       /* this rank's */
 double member_value_of(int rank, long long i, int salt, int id);
 
 /* This rank's part of a 1-d dataset: count blocks of block elements, stride
- * apart, from start (a contiguous part: count 1, block n). */
+ * apart, from start (a contiguous part: count 1, block n), and where tail > 0
+ * one more block of tail elements at tail_start (an irregular selection: the
+ * union of the regular one and the tail). */
 typedef struct {
     long long total;     /* elements of the dataset */
     long long start, stride, count, block;
+    long long tail_start, tail;
 } selection_t;
+long long selection_elements(const selection_t *s);
 
 /* one HDF5 transfer of this rank's records of the 1-d dataset "data" */
 enum xfer_mode { X_CREATE, X_UPDATE, X_READ };
@@ -61,6 +65,9 @@ typedef struct {
     int deflate;         /* > 0: deflate filter at this level (chunked only) */
 } xfer_t;
 int h5_transfer(run_t *r, const xfer_t *x, enum xfer_mode mode, void *buf);
+
+/* vds.c: the file of a virtual dataset "vds" of dcpl's mappings (vds, vds-open) */
+int create_vds_file(const options_t *o, const char *path, hid_t vspace, hid_t dcpl);
 
 /* the write / read (/ write_subset) sequence of the compound and convert paths */
 typedef struct {

@@ -68,7 +68,7 @@ static double vds_value(long long G, int salt)
 static int write_sources(run_t *r, int salt)
 {
     const options_t *o = r->o;
-    xfer_t x = {NULL, H5T_NATIVE_DOUBLE, H5T_NATIVE_DOUBLE, {0, 0, 1, 1, 0}, 0, 0};
+    xfer_t x = {NULL, H5T_NATIVE_DOUBLE, H5T_NATIVE_DOUBLE, {0}, 0, 0};
     contiguous_selection(&x.sel, L);
     for (long long s = 0; s < o->objects; s++) {
         for (long long i = 0; i < L; i++)
@@ -80,15 +80,38 @@ static int write_sources(run_t *r, int salt)
     return fsync_files(src_names, (int)o->objects);
 }
 
-static int create_vds(run_t *r)
+/* PATH holding the virtual dataset "vds" of DCPL's mappings over VSPACE (its
+ * selection is set to all), closed and fsynced; vds-open's file too */
+int create_vds_file(const options_t *o, const char *path, hid_t vspace, hid_t dcpl)
 {
     int closed = 0;
-    const options_t *o = r->o;
-    hsize_t per_src = (hsize_t)(L * g_size), total = per_src * (hsize_t)o->objects;
-    hid_t fapl = -1, fid = -1, dcpl = -1, vspace = -1, sspace = -1, d = -1;
+    hid_t fapl = -1, fid = -1, d = -1;
     if ((fapl = make_fapl(o)) < 0)
         goto fail;
-    H5CHK(fid, H5Fcreate(vds_name, H5F_ACC_TRUNC, H5P_DEFAULT, fapl));
+    H5CHK(fid, H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl));
+    H5DO(H5Sselect_all(vspace));
+    H5CHK(d, H5Dcreate2(fid, "vds", H5T_NATIVE_DOUBLE, vspace, H5P_DEFAULT, dcpl, H5P_DEFAULT));
+    H5CLOSE(H5Dclose, d);
+    closed = 1;
+    if (close_written_file(&fid, path) < 0)
+        goto fail;
+    H5Pclose(fapl);
+    return fsync_path(path);
+fail:
+    H5QUIET(H5Dclose, d);
+    if (!closed)   /* as every rank on the success path does */
+        close_written_file(&fid, path);
+    H5QUIET(H5Fclose, fid);
+    H5QUIET(H5Pclose, fapl);
+    return -1;
+}
+
+static int create_vds(run_t *r)
+{
+    const options_t *o = r->o;
+    hsize_t per_src = (hsize_t)(L * g_size), total = per_src * (hsize_t)o->objects;
+    hid_t dcpl = -1, vspace = -1, sspace = -1;
+    int rc = -1;
     H5CHK(vspace, H5Screate_simple(1, &total, NULL));
     H5CHK(sspace, H5Screate_simple(1, &per_src, NULL));
     H5CHK(dcpl, H5Pcreate(H5P_DATASET_CREATE));
@@ -97,32 +120,17 @@ static int create_vds(run_t *r)
         H5DO(H5Sselect_hyperslab(vspace, H5S_SELECT_SET, &start, NULL, &per_src, NULL));
         H5DO(H5Pset_virtual(dcpl, vspace, src_names[s], "data", sspace));
     }
-    H5DO(H5Sselect_all(vspace));
-    H5CHK(d, H5Dcreate2(fid, "vds", H5T_NATIVE_DOUBLE, vspace, H5P_DEFAULT, dcpl, H5P_DEFAULT));
-    H5CLOSE(H5Dclose, d);
-    closed = 1;
-    if (close_written_file(&fid, vds_name) < 0)
-        goto fail;
-    H5Pclose(dcpl);
-    H5Sclose(sspace);
-    H5Sclose(vspace);
-    H5Pclose(fapl);
-    return fsync_path(vds_name);
+    rc = create_vds_file(o, vds_name, vspace, dcpl);
 fail:
-    H5QUIET(H5Dclose, d);
-    if (!closed)   /* as every rank on the success path does */
-        close_written_file(&fid, vds_name);
-    H5QUIET(H5Fclose, fid);
     H5QUIET(H5Pclose, dcpl);
     H5QUIET(H5Sclose, sspace);
     H5QUIET(H5Sclose, vspace);
-    H5QUIET(H5Pclose, fapl);
-    return -1;
+    return rc;
 }
 
 static int read_vds(run_t *r)
 {
-    xfer_t x = {vds_name, -1, H5T_NATIVE_DOUBLE, {0, 0, 1, 1, 0}, 0, 0};
+    xfer_t x = {vds_name, -1, H5T_NATIVE_DOUBLE, {0}, 0, 0};
     hid_t fapl = -1, dxpl = H5P_DEFAULT, fid = -1, d = -1, fspace = -1, mspace = -1;
     hsize_t start, n;
     contiguous_selection(&x.sel, L * r->o->objects);
