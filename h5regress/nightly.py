@@ -54,8 +54,9 @@ too: this process is their subreaper) gets SIGTERM and, 10 s later, SIGKILL;
 then the exit code is 4 (ERROR) and no verdict is written. A signal during the final
 gate waits for it (seconds), so that its JSON, report and history night agree.
 
-The exit code is the gate's: 0 PASS, 1 FAIL, 2 INCONCLUSIVE, 3 DEGRADED, 4 ERROR;
-a usage error, a failure of the script itself and a signal are ERROR too.
+The exit code is the gate's: 0 PASS, 1 FAIL, 2 INCONCLUSIVE, 3 DEGRADED, 4 ERROR,
+5 NO-SLOWDOWN-SEEN; a failure of the script itself and a signal are ERROR too; a wrong
+command line is 64 (README, "Exit codes").
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ from pathlib import Path
 from h5regress import (atomic, bisectbuild, bisectruns, coverage, darshan, gate, history,
                        manifest, report, runlock)
 from h5regress.bisectsearch import format_text
-from h5regress.cmdline import UsageError, config_files
+from h5regress.cmdline import UsageError, UsageExitParser, config_files, deprecated_alias
 from h5regress.nightprocs import (Interrupted, _state, handle_signals, log, run,
                                   stop_descendants, uninterrupted)
 from h5regress.nightrun import (NIGHT_SELECTION, tests_regex, SETTINGS, STANDIN_IOR_SELECTION,
@@ -159,16 +160,8 @@ def gate_once(baseline: str, candidate: str, args, final: bool) -> int:
     return code
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse whose usage errors exit 4 (ERROR): its own 2 reads as INCONCLUSIVE."""
-
-    def error(self, message: str):   # type: ignore[override]
-        self.print_usage(sys.stderr)
-        self.exit(gate.EXIT_ERROR, f'{self.prog}: error: {message}\n')
-
-
-def build_parser() -> _Parser:
-    ap = _Parser(prog='ci/nightly', description=__doc__,
+def build_parser() -> UsageExitParser:
+    ap = UsageExitParser(prog='ci/nightly', description=__doc__,
                  formatter_class=argparse.RawDescriptionHelpFormatter)
     _build_options(ap)
     _run_options(ap)
@@ -209,11 +202,14 @@ def _run_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument('--margin', type=float,
                     help="gate's tolerated slowdown (default: ci/gate.yaml's)")
     ap.add_argument('--system', help='ReFrame system:partition to run on')
-    ap.add_argument('--config', default=str(SETTINGS),
+    ap.add_argument('--reframe-config', dest='config', default=str(SETTINGS),
                     metavar='REFRAME_FILE[:FILE...]',
                     help='ReFrame configuration files, later ones on top (default '
                     "reframe/config/settings.py); not the gate's YAML: the nightly's gate "
                     'reads ci/gate.yaml')
+    # --config names the gate YAML in gate, report, refs and publish
+    ap.add_argument('--config', dest='config', action=deprecated_alias('--reframe-config'),
+                    help=argparse.SUPPRESS)
 
 
 def _followup_options(ap: argparse.ArgumentParser) -> None:
@@ -254,7 +250,7 @@ def _followup_options(ap: argparse.ArgumentParser) -> None:
 
 
 def parse_args(argv) -> NightRequest:
-    """The night's request from ``ci/nightly``'s command line (usage errors exit 4)."""
+    """The night's request from ``ci/nightly``'s command line (usage errors exit 64)."""
     ap = build_parser()
     args = ap.parse_args(argv)
     if args.pairs < 1 or args.max_pairs < args.pairs:
@@ -270,7 +266,7 @@ def parse_args(argv) -> NightRequest:
                  f'{" and ".join(given)} would be ignored; drop {"them" if len(given) > 1 else "it"}'
                  f' or --stand-in')
     try:
-        args.config_files = config_files(args.config, '--config')
+        args.config_files = config_files(args.config, '--reframe-config')
     except UsageError as err:
         ap.error(str(err))
     # with --stand-in and no --checks, the selection is chosen once the builds say

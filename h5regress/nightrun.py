@@ -46,8 +46,8 @@ STANDIN_SELECTION = ('-n', '^flashio_check')
 
 
 def default_config_files() -> list[str]:
-    """ReFrame's configuration of a night without --config: the project's."""
-    return config_files(str(SETTINGS), '--config')
+    """ReFrame's configuration of a night without --reframe-config: the project's."""
+    return config_files(str(SETTINGS), '--reframe-config')
 
 
 def today() -> str:

@@ -577,8 +577,9 @@ def test_publish_writes_one_site_with_triage_and_plotly_once(gated_night, tmp_pa
     assert 'https://github.com/HDFGroup/hdf5/commit/c15' in metric + regs
     (tmp_path / 'bad.yaml').write_text('- {metric: x, night: y, state: maybe}\n')
     assert report.main_publish(['--history', str(hdir), '--out', str(site),
-                                '--triage', str(tmp_path / 'bad.yaml')]) == 2
-    assert report.main_publish(['--history', str(tmp_path / 'none'), '--out', str(site)]) == 2
+                                '--triage', str(tmp_path / 'bad.yaml')]) == 4
+    assert report.main_publish(['--history', str(tmp_path / 'none'), '--out', str(site)]) == 4
+    assert report.main_publish(['--out', str(site)]) == 64     # no --history: usage
 
 
 def _shoot(html_path, png, size='1200,1400'):
