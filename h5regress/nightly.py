@@ -86,6 +86,7 @@ from h5regress.nightrun import (NIGHT_SELECTION, tests_regex, SETTINGS, STANDIN_
                                 install_environment, resolve_commit, run_once, run_pairs,
                                 standin_checks, start_attempt)
 from h5regress.standins import STANDIN_A, STANDIN_B, build_standins, injected_delay
+from h5regress.report.links import REPO_URL_ENV
 
 
 def look_summary(gate_json: Path, pairs: int, every_metric: bool,
@@ -241,6 +242,9 @@ def _followup_options(ap: argparse.ArgumentParser) -> None:
                     help='persistent history directory (default $H5REGRESS_HISTORY)')
     ap.add_argument('--out', type=Path, default=Path('nightly-out'),
                     help='artifacts directory (default ./nightly-out)')
+    ap.add_argument('--repo-url', metavar='URL',
+                    help='web URL of the HDF5 repository, for the reports\' commit and compare '
+                         f'links (default ${REPO_URL_ENV})')
     ap.add_argument('--night', default=datetime.date.today().isoformat(),
                     type=history.night_id,
                     help="night id (default today; letters, digits, '.', '_', '-'; a night "
@@ -496,9 +500,18 @@ def under_salloc(argv: list[str], args) -> int:
         status.unlink(missing_ok=True)
 
 
+def use_repo_url(url: str | None) -> None:
+    """Every report of the night links commits to ``url``: the gate, the coverage line,
+    the Darshan diff and the bisect write theirs in this process or its children, which
+    all read ${REPO_URL_ENV}."""
+    if url:
+        os.environ[REPO_URL_ENV] = url
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
+    use_repo_url(args.repo_url)
     _state.quiet = args.quiet
     handle_signals()
     try:

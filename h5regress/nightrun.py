@@ -84,6 +84,8 @@ class NightRequest:
     coverage_repo: str | None = None
     setvar: list[str] = field(default_factory=list)
     history: Path | None = field(default_factory=lambda: os.environ.get('H5REGRESS_HISTORY'))
+    #: web URL of the HDF5 repository for the reports' commit and compare links
+    repo_url: str | None = None
     out: Path = Path('nightly-out')
     night: str = field(default_factory=today)
     quiet: bool = False

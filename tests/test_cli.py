@@ -182,3 +182,17 @@ def test_ci_nightly_takes_the_reframe_chain_as_reframe_config(tmp_path, capsys):
     assert old.config_files == [str(chain.resolve())]
     assert 'give --reframe-config' in capsys.readouterr().err
     assert '--reframe-config' in nightly.build_parser().format_help()
+
+
+def test_ci_nightly_passes_repo_url_to_every_report(monkeypatch):
+    """The night's reports (gate, coverage line, Darshan diff, bisect) link commits to
+    --repo-url; before, only $H5REGRESS_REPO_URL did."""
+    from h5regress import nightly
+    from h5regress.report import links
+    monkeypatch.delenv(links.REPO_URL_ENV, raising=False)
+    args = nightly.parse_args(['--stand-in', '--repo-url', 'https://github.com/HDFGroup/hdf5/'])
+    nightly.use_repo_url(args.repo_url)
+    assert links.repo_url() == 'https://github.com/HDFGroup/hdf5'
+    urls = dict(links.commit_urls({'baseline_commit': 'a' * 40, 'candidate_commit': 'b' * 40},
+                                  links.repo_url()))
+    assert urls['candidate commit'] == 'https://github.com/HDFGroup/hdf5/commit/' + 'b' * 40
