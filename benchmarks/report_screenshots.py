@@ -177,16 +177,20 @@ def main(argv=None) -> int:
                          'one in about half the histories, see benchmarks/creep.py)')
     ap.add_argument('--creep-nights', type=int, default=7,
                     help='nights of 1 %% creep up to tonight (7)')
+    ap.add_argument('--nights-only', action='store_true',
+                    help='only the --night directories: no simulated night, no dashboard')
     args = ap.parse_args(argv)
     args.outdir.mkdir(parents=True, exist_ok=True)
-    pages = {case: simulate(args.outdir, case, seed, args.creep_nights)
-             for case, seed in (('aa', args.seed), ('fail', args.seed + 1),
-                                ('creep', args.creep_seed))}
+    pages = {} if args.nights_only else {
+        case: simulate(args.outdir, case, seed, args.creep_nights)
+        for case, seed in (('aa', args.seed), ('fail', args.seed + 1), ('creep', args.creep_seed))}
     for d in args.night:
         pages[f'night-{d.name}'] = real_night(args.outdir, d)
     for name, page in pages.items():
         screenshot(page, args.outdir / f'{name}.png', '1400,900')
         screenshot(page, args.outdir / f'{name}-full.png', '1400,2600')
+    if args.nights_only:
+        return 0
     site = args.outdir / 'site'
     # the FAIL case's history with tonight in it (a copy: the reports exclude tonight)
     hist = args.outdir / 'fail' / 'site-history'

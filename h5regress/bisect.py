@@ -43,8 +43,8 @@ by commit; a second run with the same arguments and work directory goes on
 where the first stopped, without building or running a finished step again.
 
 Exit codes: 0 the first bad commit found, 1 only a range (skipped commits in the
-way), 2 stopped by ``--steps`` before the end (run it again to go on), 4 ERROR
-(bad usage, no good build, unreadable state, a --bad the gate does not FAIL).
+way), 4 ERROR (no good build, unreadable state, a --bad the gate does not FAIL),
+64 bad usage, 75 stopped by ``--steps`` before the end (run it again to go on).
 """
 
 from __future__ import annotations
@@ -61,16 +61,16 @@ from h5regress.bisectbuild import BisectError, local_repo, resolve
 from h5regress.bisectsearch import STATE_FILE, format_text
 from h5regress.bisectruns import (DEFAULT_MAX, DEFAULT_MORE, DEFAULT_PAIRS, BisectRequest,
                                   run_bisect)
-from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
+from h5regress.cmdline import EXIT_ERROR, EXIT_RESUMABLE, ArgParser, parse_args
 from h5regress.nightprocs import Interrupted, handle_signals, stop_descendants
 
 
-#: exit code of a run stopped by --steps before the search ended
-EXIT_STOPPED = 2
+#: exit code of a run stopped by --steps before the search ended (not 2, INCONCLUSIVE)
+EXIT_STOPPED = EXIT_RESUMABLE
 
 
 class Stopped(Exception):
-    """--steps N steps done, the search not finished (exit 2; the state file resumes)."""
+    """--steps N steps done, the search not finished (exit 75; the state file resumes)."""
 
 
 # ------------------------------------------------------------------ CLI
@@ -113,7 +113,7 @@ def build_parser() -> ArgParser:
                         'build), so that timed runs of others sharing the machine wait, as '
                         'flock(1) FILE does')
     p.add_argument('--steps', type=int, metavar='N',
-                   help='stop after N steps of this run (exit 2), e.g. to hold a measurement '
+                   help='stop after N steps of this run (exit 75), e.g. to hold a measurement '
                         'lock one step at a time; the same command goes on from the state file')
     p.add_argument('--coverage-map', type=Path, metavar='MAP',
                    help='coverage map of --bad\'s commit (h5regress coverage run): without '

@@ -11,11 +11,12 @@
     h5regress coverage ...           which HDF5 functions each row executes; changed ones no row runs
     h5regress replay ...             a regression of regressions/ replayed: caught or missed
 
-Exit codes of ``parse`` and ``perflog``: 0 all runs parsed; 1 some output shows a
-failed or incomplete run (named on stderr; the good ones are still printed); 2 usage,
-unreadable or missing input, or a summary file that alone cannot show its run
-succeeded (``parse``: without the run's stdout/stderr beside it, unless
-``--trust-summary``).
+Exit codes (one convention for every command: README, "Exit codes"); ``parse`` and
+``perflog``: 0 all runs parsed; 1 some output shows a failed or incomplete run (named
+on stderr; the good ones are still printed); 4 unreadable, missing or malformed input,
+or a summary file that alone cannot show its run succeeded (``parse``: without the
+run's stdout/stderr beside it, unless ``--trust-summary``); 64 a wrong command line
+(an unknown tool included).
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ import os
 import sys
 
 from h5regress.buildid import NO_BUILD
+from h5regress.cmdline import EXIT_ERROR, EXIT_USAGE, UsageExitParser
 from h5regress.parsers import ParseError, RunFailed, parser_for, tools
 
 #: largest file ``parse`` reads: a tool's output is far smaller; benchmark data files (in
-#: a run directory) are skipped, a file named on the command line is refused (exit 2)
+#: a run directory) are skipped, a file named on the command line is refused (exit 4)
 MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 
 
@@ -121,25 +123,28 @@ def file_failure(path: str, files: dict[str, str], parser, tool: str,
 def cmd_parse(args) -> int:
     try:
         parser = parser_for(args.tool)
-    except (ParseError, ImportError) as err:
+    except ParseError as err:       # an unknown tool
         print(f'h5regress parse: {err}', file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    except ImportError as err:
+        print(f'h5regress parse: {err}', file=sys.stderr)
+        return EXIT_ERROR
     status = 0
     for path in args.paths:
         try:
             files = read_outputs(path, parser.wanted)
         except OSError as err:
             print(f'h5regress parse: {err}', file=sys.stderr)
-            status = 2
+            status = EXIT_ERROR
             continue
         except MemoryError:
             print(f'h5regress parse: {path}: out of memory reading it: not read',
                   file=sys.stderr)
-            status = 2
+            status = EXIT_ERROR
             continue
         if not files:
             print(f'h5regress parse: {path}: no {args.tool} output found', file=sys.stderr)
-            status = max(status, 2)
+            status = EXIT_ERROR
             continue
         try:
             if os.path.isfile(path):
@@ -147,7 +152,7 @@ def cmd_parse(args) -> int:
             runs = parser.parse(files)
         except SummaryUnproven as err:
             print(f'h5regress parse: {err}', file=sys.stderr)
-            status = 2
+            status = EXIT_ERROR
             continue
         except RunFailed as err:
             print(f'h5regress parse: {path}: failed run: {err}', file=sys.stderr)
@@ -155,7 +160,7 @@ def cmd_parse(args) -> int:
             continue
         except ParseError as err:
             print(f'h5regress parse: {path}: {err}', file=sys.stderr)
-            status = 2
+            status = EXIT_ERROR
             continue
         for run in runs:
             for record in run.to_records(hdf5_build=args.hdf5_build,
@@ -170,7 +175,7 @@ def cmd_perflog(args) -> int:
     for path in missing:
         print(f'h5regress perflog: {path}: no such file or directory', file=sys.stderr)
     if missing:
-        return 2
+        return EXIT_ERROR
     records, problems = perflog.read(args.paths)
     for record in records:
         print(record.to_json())
@@ -208,8 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         module, func = DELEGATED[argv[0]]
         return getattr(importlib.import_module(module), func)(argv[1:])
 
-    ap = argparse.ArgumentParser(prog='h5regress', description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = UsageExitParser(prog='h5regress', description=__doc__,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--version', action='version', version=f'h5regress {package_version()}')
     sub = ap.add_subparsers(dest='command', required=True)
     p = sub.add_parser('parse', help='outputs made outside ReFrame -> records')

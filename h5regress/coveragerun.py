@@ -336,7 +336,7 @@ def _parser():
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Exit codes: 0 done, 4 bad input or a failed step (named on stderr)."""
+    """Exit codes: 0 done, 4 bad input or a failed step (named on stderr), 64 usage."""
     from h5regress.cmdline import parse_args
     args, code = parse_args(_parser(), argv)
     if args is None:

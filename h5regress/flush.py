@@ -17,6 +17,8 @@ import re
 import sys
 import time
 
+from h5regress.cmdline import EXIT_USAGE
+
 MARK = 'h5regress-flush:'
 FAILED_MARK = 'h5regress-flush-failed:'
 _LINE = re.compile(rf'^{MARK} seconds=(\S+) bytes=(\d+) files=(\d+)$', re.M)
@@ -52,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print('usage: python -m h5regress.flush DIR', file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     try:
         seconds, size, files = flush_tree(args[0])
     except OSError as err:

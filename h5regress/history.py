@@ -108,7 +108,7 @@ ATTEMPT_MARK = '+'
 
 def night_id(text: str) -> str:
     """``text`` if it is a valid night id, else an error saying what is allowed (an
-    argparse ``type``: exit 2 naming the value)."""
+    argparse ``type``: a usage error naming the value, exit 64)."""
     if not NIGHT_ID.fullmatch(text):
         raise argparse.ArgumentTypeError(f'night id {text!r} is not allowed: use 1-100 letters, digits, '
                          f"'.', '_' or '-', starting with a letter or digit (a night id "

@@ -16,7 +16,6 @@ by path, before any virtualenv exists.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import os
@@ -25,6 +24,7 @@ import shlex
 import sys
 
 from h5regress import atomic
+from h5regress.cmdline import EXIT_ERROR, EXIT_USAGE, UsageExitParser
 from h5regress.manifestgen import (  # noqa: F401  (re-exported)
     TOOL_LAYOUT, find_spack, from_spack, generate,
 )
@@ -280,7 +280,7 @@ def wrap_tools(tools: dict, dst_dir: pathlib.Path, exports: list[str], comment: 
 
 def main_write(argv: list[str] | None = None) -> int:
     """h5regress manifest write [--env DIR] [--output PATH]"""
-    ap = argparse.ArgumentParser(
+    ap = UsageExitParser(
         prog="h5regress manifest write",
         description="Generate the manifest from an installed Spack environment "
         "(spack -e ENV find --json) and write it atomically.",
@@ -302,7 +302,7 @@ def main_write(argv: list[str] | None = None) -> int:
         write(out, manifest)
     except ManifestError as e:
         print(f"h5regress manifest write: error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_ERROR
     print(f"wrote {out}: {len(manifest['builds'])} HDF5 builds "
           f"({', '.join(manifest['builds'])})")
     return 0
@@ -310,8 +310,8 @@ def main_write(argv: list[str] | None = None) -> int:
 
 def main_show(argv: list[str] | None = None) -> int:
     """h5regress manifest show [PATH] [--json]"""
-    ap = argparse.ArgumentParser(prog="h5regress manifest show",
-                                 description="Validate the manifest and list its builds and tools.")
+    ap = UsageExitParser(prog="h5regress manifest show",
+                         description="Validate the manifest and list its builds and tools.")
     ap.add_argument("path", nargs="?", default=None,
                     help="manifest (default: $H5REGRESS_MANIFEST, else spack-env/manifest.json)")
     ap.add_argument("--json", action="store_true", help="print the builds as JSON")
@@ -321,7 +321,7 @@ def main_show(argv: list[str] | None = None) -> int:
         builds = load(path)
     except ManifestError as e:
         print(f"h5regress manifest show: error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_ERROR
     if args.json:
         json.dump({k: dataclasses.asdict(b) for k, b in builds.items()}, sys.stdout, indent=2)
         print()
@@ -356,8 +356,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv in (["-h"], ["--help"]):
         print(usage)
         return 0
-    print(usage, file=sys.stderr)
-    return 2
+    print(f"{usage}\n\nh5regress manifest: error: give write or show, not {argv[:1]}",
+          file=sys.stderr)
+    return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -54,8 +54,9 @@ too: this process is their subreaper) gets SIGTERM and, 10 s later, SIGKILL;
 then the exit code is 4 (ERROR) and no verdict is written. A signal during the final
 gate waits for it (seconds), so that its JSON, report and history night agree.
 
-The exit code is the gate's: 0 PASS, 1 FAIL, 2 INCONCLUSIVE, 3 DEGRADED, 4 ERROR;
-a usage error, a failure of the script itself and a signal are ERROR too.
+The exit code is the gate's: 0 PASS, 1 FAIL, 2 INCONCLUSIVE, 3 DEGRADED, 4 ERROR,
+5 NO-SLOWDOWN-SEEN; a failure of the script itself and a signal are ERROR too; a wrong
+command line is 64 (README, "Exit codes").
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ from pathlib import Path
 from h5regress import (atomic, bisectbuild, bisectruns, buildid, coverage, darshan, gate,
                        history, manifest, report, runlock)
 from h5regress.bisectsearch import format_text
-from h5regress.cmdline import UsageError, config_files
+from h5regress.cmdline import UsageError, UsageExitParser, config_files, deprecated_alias
 from h5regress.nightprocs import (Interrupted, _state, handle_signals, log, run,
                                   stop_descendants, uninterrupted)
 from h5regress.nightrun import (NIGHT_SELECTION, tests_regex, SETTINGS, STANDIN_IOR_SELECTION,
@@ -85,6 +86,7 @@ from h5regress.nightrun import (NIGHT_SELECTION, tests_regex, SETTINGS, STANDIN_
                                 choose_builds, install_environment, resolve_commit, run_once,
                                 run_pairs, standin_checks, start_attempt)
 from h5regress.standins import STANDIN_A, STANDIN_B, build_standins, injected_delay
+from h5regress.report.links import REPO_URL_ENV
 
 
 def look_summary(gate_json: Path, pairs: int, every_metric: bool,
@@ -161,16 +163,8 @@ def gate_once(baseline: str, candidate: str, args, final: bool) -> int:
     return code
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse whose usage errors exit 4 (ERROR): its own 2 reads as INCONCLUSIVE."""
-
-    def error(self, message: str):   # type: ignore[override]
-        self.print_usage(sys.stderr)
-        self.exit(gate.EXIT_ERROR, f'{self.prog}: error: {message}\n')
-
-
-def build_parser() -> _Parser:
-    ap = _Parser(prog='ci/nightly', description=__doc__,
+def build_parser() -> UsageExitParser:
+    ap = UsageExitParser(prog='ci/nightly', description=__doc__,
                  formatter_class=argparse.RawDescriptionHelpFormatter)
     _build_options(ap)
     _run_options(ap)
@@ -211,11 +205,14 @@ def _run_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument('--margin', type=float,
                     help="gate's tolerated slowdown (default: ci/gate.yaml's)")
     ap.add_argument('--system', help='ReFrame system:partition to run on')
-    ap.add_argument('--config', default=str(SETTINGS),
+    ap.add_argument('--reframe-config', dest='config', default=str(SETTINGS),
                     metavar='REFRAME_FILE[:FILE...]',
                     help='ReFrame configuration files, later ones on top (default '
                     "reframe/config/settings.py); not the gate's YAML: the nightly's gate "
                     'reads ci/gate.yaml')
+    # --config names the gate YAML in gate, report, refs and publish
+    ap.add_argument('--config', dest='config', action=deprecated_alias('--reframe-config'),
+                    help=argparse.SUPPRESS)
 
 
 def _followup_options(ap: argparse.ArgumentParser) -> None:
@@ -247,6 +244,9 @@ def _followup_options(ap: argparse.ArgumentParser) -> None:
                     help='persistent history directory (default $H5REGRESS_HISTORY)')
     ap.add_argument('--out', type=Path, default=Path('nightly-out'),
                     help='artifacts directory (default ./nightly-out)')
+    ap.add_argument('--repo-url', metavar='URL',
+                    help='web URL of the HDF5 repository, for the reports\' commit and compare '
+                         f'links (default ${REPO_URL_ENV})')
     ap.add_argument('--night', default=datetime.date.today().isoformat(),
                     type=history.night_id,
                     help="night id (default today; letters, digits, '.', '_', '-'; a night "
@@ -256,7 +256,7 @@ def _followup_options(ap: argparse.ArgumentParser) -> None:
 
 
 def parse_args(argv) -> NightRequest:
-    """The night's request from ``ci/nightly``'s command line (usage errors exit 4)."""
+    """The night's request from ``ci/nightly``'s command line (usage errors exit 64)."""
     ap = build_parser()
     args = ap.parse_args(argv)
     if args.pairs < 1 or args.max_pairs < args.pairs:
@@ -272,7 +272,7 @@ def parse_args(argv) -> NightRequest:
                  f'{" and ".join(given)} would be ignored; drop {"them" if len(given) > 1 else "it"}'
                  f' or --stand-in')
     try:
-        args.config_files = config_files(args.config, '--config')
+        args.config_files = config_files(args.config, '--reframe-config')
     except UsageError as err:
         ap.error(str(err))
     # with --stand-in and no --checks, the selection is chosen once the builds say
@@ -503,9 +503,18 @@ def under_salloc(argv: list[str], args) -> int:
         status.unlink(missing_ok=True)
 
 
+def use_repo_url(url: str | None) -> None:
+    """Every report of the night links commits to ``url``: the gate, the coverage line,
+    the Darshan diff and the bisect write theirs in this process or its children, which
+    all read ${REPO_URL_ENV}."""
+    if url:
+        os.environ[REPO_URL_ENV] = url
+
+
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
+    use_repo_url(args.repo_url)
     _state.quiet = args.quiet
     handle_signals()
     try:

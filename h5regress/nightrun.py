@@ -47,8 +47,8 @@ STANDIN_SELECTION = ('-n', '^flashio_check')
 
 
 def default_config_files() -> list[str]:
-    """ReFrame's configuration of a night without --config: the project's."""
-    return config_files(str(SETTINGS), '--config')
+    """ReFrame's configuration of a night without --reframe-config: the project's."""
+    return config_files(str(SETTINGS), '--reframe-config')
 
 
 def today() -> str:
@@ -85,6 +85,8 @@ class NightRequest:
     coverage_repo: str | None = None
     setvar: list[str] = field(default_factory=list)
     history: Path | None = field(default_factory=lambda: os.environ.get('H5REGRESS_HISTORY'))
+    #: web URL of the HDF5 repository for the reports' commit and compare links
+    repo_url: str | None = None
     out: Path = Path('nightly-out')
     night: str = field(default_factory=today)
     quiet: bool = False

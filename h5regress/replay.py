@@ -25,8 +25,8 @@ archive`` a commit whole: the Spack builder's source mirror gets each commit's
 tarball without the missing files (:func:`source_tarball`), which a build does
 not need.
 
-Exit codes: 0 done, 1 a fix or control replay FAILed (a false alarm), 2 bad
-usage, 4 error (a case without commits to replay, a baseline that does not build).
+Exit codes: 0 done, 1 a fix or control replay FAILed (a false alarm), 4 error (a
+case without commits to replay, a baseline that does not build), 64 bad usage.
 """
 
 from __future__ import annotations

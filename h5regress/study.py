@@ -39,13 +39,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 # nightprocs: the nightly's handling of children (process groups, signals, leftovers)
 from h5regress import atomic, nightprocs, nightrun, runreport, stats, tools
-from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
+from h5regress.cmdline import EXIT_ERROR, EXIT_USAGE, ArgParser, parse_args
 from h5regress.record import Record
 
 REPO = Path(__file__).resolve().parents[1]
@@ -484,7 +484,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.runs = args.runs or study.default_runs
     if args.runs < 1:
         print(f'h5regress study: --runs must be >= 1, got {args.runs}', file=sys.stderr)
-        return EXIT_ERROR
+        return EXIT_USAGE
     builds = tools.builds()
     args.build = args.build or builds[0]
     if args.build not in builds:

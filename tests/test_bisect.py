@@ -398,7 +398,7 @@ def test_the_nightly_bisects_only_the_failing_tests_with_their_tools_and_mirrors
 
 
 def test_steps_stops_a_run_and_the_same_command_goes_on(tmp_path, capsys):
-    """--steps N (one step per hold of the measurement lock): exit 2 after N steps with
+    """--steps N (one step per hold of the measurement lock): exit 75 after N steps with
     more to go; the same command goes on; the answer is the one of a whole run."""
     shas = standin_repo(tmp_path, planted=11)
     codes = []

@@ -362,12 +362,12 @@ def test_exit_codes(tmp_path, capsys):
     assert cli(tmp_path, paired(4, 1.0)) == 2
     # nothing gated (only fio): ERROR
     assert cli(tmp_path, paired(5, 1.0, tool='fio', metric='bw')) == 4
-    # usage errors are 4, never argparse's 2 (= INCONCLUSIVE)
-    assert gate.main_gate(['--baseline', BASE]) == 4
-    assert gate.main_gate(['--bogus']) == 4
+    # usage errors are 64 (EX_USAGE), never argparse's 2 (= INCONCLUSIVE); input is 4
+    assert gate.main_gate(['--baseline', BASE]) == 64
+    assert gate.main_gate(['--bogus']) == 64
     assert gate.main_gate(['--baseline', BASE, '--candidate', CAND,
                            '--records', str(tmp_path / 'missing.jsonl')]) == 4
-    assert gate.main_gate(['--baseline', BASE, '--candidate', BASE, '--records', 'x']) == 4
+    assert gate.main_gate(['--baseline', BASE, '--candidate', BASE, '--records', 'x']) == 64
     assert gate.main_gate(['--help']) == 0
     assert 'exit codes' in capsys.readouterr().out
 
@@ -375,7 +375,7 @@ def test_exit_codes(tmp_path, capsys):
 def test_looks_are_validated_on_the_command_line_and_in_the_config(tmp_path, capsys):
     assert gate.looks_arg('10,15,20') == [10, 15, 20]
     assert cli(tmp_path, paired(20, 0.7), '--looks', '10,15,20') == 1
-    assert cli(tmp_path, paired(20, 0.7), '--looks', '20,10') == 4
+    assert cli(tmp_path, paired(20, 0.7), '--looks', '20,10') == 64
     assert 'increasing' in capsys.readouterr().err
     cfg = tmp_path / 'gate.yaml'
     cfg.write_text('looks: [10, ten]\n')
@@ -638,7 +638,7 @@ def test_a_gate_request_carries_the_margin_as_a_float_to_the_verdict(tmp_path, c
     result = json.loads(out.read_text())
     assert result['config']['margin'] == 0.2 and isinstance(result['config']['margin'], float)
     assert result['config']['looks'] == [10, 15, 20]
-    assert gate.gate_request(dataclasses.replace(request, candidate=BASE)) == gate.EXIT_ERROR
+    assert gate.gate_request(dataclasses.replace(request, candidate=BASE)) == gate.EXIT_USAGE
     assert 'both name' in capsys.readouterr().err
 
 

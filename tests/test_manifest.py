@@ -451,14 +451,14 @@ def test_main_write_reports_errors(env, tmp_path, capsys):
     bad = tmp_path / "spack-bad"
     bad.write_text("#!/bin/sh\necho '==> Error: no environment' >&2\nexit 1\n")
     bad.chmod(0o755)
-    assert mf.main(["write", "--env", str(env_dir), "--spack", str(bad)]) == 2
+    assert mf.main(["write", "--env", str(env_dir), "--spack", str(bad)]) == 4
     err = capsys.readouterr().err
     assert "h5regress manifest write: error:" in err and "no environment" in err
     assert not (env_dir / "manifest.json").exists()
 
 
 def test_show_reports_a_missing_manifest(tmp_path, capsys):
-    assert mf.main(["show", str(tmp_path / "none.json")]) == 2
+    assert mf.main(["show", str(tmp_path / "none.json")]) == 4
     assert "no manifest" in capsys.readouterr().err
 
 

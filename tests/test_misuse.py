@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from h5regress import gate, nightly
+from h5regress.cmdline import EXIT_USAGE
 from reframe_run import REPO, SETTINGS
 from test_gate import BASE, CAND, paired, write_jsonl
 
@@ -45,8 +46,8 @@ def test_a_missing_perflog_folder_is_error_not_one_malformed_line(tmp_path, caps
 ])
 def test_an_unset_or_missing_site_config_is_error(tmp_path, capsys, chain, message):
     with pytest.raises(SystemExit) as stop:
-        nightly.parse_args(['--stand-in', '--out', str(tmp_path), '--config', chain])
-    assert stop.value.code == gate.EXIT_ERROR
+        nightly.parse_args(['--stand-in', '--out', str(tmp_path), '--reframe-config', chain])
+    assert stop.value.code == EXIT_USAGE
     assert message in capsys.readouterr().err
 
 
@@ -55,7 +56,7 @@ def test_the_config_chain_reaches_reframe_whole(tmp_path):
     site = tmp_path / 'site.py'
     site.write_text(SETTINGS.read_text())
     args = nightly.parse_args(['--stand-in', '--out', str(tmp_path),
-                               '--config', f'{SETTINGS}:{site}'])
+                               '--reframe-config', f'{SETTINGS}:{site}'])
     assert args.config_files == [str(SETTINGS), str(site)]
 
 
@@ -98,7 +99,7 @@ def test_the_night_under_salloc_returns_its_own_exit_code(tmp_path, monkeypatch)
 def test_run_suite_names_an_empty_member_of_its_config_chain():
     out = subprocess.run([str(REPO / 'ci' / 'run-suite'), '-C', 'reframe/config/settings.py:',
                           '-l'], cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 2, out.stdout[-2000:]
+    assert out.returncode == EXIT_USAGE, out.stdout[-2000:]
     assert "'reframe/config/settings.py:': file 2 of the chain is empty" in out.stderr
 
 
@@ -195,7 +196,7 @@ def h5regress(*args):
 def test_perflog_of_a_missing_path_is_an_error_naming_it(tmp_path):
     missing = tmp_path / 'no-such-perflogs'
     out = h5regress('perflog', str(missing))
-    assert out.returncode == 2 and out.stdout == ''
+    assert out.returncode == gate.EXIT_ERROR and out.stdout == ''
     assert f'{missing}: no such file or directory' in out.stderr
 
 
@@ -224,7 +225,7 @@ def test_run_suite_with_a_manifest_variable_naming_no_file_stops_before_running(
     out = subprocess.run([str(REPO / 'ci' / 'run-suite'), '-n', 'fio_check', '-l'], cwd=REPO,
                          env={**os.environ, 'H5REGRESS_MANIFEST': str(missing)},
                          capture_output=True, text=True, timeout=120)
-    assert out.returncode == 2, out.stdout[-2000:]
+    assert out.returncode == gate.EXIT_ERROR, out.stdout[-2000:]
     assert f'H5REGRESS_MANIFEST={missing}: no such file' in out.stderr
     assert 'Found' not in out.stdout          # ReFrame never started
 
@@ -242,7 +243,7 @@ def test_run_suite_refuses_a_setvar_no_selected_check_has(tmp_path, setting, nam
                           '-o', str(tmp_path / 'output')], cwd=REPO,
                          env={**os.environ, 'H5REGRESS_MANIFEST': 'none'},
                          capture_output=True, text=True, timeout=300)
-    assert out.returncode == 2, out.stdout[-2000:]
+    assert out.returncode == EXIT_USAGE, out.stdout[-2000:]
     assert f'-S {named}: no such variable in the selected checks' in out.stderr
     assert not (tmp_path / 'stage').exists()
 
@@ -269,16 +270,16 @@ def test_study_analyse_only_of_an_empty_folder_is_an_error_writing_nothing(tmp_p
     assert list(tmp_path.iterdir()) == []
 
 
-def test_run_suite_exits_2_on_an_invalid_reference_file(monkeypatch, capsys):
-    """README: before anything runs ci/run-suite exits 2 when a reference file is
-    invalid; it returned `h5regress refs --check`'s ERROR, 4."""
+def test_run_suite_exits_4_on_an_invalid_reference_file(monkeypatch, capsys):
+    """README: before anything runs ci/run-suite exits 4 (bad input) when a reference
+    file is invalid."""
     module = run_suite_module()
     monkeypatch.setattr(module.subprocess, 'run',
                         lambda *a, **k: subprocess.CompletedProcess(a, 4))
     monkeypatch.setattr(module.os, 'execve', lambda *a: pytest.fail('ReFrame started'))
     with pytest.raises(SystemExit) as stop:
         module.main(['-l'])
-    assert stop.value.code == 2
+    assert stop.value.code == gate.EXIT_ERROR
     assert 'reference files in reframe/config/references are invalid' in \
         capsys.readouterr().err
 
@@ -290,7 +291,7 @@ def test_run_suite_says_why_the_build_checks_select_nothing(tmp_path):
     from test_reliability import run_suite
     out = run_suite(['-n', 'ior_build_check'], tmp_path,
                     env={'H5REGRESS_MANIFEST': str(one_build_manifest(tmp_path))})
-    assert out.returncode == 2, out.stdout[-2000:]
+    assert out.returncode == EXIT_USAGE, out.stdout[-2000:]
     assert 'no check matches the selection -n ior_build_check' in out.stderr
     assert 'ior_build_check: the Spack manifest has HDF5 builds: ior_check runs its ior' \
         in out.stderr

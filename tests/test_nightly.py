@@ -422,9 +422,9 @@ def test_a_candidate_that_breaks_a_row_stops_the_loop_with_an_error(tmp_path, mo
 ])
 def test_stand_in_refuses_the_builds_it_would_ignore(capsys, extra, named):
     """--stand-in runs its own builds: a --baseline-build/--candidate-build beside it was
-    silently ignored (issue 31); a usage error now, exit 4 as the nightly's others."""
+    silently ignored (issue 31); a usage error now, exit 64 as the nightly's others."""
     from h5regress import nightly as nightly_mod
     with pytest.raises(SystemExit) as err:
         nightly_mod.parse_args(['--stand-in', *extra])
-    assert err.value.code == 4
+    assert err.value.code == 64
     assert named in capsys.readouterr().err

@@ -230,7 +230,7 @@ def test_a_non_number_is_a_parse_error(spelling, tmp_path):
     (tmp_path / 'fio.json').write_text(text)
     out = subprocess.run([sys.executable, '-m', 'h5regress.cli', 'parse', 'fio',
                           str(tmp_path / 'fio.json')], capture_output=True, text=True)
-    assert out.returncode == 2 and 'not a number' in out.stderr and out.stdout == ''
+    assert out.returncode == 4 and 'not a number' in out.stderr and out.stdout == ''
     # where no record reads it, fio's non-number is no failure
     fine = case_files('seq-write-direct')['stdout.txt'].replace(
         '"bw_dev" : 0.000000,', f'"bw_dev" : {spelling},', 1)

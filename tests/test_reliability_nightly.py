@@ -105,7 +105,7 @@ def test_two_nightlies_cannot_share_an_out_directory(tmp_path):
 def test_a_usage_error_is_error_not_inconclusive(capsys):
     with pytest.raises(SystemExit) as ex:
         nightly.parse_args(['--stand-in', '--pairs', '5', '--max-pairs', '3'])
-    assert ex.value.code == gate.EXIT_ERROR
+    assert ex.value.code == 64      # EX_USAGE: neither INCONCLUSIVE (2) nor ERROR (4)
     assert 'need 1 <= --pairs <= --max-pairs' in capsys.readouterr().err
 
 

@@ -102,7 +102,7 @@ def test_a_night_id_with_path_characters_is_refused(tmp_path, capsys, night):
     with pytest.raises(history.HistoryError, match='is not allowed'):
         history.write_night(tmp_path, *night_lines(night, 4, 100.0))
     assert gate.main_gate(['--baseline', 'a', '--candidate', 'b', '--records', 'x',
-                           '--night', night]) == 4      # gate's usage errors
+                           '--night', night]) == 64     # gate's usage errors
     assert f'night id {night!r} is not allowed' in capsys.readouterr().err
     history.write_night(tmp_path, *night_lines('a_b', 4, 100.0))
     assert history.load(tmp_path).night_ids() == ['a_b']

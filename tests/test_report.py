@@ -577,8 +577,9 @@ def test_publish_writes_one_site_with_triage_and_plotly_once(gated_night, tmp_pa
     assert 'https://github.com/HDFGroup/hdf5/commit/c15' in metric + regs
     (tmp_path / 'bad.yaml').write_text('- {metric: x, night: y, state: maybe}\n')
     assert report.main_publish(['--history', str(hdir), '--out', str(site),
-                                '--triage', str(tmp_path / 'bad.yaml')]) == 2
-    assert report.main_publish(['--history', str(tmp_path / 'none'), '--out', str(site)]) == 2
+                                '--triage', str(tmp_path / 'bad.yaml')]) == 4
+    assert report.main_publish(['--history', str(tmp_path / 'none'), '--out', str(site)]) == 4
+    assert report.main_publish(['--out', str(site)]) == 64     # no --history: usage
 
 
 def _shoot(html_path, png, size='1200,1400'):
@@ -617,3 +618,47 @@ def test_fail_unchanged_and_dashboard_in_headless_chromium(gated_night, tmp_path
     metric = next((tmp_path / 'site' / 'metric').glob('*.html'))
     plot = _shoot(metric, tmp_path / 'metric.png', '1200,700')
     assert plot(lambda r, g, b: r < 80 and g < 80 and b < 80) > 50
+
+
+# -- "data per run" of every tool whose record says it (issue 29) ----------------------
+
+def _first_run_records(tool: str, run_dir: str):
+    from h5regress.cli import read_outputs
+    from h5regress.parsers import parser_for
+    from reframe_run import OWN_FIXTURES
+    parser = parser_for(tool)
+    path = OWN_FIXTURES / tool / run_dir
+    run = parser.parse(read_outputs(str(path), parser.wanted))[0]
+    return run.to_records(hdf5_build='b', test=str(path))
+
+
+@pytest.mark.parametrize('tool, run_dir, operation, expected', [
+    ('ior', 'csv-hdf5-collective-summaryfile', 'write', 16 * 2 ** 20 * 2 * 2),  # b x tasks x reps
+    ('fio', 'seq-read-buffered', 'read', 64 * 2 ** 20),                        # io_bytes
+    ('mdtest', 'own-posix-files-only-w4k-n200', 'file_create', 400 * 4096 * 2),
+    ('macsio', 'own-hdf5-mif2-p1M-d3', 'write', None),      # its own size record
+    ('h5bench', 'direct-write-var-normal-dist', 'write', None),
+    ('flash-io', 'own-hdf5-collective-iter2', 'checkpoint', None),   # its size record
+    ('h5paths', 'attributes-ok', 'create', None),
+])
+def test_data_per_run_of_every_tool(tool, run_dir, operation, expected):
+    from h5regress.report.context import _data_bytes, reported_sizes
+    records = _first_run_records(tool, run_dir)
+    sizes = reported_sizes({'records': {'all': records}})
+    rec = next(r for r in records if r.operation == operation and r.metric != 'size')
+    got = _data_bytes(rec, sizes)
+    assert got and got > 0, (tool, rec.params, rec.provenance)
+    if expected is not None:
+        assert got == expected
+    size = next((r.value for r in records if r.metric == 'size' and r.unit == 'B'
+                 and r.operation == operation), None)
+    if tool in ('macsio', 'h5bench', 'flash-io'):
+        assert got == size
+
+
+def test_mdtest_without_file_data_has_no_data_per_run():
+    """Metadata only (no -w): no bytes to show; the Where table says '–'."""
+    from h5regress.report.context import _data_bytes
+    rec = _first_run_records('mdtest', 'own-posix-files-only-w4k-n200')[0]
+    rec.params = {**rec.params, 'write_bytes': 0}
+    assert _data_bytes(rec) is None

@@ -111,7 +111,7 @@ from __future__ import annotations
 from h5regress import stats  # noqa: F401
 from h5regress.cmdline import (  # noqa: F401
     EXIT_CODES, EXIT_DEGRADED, EXIT_ERROR, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_NO_SLOWDOWN_SEEN,
-    EXIT_PASS, ArgParser, GATE_CONFIG_HELP, UsageError, parse_args)
+    EXIT_PASS, EXIT_USAGE, ArgParser, GATE_CONFIG_HELP, UsageError, parse_args)
 from h5regress.gateconfig import (  # noqa: F401
     CONFIG_FILE, REFERENCES_DIR, ConfigError, GateConfig, load_config, looks_arg)
 from h5regress.record import (  # noqa: F401

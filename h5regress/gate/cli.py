@@ -15,7 +15,8 @@ from h5regress import atomic
 from h5regress import history as hist_mod
 from h5regress import refs as refs_mod
 from h5regress import report as report_mod
-from h5regress.cmdline import EXIT_ERROR, ArgParser, GATE_CONFIG_HELP, UsageError, parse_args
+from h5regress.cmdline import (EXIT_ERROR, EXIT_USAGE, ArgParser, GATE_CONFIG_HELP, UsageError,
+                                parse_args)
 from h5regress.gateconfig import (REFERENCES_DIR, ConfigError, GateConfig, load_config,
                                   looks_arg)
 from h5regress.record import Record
@@ -254,7 +255,7 @@ def gate_request(args: GateRequest) -> int:
     problem = _usage_problem(args)
     if problem:
         print(f'h5regress gate: error: {problem}', file=sys.stderr)
-        return EXIT_ERROR
+        return EXIT_USAGE
     try:
         cfg = args.configured()
         records, problems = load_records(args.records, args.perflogs, args.reports)

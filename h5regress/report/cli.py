@@ -13,7 +13,7 @@ from xml.sax.saxutils import quoteattr
 from h5regress import atomic
 from h5regress import history as hist_mod
 from h5regress import followup
-from h5regress.cmdline import EXIT_ERROR, GATE_CONFIG_HELP, ArgParser, parse_args
+from h5regress.cmdline import EXIT_ERROR, EXIT_USAGE, GATE_CONFIG_HELP, ArgParser, parse_args
 from h5regress.gateconfig import ConfigError, load_config
 from h5regress.report.context import find_context
 from h5regress.report.markdown import markdown, summary_markdown
@@ -22,10 +22,6 @@ from h5regress.report.text import (NO_SLOWDOWN_SEEN, _interval, _num, _ratio, _r
                                    no_slowdown_text)
 from h5regress.report.links import REPO_URL_ENV, repo_url
 from h5regress.report.site import SiteError, publish
-
-
-#: exit code of bad input (README: 2 = usage or bad input)
-EXIT_BAD_INPUT = 2
 
 
 # ------------------------------------------------------------------ JUnit
@@ -151,7 +147,7 @@ def _main_index(args: Any) -> int:
 
 
 def main_report(argv: Sequence[str] | None = None) -> int:
-    """``h5regress report``: 0 written, 4 error."""
+    """``h5regress report``: 0 written, 4 error (an input missing or malformed), 64 usage."""
     args, code = parse_args(_parser(), argv)
     if args is None:
         return code
@@ -164,7 +160,7 @@ def main_report(argv: Sequence[str] | None = None) -> int:
     if not args.result:
         print('h5regress report: error: give the gate result JSON (or --index)',
               file=sys.stderr)
-        return EXIT_ERROR
+        return EXIT_USAGE
     try:
         result = json.loads(Path(args.result).read_text(encoding='utf-8'))
         if not isinstance(result, dict) or 'metrics' not in result or 'overall' not in result:
@@ -201,7 +197,8 @@ def _publish_parser() -> ArgParser:
 
 
 def main_publish(argv: Sequence[str] | None = None) -> int:
-    """``h5regress publish``: 0 written, 2 bad input (named), 4 error."""
+    """``h5regress publish``: 0 written, 4 error (an input missing or malformed, named),
+    64 usage."""
     args, code = parse_args(_publish_parser(), argv)
     if args is None:
         return code
@@ -209,14 +206,13 @@ def main_publish(argv: Sequence[str] | None = None) -> int:
         cfg = load_config(args.config)
         hdir = hist_mod.resolve_dir(args.history, cfg)
         if not hdir:
-            raise SiteError(f'give --history or ${hist_mod.ENV}')
+            print(f'h5regress publish: error: give --history or ${hist_mod.ENV}',
+                  file=sys.stderr)
+            return EXIT_USAGE
         if args.triage and not Path(args.triage).is_file():
             raise SiteError(f'--triage {args.triage}: no such file')
         files = publish(hdir, args.out, args.night, args.triage, cfg, repo_url(args.repo_url))
-    except (SiteError, ConfigError) as err:
-        print(f'h5regress publish: error: {err}', file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except (OSError, ValueError, KeyError) as err:
+    except (SiteError, ConfigError, OSError, ValueError, KeyError) as err:
         print(f'h5regress publish: error: {err}', file=sys.stderr)
         return EXIT_ERROR
     print(f'wrote {len(files)} files; open {Path(args.out) / "index.html"}')

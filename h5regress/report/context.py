@@ -80,23 +80,76 @@ def _bytes(n: Any) -> str:
     return '–'
 
 
-def _data_bytes(rec: Record) -> float | None:
-    """Data one run of the tool wrote or read, from what the record says."""
+def _num(*values: Any) -> float | None:
+    """The first finite value of ``values`` (None if none)."""
+    return next((float(v) for v in values if _finite(v)), None)
+
+
+def _ior_bytes(params: Mapping[str, Any]) -> float | None:
+    """IOR: block x segments x tasks (its aggregate file size), once per repetition."""
+    block, segments = _num(params.get('blockSize')), _num(params.get('segmentCount'))
+    tasks = _num(params.get('numTasks'), params.get('num_ranks'))
+    if block is None or segments is None or tasks is None:
+        return None
+    return block * segments * tasks * (_num(params.get('repetitions')) or 1)
+
+
+def _files_bytes(files: Any, operation: str) -> float | None:
+    """The bytes of the files a run left (FLASH-IO: ``size_bytes``, h5paths: ``bytes``);
+    of the record's kind of file where they say theirs (FLASH-IO's checkpoint, plot
+    files, corner)."""
+    if not isinstance(files, list) or not files:
+        return None
+    own = [f for f in files if isinstance(f, dict) and f.get('kind') == operation]
+    files = own or files
+    sizes = [_num(f.get('size_bytes'), f.get('data_bytes'), f.get('bytes'))
+             for f in files if isinstance(f, dict)]
+    return float(sum(sizes)) if sizes and None not in sizes else None
+
+
+def _mdtest_bytes(params: Mapping[str, Any]) -> float | None:
+    """mdtest: items x bytes written into each, per iteration; None when it writes no
+    data (metadata only)."""
+    items, each = _num(params.get('items_total')), _num(params.get('write_bytes'))
+    if items is None or not each:
+        return None
+    return items * each * (_num(params.get('iterations')) or 1)
+
+
+def _data_bytes(rec: Record, sizes: Mapping[tuple[str, str, str], float] | None = None
+                ) -> float | None:
+    """Data one run of the tool wrote or read, from what the record says: a size the
+    tool reported (fio's ``io_bytes`` of the record's direction; the ``size`` record of
+    the same run and operation, in ``sizes`` by (run id, build, operation): MACSio,
+    h5bench, FLASH-IO), the files it left (h5paths), or its options (IOR, mdtest)."""
     prov, params = rec.provenance or {}, rec.params or {}
     for src in (prov, params):
         for k in ('data_bytes', 'aggregate_bytes', 'bytes_written', 'total_bytes'):
             if _finite(src.get(k)):
                 return float(src[k])
-    files = prov.get('files')
-    if isinstance(files, list):
-        sizes = [f.get('size_bytes') or f.get('data_bytes') for f in files if isinstance(f, dict)]
-        if sizes and all(_finite(s) for s in sizes):
-            return float(sum(sizes))
+    moved = prov.get('io_bytes')
+    moved = moved.get(rec.operation) if isinstance(moved, dict) else moved
+    if _finite(moved) and moved > 0:
+        return float(moved)
+    reported = (sizes or {}).get((rec.run_id, rec.hdf5_build, rec.operation))
+    if reported:
+        return reported
+    for found in (_files_bytes(prov.get('files'), rec.operation), _ior_bytes(params), _mdtest_bytes(params)):
+        if found:
+            return found
     for w in prov.get('warnings') or []:
         got = re.search(r'data written \((\d+) B\)', str(w))
         if got:
             return float(got.group(1))
     return None
+
+
+def reported_sizes(ctx: Mapping[str, Any]) -> dict[tuple[str, str, str], float]:
+    """The ``size`` records (B) of tonight's runs by (run id, build, operation): MACSio,
+    h5bench and FLASH-IO report the bytes of a run's phase as a record of their own."""
+    return {(r.run_id, r.hdf5_build, r.operation): float(r.value)
+            for recs in ctx['records'].values() for r in recs
+            if r.metric == 'size' and r.unit == 'B' and _finite(r.value) and r.value > 0}
 
 
 def _nodes(m: Mapping[str, Any], rec: Record | None) -> tuple[str, str]:
@@ -126,6 +179,7 @@ def spack_spec(result: Mapping[str, Any], ctx: Mapping[str, Any], side: str = 'c
 def where_rows(result: Mapping[str, Any], ctx: Mapping[str, Any]) -> list[list[str]]:
     """Where each gated metric ran: system, nodes, file system, data size, command."""
     rows = []
+    sizes = reported_sizes(ctx)
     for m in _rows(result, 'gated'):
         recs = ctx['records'].get(m['key']) or []
         cand = [r for r in recs if r.hdf5_build == result['candidate']] or recs
@@ -134,7 +188,8 @@ def where_rows(result: Mapping[str, Any], ctx: Mapping[str, Any]) -> list[list[s
         count, nodelist = _nodes(m, rec)
         command = prov.get('command_line') or prov.get('command') or '–'
         rows.append([short_label(m), m.get('system') or '–', count, nodelist,
-                     str(prov.get('fs_type') or '–'), _bytes(_data_bytes(rec)) if rec else '–',
+                     str(prov.get('fs_type') or '–'),
+                     _bytes(_data_bytes(rec, sizes)) if rec else '–',
                      str(command), spack_spec(result, ctx)])
     return rows
 
