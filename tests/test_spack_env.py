@@ -182,6 +182,26 @@ def test_argobots_git_tree_is_bootstrapped_with_autogen():
     assert ast.literal_eval(_class_assignments(tree)["sanity_check_is_file"]) == ["include/abt.h"]
 
 
+def test_connector_1_7_is_patched_so_a_finished_task_does_not_block_the_next():
+    """vol-async 1.7 counted a task as running until its Argobots thread ended, after its
+    last push: a task queued in between was never pushed and its caller waited forever
+    (spack-env/README.md). The recipe patches 1.7 so that only a task not yet done counts,
+    in each of the three places that count running tasks."""
+    tree = _package_ast("hdf5-vol-async")
+    patches = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+               and getattr(n.func, "id", "") == "patch"]
+    assert [(ast.literal_eval(n.args[0]), {k.arg: ast.literal_eval(k.value)
+                                           for k in n.keywords}) for n in patches] == [
+        ("finished-task-not-running.patch", {"when": "@1.7"})]
+    diff = (ENV / "repo/packages/hdf5-vol-async/finished-task-not-running.patch").read_text()
+    removed = [l for l in diff.splitlines() if l.startswith("-") and not l.startswith("---")]
+    added = [l for l in diff.splitlines() if l.startswith("+") and not l.startswith("+++")]
+    assert len(removed) == len(added) == 3
+    assert all("thread_state != ABT_THREAD_STATE_TERMINATED" in l for l in removed)
+    assert all("thread_state != ABT_THREAD_STATE_TERMINATED && task_elt->is_done == 0" in l
+               for l in added)
+
+
 class _FakeDependency:
     def __init__(self, spec: str):
         name, _, version = spec.partition("@")
@@ -257,7 +277,8 @@ def test_each_site_gives_spack_023_its_compiler_in_compilers_yaml():
 def test_package_repo():
     repo = yaml.safe_load((ENV / "repo/repo.yaml").read_text())
     assert repo["repo"]["namespace"] == "h5regress"
-    for pkg in ("flash-io", "h5paths", "h5bench", "ior", "json-cwx", "argobots"):
+    for pkg in ("flash-io", "h5paths", "h5bench", "ior", "json-cwx", "argobots",
+                "hdf5-vol-async"):
         src = (ENV / "repo/packages" / pkg / "package.py").read_text()
         compile(src, f"{pkg}/package.py", "exec")
     h5bench = (ENV / "repo/packages/h5bench/package.py").read_text()
@@ -360,6 +381,8 @@ def _check_async_specs(specs: dict, threadsafe: set[str]) -> None:
             assert deps["hdf5"] in threadsafe
             connector = specs[deps["hdf5-vol-async"]]
             assert "@" + connector["version"] == ASYNC_PINS["hdf5-vol-async"]
+            # the recipe's patch (a finished task is not running) is in the build
+            assert len(connector["parameters"].get("patches", [])) == 1, connector
             assert {d["hash"] for d in connector["dependencies"] if d["name"] == "hdf5"} == {
                 deps["hdf5"]}
             argobots = next(specs[d["hash"]] for d in connector["dependencies"]
