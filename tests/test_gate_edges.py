@@ -383,3 +383,15 @@ def test_a_night_as_noisy_as_its_history_is_not_scaled(twelve_metric_history):
     assert not slowed['variance']['night_noise']['scaled']
     assert slowed['variance']['pooled_sigma'] == pytest.approx(SIGMA_8, rel=1e-6)
     assert slowed['verdict'] == 'FAIL'
+
+
+def test_an_interval_below_one_is_never_no_slowdown_seen():
+    # a real night (1.14.1 -> 1.15.0, compound-subset read, 10 pairs): 0.781 [0.614, 0.994]
+    # at 95 %, q above alpha, was NO-SLOWDOWN-SEEN beside an interval that says slower
+    cfg = gate.load_config()
+    d = shaped(10, math.log(0.781), 0.337)
+    res = gate.run_gate(from_log_ratios(d), BASE, CAND, cfg, looks=[10, 15, 20])
+    (m,) = gated(res)
+    assert cfg['alpha'] < m['q'] <= 1 - cfg['confidence']
+    assert m['verdict'] == 'INCONCLUSIVE' and 'slowdown suspected' in m['reason']
+    assert res['exit_code'] == 2

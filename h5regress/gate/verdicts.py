@@ -79,10 +79,17 @@ def judge(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
     if q <= alpha:
         return 'INCONCLUSIVE', (f'slowdown suspected (q={q:.2g} > {level:.2g}, the level of a '
                                 f'look at {comp.n} of up to {looks[-1]} pairs): {more}'), None
+    suspect = suspect_level(cfg)
+    if q <= suspect:
+        # a slowdown significant at the plotted interval's level (a 95 % interval
+        # below 1, say) is a possible slowdown, never "no slowdown seen"
+        return 'INCONCLUSIVE', (f'slowdown suspected (q={q:.2g} <= {suspect:.2g}, the '
+                                f'level of the {cfg["confidence"]:.0%} interval, not the '
+                                f'night\'s {alpha:.2g}): {more}'), None
     if lower == -math.inf:
         return 'INCONCLUSIVE', f'too few pairs ({comp.n}) for a {1 - pass_level:.1%} bound', None
-    # NO-SLOWDOWN-SEEN: no FAIL, no PASS, q > alpha (no sign of a slowdown at the
-    # night's level, not even a suspected one), and a finite lower bound: at the PASS
+    # NO-SLOWDOWN-SEEN: no FAIL, no PASS, q > suspect_level (no sign of a slowdown,
+    # not even at the plotted interval's level), and a finite lower bound: at the PASS
     # bound's confidence (1 - pass_level) the night excludes every slowdown of
     # sensitivity = 1 - exp(lower) or more. The bounds and levels are those of PASS
     # and FAIL: this names what INCONCLUSIVE meant here, it changes no error rate.
@@ -115,6 +122,13 @@ def sensitivity(comp: stats.Comparison, cfg: Mapping[str, Any], looks: Sequence[
     if not math.isfinite(lower):
         return None
     return round(max(0.0, -math.expm1(lower)), 6)
+
+
+def suspect_level(cfg: Mapping[str, Any]) -> float:
+    """The q above which a metric shows no sign of a slowdown: the larger of alpha and
+    1 - ``confidence`` (the two-sided level of the interval the report draws), so
+    NO-SLOWDOWN-SEEN never stands beside an interval that itself says slower."""
+    return max(float(cfg['alpha']), 1.0 - float(cfg['confidence']))
 
 
 def fail_confidence(n: int, looks: Sequence[int] | None, cfg: Mapping[str, Any],
