@@ -187,3 +187,22 @@ def test_the_benchmark_prints_the_table_and_names_a_bad_result_file(tmp_path):
                           '--results', str(tmp_path / 'results')],
                          capture_output=True, text=True)
     assert out.returncode == 4 and 'bad.json: not JSON' in out.stderr
+
+
+def test_every_stored_replay_is_of_a_replayed_case_and_its_commits():
+    """regressions/replays/<case>.json: the case says `replayed` and lists the replay,
+    the regression replay ran the case's good and bad commits, and the table reads it."""
+    cases = {case.id: case for case in corpus.load_corpus(CORPUS)}
+    results = replay.load_results(CORPUS / 'replays')
+    assert results
+    for res in results:
+        case = cases[res['case']]
+        assert case.status == 'replayed' and case.data.get('replays'), case.path
+        reg = res['replays']['regression']
+        wanted = replay.pairs_of(case, fix=False, control=False)[0]
+        assert (reg['baseline'], reg['candidate']) == (wanted.baseline, wanted.candidate)
+        assert reg['verdict'] in ('caught', 'missed') and reg['pairs'] >= 10
+        assert all(r['verdict'] in ('PASS', 'FAIL', 'INCONCLUSIVE', 'DEGRADED', 'ERROR',
+                                    'NO-SLOWDOWN-SEEN') for r in reg['rows'])
+    table = replay.catch_table(results, len(cases))
+    assert f'of {len(results)} replayed case(s) ({len(cases)} in the corpus)' in table
