@@ -76,23 +76,16 @@ def judge(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
         return 'INCONCLUSIVE', (f'{SLOWER} (BH q={q:.2g}), not shown beyond the '
                                 f'{margin:.0%} margin (the {mconf:.1%} upper bound '
                                 f'{math.exp(upper):.3f} >= {1 - margin:.2f}): {more}'), up
-    if q <= alpha:
-        return 'INCONCLUSIVE', (f'slowdown suspected (q={q:.2g} > {level:.2g}, the level of a '
-                                f'look at {comp.n} of up to {looks[-1]} pairs): {more}'), None
     suspect = suspect_level(cfg)
-    if q <= suspect:
-        # a slowdown significant at the plotted interval's level (a 95 % interval
-        # below 1, say) is a possible slowdown, never "no slowdown seen"
-        return 'INCONCLUSIVE', (f'slowdown suspected (q={q:.2g} <= {suspect:.2g}, the '
-                                f'level of the {cfg["confidence"]:.0%} interval, not the '
-                                f'night\'s {alpha:.2g}): {more}'), None
+    if q <= suspect:    # above alpha: a 95 % interval below 1, never "no slowdown seen"
+        at = (f'> {level:.2g}, the level of a look at {comp.n} of up to {looks[-1]} pairs'
+              if q <= alpha else f'<= {suspect:.2g}, the {cfg["confidence"]:.0%} interval\'s')
+        return 'INCONCLUSIVE', f'slowdown suspected (q={q:.2g} {at}): {more}', None
     if lower == -math.inf:
         return 'INCONCLUSIVE', f'too few pairs ({comp.n}) for a {1 - pass_level:.1%} bound', None
-    # NO-SLOWDOWN-SEEN: no FAIL, no PASS, q > suspect_level (no sign of a slowdown,
-    # not even at the plotted interval's level), and a finite lower bound: at the PASS
-    # bound's confidence (1 - pass_level) the night excludes every slowdown of
-    # sensitivity = 1 - exp(lower) or more. The bounds and levels are those of PASS
-    # and FAIL: this names what INCONCLUSIVE meant here, it changes no error rate.
+    # NO-SLOWDOWN-SEEN: no FAIL, no PASS, no sign of a slowdown (q > suspect_level),
+    # and a finite lower bound: at the PASS bound's confidence the night excludes
+    # every slowdown of sensitivity = 1 - exp(lower) or more.
     return NO_SLOWDOWN_SEEN, (f'no slowdown detected at tonight\'s sensitivity: a slowdown '
                               f'of {-math.expm1(lower):.0%} or more would have been seen '
                               f'(the {1 - pass_level:.2%} lower bound {math.exp(lower):.3f} '
