@@ -79,7 +79,8 @@ def judge(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
     suspect = suspect_level(cfg)
     if q <= suspect:    # above alpha: a 95 % interval below 1, never "no slowdown seen"
         at = (f'> {level:.2g}, the level of a look at {comp.n} of up to {looks[-1]} pairs'
-              if q <= alpha else f'<= {suspect:.2g}, the {cfg["confidence"]:.0%} interval\'s')
+              if q <= alpha else
+              f'<= {suspect:.2g}, the level of a {cfg["confidence"]:.0%} interval')
         return 'INCONCLUSIVE', f'slowdown suspected (q={q:.2g} {at}): {more}', None
     if lower == -math.inf:
         return 'INCONCLUSIVE', f'too few pairs ({comp.n}) for a {1 - pass_level:.1%} bound', None
