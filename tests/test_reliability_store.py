@@ -145,6 +145,13 @@ def test_a_dry_run_stores_nothing(tmp_path):
 # ------------------------------------------------------------------------------------
 # item 6: two runs of one checkout never share stage/ or measure side by side
 
+def _flock_waiters(inode: int) -> int:
+    """Processes blocked on an flock of this inode (Linux /proc/locks: "->" lines)."""
+    with open('/proc/locks') as locks:
+        return sum(1 for line in locks if '->' in line.split()[1:2]
+                   and line.split()[6].endswith(f':{inode}'))
+
+
 def test_a_second_run_in_the_checkout_waits_for_the_first(tmp_path):
     import fcntl
     import threading
@@ -156,7 +163,11 @@ def test_a_second_run_in_the_checkout_waits_for_the_first(tmp_path):
     released = []
 
     def release():
-        time.sleep(8)
+        # release once the second run is blocked on the lock, not after a fixed
+        # sleep: on a loaded machine its start-up alone took longer than 8 s
+        deadline = time.monotonic() + 300
+        while not _flock_waiters(os.fstat(fd).st_ino) and time.monotonic() < deadline:
+            time.sleep(0.2)
         released.append(time.monotonic())
         os.ftruncate(fd, 0)
         os.close(fd)
