@@ -184,15 +184,22 @@ def test_the_range_of_the_t_test_is_a_checked_config_key(tmp_path):
 
 
 # ------------------------------------------------------------ two modes
-def bimodal_pairs(n, ratio, seed, cv=0.05):
+def bimodal_values(n, ratio, seed, cv=0.05):
+    """n pairs of runs each in a mode of 700 or 1400 MiB/s: (baseline, candidate)."""
     rng = random.Random(seed)
     s = math.sqrt(math.log1p(cv * cv))
-    out = []
-    for p in range(n):
-        for build, r in ((BASE, 1.0), (CAND, ratio)):
+    base, cand = [], []
+    for _ in range(n):
+        for out, r in ((base, 1.0), (cand, ratio)):
             mode = 1400.0 if rng.random() < 0.5 else 700.0
-            out.append(rec(mode * r * math.exp(rng.gauss(0, s)), build, p))
-    return out
+            out.append(mode * r * math.exp(rng.gauss(0, s)))
+    return base, cand
+
+
+def bimodal_pairs(n, ratio, seed, cv=0.05):
+    base, cand = bimodal_values(n, ratio, seed, cv)
+    return [r for p, (b, c) in enumerate(zip(base, cand)) for r in (rec(b, BASE, p),
+                                                                    rec(c, CAND, p))]
 
 
 def test_two_modes_are_found_and_compared_like_with_like():
@@ -201,8 +208,8 @@ def test_two_modes_are_found_and_compared_like_with_like():
     modes = m['modes']
     assert modes['bimodal'] == ['base', 'cand']
     assert modes['base']['d'] >= 6 and modes['cand']['d'] >= 6
-    assert math.exp(modes['high_centre'] - modes['low_centre']) == pytest.approx(2, rel=0.1)
-    assert 'mode-centred' in m['method']
+    assert math.exp(modes['gap']) == pytest.approx(2, rel=0.1)
+    assert "modes' gap out" in m['method']
     assert m['verdict'] == 'FAIL'
     assert m['ratio'] == pytest.approx(0.90, abs=0.03)
 
@@ -249,10 +256,12 @@ def test_a_slowdown_about_the_modes_distance_is_not_centred_away():
     res = run(recs)
     (m,) = gated(res)
     assert m['verdict'] == 'FAIL' and res['exit_code'] == gate.EXIT_FAIL
-    assert m['modes']['bimodal'] == ['base', 'cand'] and not m['modes']['centred']
-    assert 'own split' in m['modes']['note'] and 'as they are' in m['modes']['note']
-    assert 'mode-centred' not in m['method']
+    # each build's own modes (1000 and 1150, 800 and 920): the gap taken out of each
+    # high-mode run, each build's level kept, so the slowdown stays whole
+    assert m['modes']['bimodal'] == ['base', 'cand'] and m['modes']['centred']
+    assert math.exp(m['modes']['gap']) == pytest.approx(1.15, abs=0.005)
     assert m['ratio'] == pytest.approx(0.80, abs=0.01)
+    assert m['ratio_hi'] < 0.81
 
 
 def test_a_shift_of_the_mode_shares_is_not_hidden():
@@ -264,7 +273,7 @@ def test_a_shift_of_the_mode_shares_is_not_hidden():
     assert m['verdict'] != 'PASS'
     shift = m['modes']['share_shift']
     assert (shift['slow'], shift['fast']) == (8, 0) and shift['p'] == pytest.approx(1 / 256)
-    assert not m['modes']['centred'] and 'slow mode more often' in m['modes']['note']
+    assert 'shares moved' in m['method']
     assert m['verdict'] == 'FAIL' or m['slower']
     assert m['ratio'] < 0.95
 
@@ -277,9 +286,37 @@ def test_an_a_a_night_in_two_modes_still_passes():
     recs = (alternating(20, 700.0, 1400.0, BASE, high=high({2, 3}))
             + alternating(20, 700.0, 1400.0, CAND, high=high({4, 5})))
     (m,) = gated(run(recs))
-    assert m['modes']['centred'] and 'mode-centred' in m['method']
+    assert m['modes']['centred'] and "modes' gap out" in m['method']
     assert m['modes']['share_shift']['slow'] == m['modes']['share_shift']['fast'] == 2
     assert m['verdict'] == 'PASS'
+
+
+def test_a_chance_shift_of_the_mode_shares_does_not_fail_an_a_a_night():
+    # issue 25: unchanged builds whose candidate runs landed in the slow mode more
+    # often by chance (seeds found among 3000 A/A nights of 20 pairs): the pairs were
+    # compared as they are *because* the shares moved, and the test of those pairs
+    # (the modes' gap as if it were a slowdown) FAILed them; the sign test of the
+    # shares alone is far from alpha
+    for seed in (975, 1001, 1045, 1238, 1459):
+        (m,) = gated(run(bimodal_pairs(20, 1.0, seed=seed)))
+        assert m['verdict'] != 'FAIL', (seed, m['reason'])
+        assert m['verdict'] != 'PASS' or m['modes']['share_shift']['slow'] <= \
+            m['modes']['share_shift']['fast'], seed
+        assert m['modes']['centred'] and "modes' gap out" in m['method'], seed
+
+
+def test_two_modes_fail_a_large_slowdown_at_the_first_look_of_twelve_metrics():
+    # issue 25: with modes 2x apart a 1.5x slowdown moves each build's modes against
+    # the other's by about half their distance; the split of both builds' runs then
+    # matched neither build, the pairs were compared as they are and the first look
+    # FAILed 5 % of such nights. Each build's level kept, the gap taken out: FAIL
+    cfg = gate.load_config()
+    fails = 0
+    for seed in range(20):
+        comp, info = gate.compare_pairs(*bimodal_values(10, 1 / 1.5, seed), True, cfg, None)
+        verdict, _ = gate.decide(comp, min(1.0, 12 * comp.p_worse), cfg, [10, 15, 20], 10)
+        fails += verdict == 'FAIL'
+    assert fails >= 18
 
 
 def test_mode_centred_pairs_can_fail_a_large_slowdown_at_the_first_look():

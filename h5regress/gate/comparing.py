@@ -11,7 +11,7 @@ from h5regress import durability, stats
 from h5regress import history as hist_mod
 from h5regress import refs as refs_mod
 from h5regress.gate.records import _Group, _label, role_of
-from h5regress.gate.modes import _modes
+from h5regress.gate.modes import _modes, two_mode_comparison
 
 
 # ------------------------------------------------------------------ compare
@@ -215,12 +215,11 @@ def compare_pairs(base: Sequence[float], cand: Sequence[float], higher_is_better
     ``modes``: the bimodality check). The gate and ``benchmarks/calibrate.py``
     both call this function.
 
-    Two modes (:func:`_modes`): when the baseline's runs and the candidate's each
-    fall in two modes, and each build agrees with the modes of both builds' runs,
-    each run is measured from the centre of its own mode before the pair's
-    log-ratio is taken (a pair of one fast and one slow run says nothing about
-    HDF5 until the modes' distance is taken out), and the test of tonight's pairs
-    (:func:`_tonight_test`) judges those. Otherwise the pooled-t test with the
+    Two modes (:func:`_modes`): when the night's runs fall in two modes that both
+    builds share, the modes' gap is taken out of each high-mode run (each build's
+    level kept) and the test of tonight's pairs (:func:`_tonight_test`) judges
+    those, beside the sign test of the modes' shares
+    (:func:`two_mode_comparison`). Otherwise the pooled-t test with the
     history's variance when tonight's spread agrees with it
     (:func:`_variance_choice`), else, on tonight's pairs alone, Student's t test
     in the range of pairs of ``tonight_t_test`` (:func:`h5regress.stats.student_t`)
@@ -233,16 +232,20 @@ def compare_pairs(base: Sequence[float], cand: Sequence[float], higher_is_better
     lr_var = stats.variance(d) if len(d) >= 2 else None
     info: dict[str, Any] = {'lr_n': len(d), 'lr_var': lr_var, 'variance': None, 'modes': None}
     confidence = cfg['confidence']
-    modes, centred = _modes(lb, lc, cfg)
+    modes, gap_free = _modes(lb, lc, cfg)
     info['modes'] = modes
-    if centred is not None:
-        var_m = stats.variance(centred) if len(centred) >= 2 else None
-        comp, test, pairs = _tonight_test(centred, cfg)
+    if gap_free is not None:
+        var_m = stats.variance(gap_free) if len(gap_free) >= 2 else None
+        comp, test, pairs = _tonight_test(gap_free, cfg)
         info['variance'] = {'source': 'tonight', 'tonight_sigma':
                             math.sqrt(var_m) if var_m is not None else None,
-                            'note': f'two modes: {test} on the pairs with each run '
-                                    f'measured from the centre of its mode{pairs}'}
-        return dataclasses.replace(comp, method=comp.method + ', mode-centred'), info
+                            'note': f'two modes: {test} on the pairs with the modes\' gap '
+                                    f'taken out of each high-mode run{pairs}, and the sign '
+                                    f'test of the modes\' shares'}
+        if not cfg['modes']['each_build']:      # the rule before issue 25, to measure it
+            return dataclasses.replace(comp, method=comp.method + ', mode-centred'), info
+        return two_mode_comparison(comp, _tonight_test(d, cfg)[0], modes,
+                                   float(cfg['modes']['share_level'])), info
     var = _variance_choice(d, lr_var, pooled,
                            float(cfg['history_variance']['consistency_level']))
     info['variance'] = var
