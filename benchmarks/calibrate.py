@@ -64,6 +64,9 @@ It measures and prints; it asserts nothing. Sections:
    the first look's false FAIL (margin left aside) and 1.5x FAILs at 10 pairs;
    and, with outlier runs, the t test's FAILs by the number of outlier pairs
    against an oracle that drops them.
+``--issue-25``: every simulated figure of issue 25's "Figures to reach" in one run:
+   section 8 and section 10 (the gate's design, 1.25x also within the loop), then
+   each figure beside its target.
 
 Noise models: log-normal with the CV measured for IOR HDF5 writes on this VM
 (8 %) and on a parallel file system (10 %); ``shared`` (half the variance
@@ -80,7 +83,7 @@ Usage: python3 benchmarks/calibrate.py [--reps 4000] [--quick] [--real]
                                       [--only-modes] [--modes-nights N]
                                       [--share-level P] [--centre-tolerance T]
                                       [--only-lost-pair] [--only-first-look]
-                                      [--only-first-look-options]
+                                      [--only-first-look-options] [--issue-25]
 """
 
 from __future__ import annotations
@@ -272,9 +275,10 @@ MODE_MODELS = (
 )
 
 
-def section_modes(cfg: dict, nights: int, seed: int) -> None:
+def section_modes(cfg: dict, nights: int, seed: int) -> list[dict]:
     """Two-mode nights judged by the rule before issue 25 (the modes of both builds'
-    runs whenever both are bimodal) and by the rule of ``cfg`` (each build agrees)."""
+    runs whenever both are bimodal) and by the rule of ``cfg`` (each build agrees);
+    returns the rows (model, true ratio, design, the rates after)."""
     mc = cfg['modes']
     before = dict(cfg, modes=dict(mc, each_build=False))
     print(f'\n== 8. Two modes (issue 25): one gated metric, {nights} nights per row, each run '
@@ -286,6 +290,7 @@ def section_modes(cfg: dict, nights: int, seed: int) -> None:
     print(f'{"model":<26}{"true":>6}  {"design":<12}{"before: FAIL":>13}{"PASS":>7}'
           f'{"slower":>7}{"centred":>8} |{"after: FAIL":>12}{"PASS":>7}{"slower":>7}'
           f'{"centred":>8}{"pairs":>6}')
+    rows = []
     for label, gap, cv, shares, ratios in MODE_MODELS:
         for ratio in ratios:
             true = ratio * gap ** (shares[1] - shares[0])
@@ -296,10 +301,12 @@ def section_modes(cfg: dict, nights: int, seed: int) -> None:
                                   high_share=shares)
                     cells.append(table_cell(noise, None, ratio, rule, nights, looks))
                 (b, a) = cells
+                rows.append({'model': label, 'ratio': ratio, 'design': design, **a})
                 print(f'{label:<26}{true:>6.3f}  {design:<12}{b["FAIL"]:>13.1%}{b["PASS"]:>7.1%}'
                       f'{b["slower"]:>7.1%}{b["centred"]:>8.0%} |{a["FAIL"]:>12.1%}'
                       f'{a["PASS"]:>7.1%}{a["slower"]:>7.1%}{a["centred"]:>8.0%}'
                       f'{a["pairs"]:>6.1f}', flush=True)
+    return rows
 # ------------------------------------------------- a pair lost at the cap (issue 25)
 def _planned_look_level(n, looks, alpha, rho=stats.SPENDING_RHO, pairs_run=None):
     """The rule before issue 25: the level of the last planned look at or below ``n``
@@ -464,17 +471,21 @@ def first_look_ceiling(metrics: int = 12, n: int = 10, cvs: tuple[float, ...] = 
 
 
 def section_first_look(nights: int, seed: int, metrics: int = 12,
-                       designs: tuple[int, ...] | None = None) -> None:
+                       designs: tuple[int, ...] | None = None,
+                       aa_nights: int | None = None) -> list[dict]:
     """Issue 25, item 4: can the first look FAIL a large slowdown in a night of
-    ``metrics`` gated metrics, and at what cost in false FAILs of the loop?"""
+    ``metrics`` gated metrics, and at what cost in false FAILs of the loop? A/A
+    cells run ``aa_nights`` (default twice ``nights``); returns the rows."""
+    aa_nights = aa_nights or 2 * nights
     print(f'\n== 10. The first look: {metrics} gated metrics, BH across them, the loop '
-          f'{LOOKS}, {nights} nights per cell (x2 for A/A); one metric slowed (x1.5: ratio '
-          f'0.667; x1.25: 0.8; 10 %: 0.9), the others unchanged. "A/A FAIL": nights with '
-          f'any FAIL when nothing changed; "x1.5 @10": the slowed metric FAILs at the first '
-          f'look; "10 % @<=20": within the loop.')
+          f'{LOOKS}, {nights} nights per cell ({aa_nights} for A/A); one metric slowed '
+          f'(x1.5: ratio 0.667; x1.25: 0.8; 10 %: 0.9), the others unchanged. "A/A FAIL": '
+          f'nights with any FAIL when nothing changed; "x1.5 @10": the slowed metric FAILs '
+          f'at the first look; "10 % @<=20": within the loop.')
     print(f'{"design":<22}{"noise":<22}{"A/A FAIL":>9}{"A/A PASS":>9}{"PASS|NSS":>9}'
-          f'{"x1.5 @10":>9}{"x1.25 @10":>10}{"10% @<=20":>10}')
+          f'{"x1.5 @10":>9}{"x1.25 @10":>10}{"x1.25 @<=20":>12}{"10% @<=20":>10}')
     first_look_ceiling(metrics)
+    rows = []
     saved = stats.look_level.__defaults__
     for i, (label, below, rho) in enumerate(FIRST_LOOK_DESIGNS):
         if designs is not None and i not in designs:
@@ -484,16 +495,49 @@ def section_first_look(nights: int, seed: int, metrics: int = 12,
         try:
             for model in FIRST_LOOK_MODELS:
                 rng = random.Random(seed)
-                aa = first_look_cell(model, 1.0, cfg, 2 * nights, metrics, False, rng)
-                big = first_look_cell(model, 1 / 1.5, cfg, nights, metrics, True, rng)
-                mid = first_look_cell(model, 1 / 1.25, cfg, nights, metrics, True, rng)
-                ten = first_look_cell(model, 0.9, cfg, nights, metrics, False, rng)
-                print(f'{label:<22}{model[0]:<22}{aa["night_fail"]:>9.2%}'
-                      f'{aa["all_pass"]:>9.1%}{aa["no_slowdown"]:>9.1%}'
-                      f'{big["at_first"]:>9.1%}{mid["at_first"]:>10.1%}'
-                      f'{ten["slowed_fail"]:>10.1%}', flush=True)
+                cells = {'aa': (1.0, aa_nights, False), 'big': (1 / 1.5, nights, True),
+                         'mid': (1 / 1.25, nights, False), 'ten': (0.9, nights, False)}
+                r = {key: first_look_cell(model, ratio, cfg, n, metrics, first, rng)
+                     for key, (ratio, n, first) in cells.items()}
+                rows.append({'design': label, 'model': model[0], **r})
+                print(f'{label:<22}{model[0]:<22}{r["aa"]["night_fail"]:>9.2%}'
+                      f'{r["aa"]["all_pass"]:>9.1%}{r["aa"]["no_slowdown"]:>9.1%}'
+                      f'{r["big"]["at_first"]:>9.1%}{r["mid"]["at_first"]:>10.1%}'
+                      f'{r["mid"]["slowed_fail"]:>12.1%}{r["ten"]["slowed_fail"]:>10.1%}',
+                      flush=True)
         finally:
             stats.look_level.__defaults__ = saved
+    return rows
+
+
+def section_issue_25(nights: int, aa_nights: int, modes_nights: int, seed: int) -> None:
+    """Every simulated figure of issue 25's "Figures to reach", from one command
+    (``--issue-25``): section 8 (two modes) and section 10 with the gate's design,
+    then each figure against its target."""
+    t0 = time.perf_counter()
+    modes = section_modes(CFG, modes_nights, seed)
+    first = section_first_look(nights, seed, designs=(2,), aa_nights=aa_nights)
+    slowed = [r for r in modes if r['ratio'] <= 0.8 and 'shares' not in r['model']]
+    aa_modes = [r for r in modes if r['ratio'] == 1.0 and 'shares' not in r['model']]
+    worst = lambda rows, key, fn: fn(rows, key=key)  # noqa: E731
+    w_aa = worst(first, lambda r: r['aa']['night_fail'], max)
+    w_big = worst(first, lambda r: r['big']['at_first'], min)
+    w_nss = worst(first, lambda r: r['aa']['no_slowdown'], min)
+    cv8 = next(r for r in first if r['model'] == 'normal CV 8%')
+    print(f'\n== Issue 25, figures to reach ({modes_nights} nights per mode cell; 12 metrics: '
+          f'{nights} nights per cell, {aa_nights} A/A)')
+    print(f'modes: a slowdown of 20 % or more PASSes on at most '
+          f'{max(r["PASS"] for r in slowed):.1%} of nights (target 0 %); A/A false FAIL at '
+          f'most {max(r["FAIL"] for r in aa_modes):.2%} (one metric)')
+    print(f'A/A nights of 12 metrics with a FAIL: at most {w_aa["aa"]["night_fail"]:.2%} '
+          f'({w_aa["model"]}; target <= 1 %)')
+    print(f'1.5x FAILs at 10 pairs: at least {w_big["big"]["at_first"]:.1%} '
+          f'({w_big["model"]}; target >= 95 %)')
+    print(f'1.25x at CV 8 %: FAILs at 10 pairs {cv8["mid"]["at_first"]:.1%}, within 20 pairs '
+          f'{cv8["mid"]["slowed_fail"]:.1%}')
+    print(f'A/A nights ending PASS or NO-SLOWDOWN-SEEN: at least '
+          f'{w_nss["aa"]["no_slowdown"]:.1%} ({w_nss["model"]}; target >= 80 %)')
+    print(f'(issue 25 figures: {time.perf_counter() - t0:.0f} s)')
 
 
 # ------------------------------------------- the first look's test: options (issue 25)
@@ -946,6 +990,10 @@ def main() -> int:
                     help='indices of FIRST_LOOK_DESIGNS to run (default: all), e.g. 0,2')
     ap.add_argument('--only-first-look-options', action='store_true',
                     help='run only section 11 (options for the first look\'s test)')
+    ap.add_argument('--issue-25', action='store_true',
+                    help='every simulated figure of issue 25 (sections 8 and 10, the gate\'s '
+                         'design): --table-nights A/A nights, a quarter per other cell, '
+                         'half of --modes-nights per mode cell')
     ap.add_argument('--only-lost-pair', action='store_true',
                     help='run only section 9 (one pair lost at the cap, issue 25)')
     args = ap.parse_args()
@@ -958,6 +1006,10 @@ def main() -> int:
     for key in ('share_level', 'centre_tolerance'):
         if getattr(args, key) is not None:
             CFG['modes'][key] = getattr(args, key)
+    if args.issue_25:
+        section_issue_25(args.table_nights // 4, args.table_nights, args.modes_nights // 2,
+                         args.seed)
+        return 0
     if args.only_modes:
         t0 = time.perf_counter()
         section_modes(CFG, args.modes_nights, args.seed)
