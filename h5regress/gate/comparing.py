@@ -262,7 +262,7 @@ def _tonight_test(d: Sequence[float], cfg: Mapping[str, Any]
     history, or two modes), and its name for the note: Student's t in the range
     of pairs of ``tonight_t_test``, the signed-rank test outside it; and the range. An exact test
     of signs cannot FAIL a night of several metrics at a first look (its p >=
-    2^-n; see :func:`h5regress.stats.student_t`); the mode-centred pairs need
+    2^-n; see :func:`h5regress.stats.student_t`); the gap-free pairs of two modes need
     the same (issue 25)."""
     tt = cfg['tonight_t_test']
     if int(tt['min_pairs']) <= len(d) < int(tt['below_pairs']):
