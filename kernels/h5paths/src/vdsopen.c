@@ -75,8 +75,7 @@ static int write_files(run_t *r)
     }
     rc = create_vds_file(o, vds_name, space, dcpl);
 fail:
-    H5QUIET(H5Pclose, dcpl);
-    H5QUIET(H5Sclose, space);
+    H5RELEASE(&dcpl, &space);
     return rc;
 }
 
@@ -113,11 +112,7 @@ static long long open_vds(run_t *r)
     }
     rc = (long long)found;
 fail:
-    H5QUIET(H5Sclose, vspace);
-    H5QUIET(H5Pclose, dcpl);
-    H5QUIET(H5Dclose, d);
-    H5QUIET(H5Fclose, fid);
-    H5QUIET(H5Pclose, fapl);
+    H5RELEASE(&vspace, &dcpl, &d, &fid, &fapl);
     return rc;
 }
 
