@@ -60,6 +60,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from h5regress import buildid
+
 SCHEMA = 1
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
@@ -215,10 +217,10 @@ def _validate_build(build_id: str, build, where: str) -> None:
     _strings(hdf5, _HDF5_KEYS, f"{at}.hdf5")
     if not _HEX40.match(hdf5["commit"]):
         raise ManifestError(f"{at}.hdf5: 'commit' is not a 40-hex commit: {hdf5['commit']!r}")
-    if build_id != f"hdf5-{hdf5['label']}":
+    if build_id != buildid.of_label(hdf5['label']):
         raise ManifestError(
             f"{at}: build id does not match its label {hdf5['label']!r} "
-            f"(expected 'hdf5-{hdf5['label']}')"
+            f"(expected '{buildid.of_label(hdf5['label'])}')"
         )
     for tool, path in build["tools"].items():
         _absolute(path, f"{at}.tools[{tool!r}]")
