@@ -15,10 +15,8 @@ Schema (version 1), exactly::
                   "variants": "+hl+mpi+subfiling~cxx... api=default ...",
                   "hash": "<spack dag hash>",
                   "prefix": "<install prefix>"},
-         "tools": {"ior": "<abs path>", "mdtest": ..., "macsio": ...,
-                   "h5bench_write": ..., "h5bench_read": ...,
-                   "h5bench_exerciser": ..., "h5bench_hdf5_iotest": ...,
-                   "flash-io": ..., "h5paths": ...},
+         "tools": {"ior": "<abs path>", "mdtest": ..., ...},  # each binary the
+                                        # catalog declares (h5regress/catalog.py)
          "darshan": {"library": "<prefix>/lib/libdarshan.so",   # optional
                      "version": "3.4.7",                        # label of the pin
                      "commit": "<40 hex>" or null,
