@@ -33,12 +33,7 @@ static int prepare(run_t *r)
     return run_add_file(r, file_name);
 }
 
-static void finish(run_t *r)
-{
-    (void)r;
-    free(buf);
-    buf = NULL;
-}
+static void finish(run_t *r) { (void)r; free(buf); buf = NULL; }
 
 /* step s holds [s*ranks*P, (s+1)*ranks*P); rank r's slice of it starts at r*P */
 static hsize_t slice_start(long long s) { return (hsize_t)((s * g_size + g_rank) * per_step); }

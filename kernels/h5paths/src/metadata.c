@@ -40,12 +40,7 @@ static int prepare(run_t *r)
     return run_add_file(r, file_name);
 }
 
-static void finish(run_t *r)
-{
-    (void)r;
-    free(buf);
-    buf = NULL;
-}
+static void finish(run_t *r) { (void)r; free(buf); buf = NULL; }
 
 /* values of dataset j: this rank's, of attribute j: every rank's (rank 0's are written) */
 static void fill(const options_t *o, int salt, int per_rank)

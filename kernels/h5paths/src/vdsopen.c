@@ -37,12 +37,7 @@ static int prepare(run_t *r)
     return run_add_file(r, vds_name);
 }
 
-static void finish(run_t *r)
-{
-    (void)r;
-    free(buf);
-    buf = NULL;
-}
+static void finish(run_t *r) { (void)r; free(buf); buf = NULL; }
 
 /* mapping m: [m*per, m*per + per), the last one to the end */
 static void mapping(long long m, long long objects, hsize_t total, hsize_t *start,
