@@ -620,6 +620,22 @@ def test_fail_unchanged_and_dashboard_in_headless_chromium(gated_night, tmp_path
     assert plot(lambda r, g, b: r < 80 and g < 80 and b < 80) > 50
 
 
+def test_real_night_shots_are_of_the_report_ci_nightly_published(gated_night, tmp_path):
+    """benchmarks/report_screenshots.py --night DIR shoots DIR/report/report.html, which
+    ci/nightly wrote with the night's history and --repo-url (the FAILs' history plots and
+    commit links): a report made again from gate.json alone has neither."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / 'benchmarks' / 'report_screenshots.py'
+    spec = importlib.util.spec_from_file_location('report_screenshots_under_test', path)
+    shots = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shots)
+    _, files, _ = gated_night
+    night = tmp_path / 'night'
+    shutil.copytree(files['html'].parent, night / 'report')
+    assert shots.real_night(tmp_path / 'shots', night) == night / 'report' / 'report.html'
+
+
 # -- "data per run" of every tool whose record says it (issue 29) ----------------------
 
 def _first_run_records(tool: str, run_dir: str):
