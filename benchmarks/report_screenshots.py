@@ -27,9 +27,10 @@ Then ``h5regress publish`` of the FAIL case's history and night as OUTDIR/site, 
 as OUTDIR/dashboard.png (index), regressions.png and dashboard-metric.png (the
 collective checkpoint on its commit axis).
 
-``--night DIR`` (repeatable) also renders a real night's directory as ``ci/nightly``
-left it (``DIR/gate.json``, ``DIR/perflogs/<attempt>``, ``DIR/manifest.json``) with
-``h5regress report``, as ``OUTDIR/night-<name>``.
+``--night DIR`` (repeatable) also shoots a real night's directory as ``ci/nightly``
+left it: its published ``DIR/report/report.html``, else a report made again from
+``DIR/gate.json``, ``DIR/perflogs/<attempt>`` and ``DIR/manifest.json`` with
+``h5regress report`` as ``OUTDIR/night-<name>``; the shots are ``OUTDIR/night-<name>.png``.
 
 Chromium: ``chromium --headless --no-sandbox --screenshot=PNG --window-size=W,H
 --virtual-time-budget=MS file://...`` (the virtual time lets plotly draw before the
@@ -143,6 +144,11 @@ def simulate(out: Path, case: str, seed: int, creep_nights: int = 9) -> Path:
 
 
 def real_night(out: Path, night_dir: Path) -> Path:
+    """The report ci/nightly published (with the night's history and --repo-url, so the
+    FAILs' history plots and commit links are there), else one made again here."""
+    published = night_dir / 'report' / 'report.html'
+    if published.is_file():
+        return published
     dest = out / f'night-{night_dir.name}'
     code = report.main_report([str(night_dir / 'gate.json'), '--out', str(dest)])
     if code:

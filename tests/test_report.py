@@ -620,6 +620,36 @@ def test_fail_unchanged_and_dashboard_in_headless_chromium(gated_night, tmp_path
     assert plot(lambda r, g, b: r < 80 and g < 80 and b < 80) > 50
 
 
+def test_short_label_of_a_checks_record_is_its_row_not_its_parameter_values():
+    """A real night's h5paths metric: its params carry the row (``case``) and a dozen
+    sizes, flags and counts, which printed as
+    'append-hdf5-collective-chunked-earliest-65536-False-256-1048576-evict-1.0'."""
+    params = {'api': 'hdf5', 'case': 'append-hdf5-collective-chunked-earliest',
+              'chunk_elements': 65536, 'coll_metadata': False, 'elements': 256,
+              'iterations': 3, 'layout': 'chunked', 'libver': 'earliest', 'num_nodes': 1,
+              'num_ranks': 2, 'objects': 1048576, 'path': 'append', 'read_cache': 'evict',
+              'size_factor': 1.0, 'transfer': 'collective'}
+    m = {'tool': 'h5paths', 'operation': 'append', 'metric': 'bw', 'params': params,
+         'label': 'h5paths_check %benchmark=append-hdf5-collective-chunked-earliest'}
+    assert report_text.short_label(m) == 'h5paths append-hdf5-collective-chunked-earliest append'
+
+
+def test_real_night_shots_are_of_the_report_ci_nightly_published(gated_night, tmp_path):
+    """benchmarks/report_screenshots.py --night DIR shoots DIR/report/report.html, which
+    ci/nightly wrote with the night's history and --repo-url (the FAILs' history plots and
+    commit links): a report made again from gate.json alone has neither."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / 'benchmarks' / 'report_screenshots.py'
+    spec = importlib.util.spec_from_file_location('report_screenshots_under_test', path)
+    shots = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shots)
+    _, files, _ = gated_night
+    night = tmp_path / 'night'
+    shutil.copytree(files['html'].parent, night / 'report')
+    assert shots.real_night(tmp_path / 'shots', night) == night / 'report' / 'report.html'
+
+
 # -- "data per run" of every tool whose record says it (issue 29) ----------------------
 
 def _first_run_records(tool: str, run_dir: str):

@@ -398,15 +398,26 @@ def _check_async_specs(specs: dict, threadsafe: set[str]) -> None:
 def test_install_refuses_a_short_candidate():
     p = subprocess.run([sys.executable, str(ENV / "install"), "--candidate", "b382a8ef"],
                        capture_output=True, text=True)
-    assert p.returncode == 2
+    assert p.returncode == 64       # a wrong command line (README, "Exit codes")
     assert "full 40-hex" in p.stderr and "b382a8ef" in p.stderr
 
 
 def test_install_refuses_an_unknown_site():
     p = subprocess.run([sys.executable, str(ENV / "install"), "--site", "nosuchsite"],
                        capture_output=True, text=True)
-    assert p.returncode == 2
+    assert p.returncode == 64
     assert "nosuchsite" in p.stderr and "workstation" in p.stderr
+
+
+def test_install_exit_codes_follow_the_convention():
+    """64 for argparse's own errors; 4 (ERROR) for bad input that is not the command
+    line, here a site named by $H5REGRESS_SITE: never argparse's 2 (INCONCLUSIVE)."""
+    p = subprocess.run([sys.executable, str(ENV / "install"), "--no-such-option"],
+                       capture_output=True, text=True)
+    assert p.returncode == 64 and "--no-such-option" in p.stderr
+    p = subprocess.run([sys.executable, str(ENV / "install")], capture_output=True, text=True,
+                       env={**os.environ, "H5REGRESS_SITE": "nosuchsite"})
+    assert p.returncode == 4 and "nosuchsite" in p.stderr
 
 
 def test_candidate_copy(tmp_path):
@@ -461,7 +472,7 @@ def test_candidate_copy_with_only_builds_the_candidate_and_those_packages(tmp_pa
 def test_only_needs_a_candidate():
     p = subprocess.run([sys.executable, str(ENV / "install"), "--only", "h5paths"],
                        capture_output=True, text=True)
-    assert p.returncode == 2 and "--only is only used with --candidate" in p.stderr
+    assert p.returncode == 64 and "--only is only used with --candidate" in p.stderr
 
 
 def test_candidate_argument():

@@ -189,8 +189,11 @@ _SIZE_PARAMS = ('num_nodes', 'num_ranks', 'num_tasks', 'tasks_per_node')
 
 def short_label(m: Mapping[str, Any]) -> str:
     """A metric as tool, row and phase (the ReFrame name stays in ``label``)."""
-    vals = [str(v) for k, v in (m.get('params') or {}).items()
-            if v not in (None, '', '-') and k not in _SIZE_PARAMS]
+    params = m.get('params') or {}
+    # a check's record names its row (``case``, its benchmark parameter); its other
+    # parameters (sizes, flags, counts) would print as bare values, unlabelled
+    vals = [str(params['case'])] if params.get('case') else [
+        str(v) for k, v in params.items() if v not in (None, '', '-') and k not in _SIZE_PARAMS]
     # 'hdf5', 'hdf5-collective', 'collective' say one thing: keep the longest
     row = '-'.join(v for i, v in enumerate(vals) if vals.index(v) == i and not any(
         v.lower() in w.lower() and v != w for w in vals))
