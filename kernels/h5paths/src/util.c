@@ -385,6 +385,18 @@ fail:
     return -1;
 }
 
+/* one process per file: the default (sec2) driver, the row's format bounds */
+hid_t make_serial_fapl(const options_t *o)
+{
+    hid_t fapl = -1;
+    H5CHK(fapl, H5Pcreate(H5P_FILE_ACCESS));
+    H5DO(H5Pset_libver_bounds(fapl, o->libver_low, H5F_LIBVER_LATEST));
+    return fapl;
+fail:
+    H5QUIET(H5Pclose, fapl);
+    return -1;
+}
+
 hid_t make_dxpl(const options_t *o)
 {
     hid_t dxpl = -1;
