@@ -127,6 +127,9 @@ void note_io_mode(run_t *r, hid_t dxpl);
 int check_size(const char *path, long long min_bytes);
 hid_t make_fapl(const options_t *o);
 hid_t make_serial_fapl(const options_t *o);
+int unavailable_before_1_14(run_t *r);   /* prepare() of a path an older HDF5 lacks */
+int unavailable_iterate(run_t *r);
+void unavailable_finish(run_t *r);
 hid_t make_dxpl(const options_t *o);
 int any_errors(void);
 int close_written_file(hid_t *fid, const char *path);

@@ -80,7 +80,9 @@ fail:
 static int multi_chunk_dxpl(hid_t dxpl)
 {
     H5DO(H5Pset_dxpl_mpio_chunk_opt(dxpl, H5FD_MPIO_CHUNK_MULTI_IO));
+#if H5_VERSION_GE(1, 14, 1)   /* H5Pset_selection_io */
     H5DO(H5Pset_selection_io(dxpl, H5D_SELECTION_IO_MODE_OFF));
+#endif
     return 0;
 fail:
     return -1;
@@ -227,7 +229,7 @@ static int prepare(run_t *r)
                 H5PATHS_HEADER_VERSION);
     return EXIT_UNAVAILABLE;
 }
-static int prepare_chunked(run_t *r) { return prepare(r); }
+static int prepare_chunked(run_t *r) { return unavailable_before_1_14(r); }
 static int iterate(run_t *r) { (void)r; return -1; }
 static void finish(run_t *r) { (void)r; }
 

@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if H5_VERSION_GE(1, 14, 0)   /* H5Sencode2, H5Sselect_project_intersection */
+
 #define ROWS_PER_RANK 64
 #define POINT_BLOCK 1024
 
@@ -309,6 +311,12 @@ static int iterate(run_t *r)
         return -1;
     return any_errors() ? -1 : 0;
 }
+
+#else
+#define prepare unavailable_before_1_14
+#define iterate unavailable_iterate
+#define finish unavailable_finish
+#endif
 
 const path_t selection_paths[] = {
     {"point-selections", "selection", 0, 262144, 1, prepare, iterate, finish}, {0}};

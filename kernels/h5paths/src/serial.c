@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if H5_VERSION_GE(1, 14, 0)   /* H5Dwrite_async, H5Treclaim */
+
 enum { K_COMPACT, K_EXTERNAL, K_FILLED, K_ANON, K_CREATE1, NKINDS };
 static const char *const kind_names[NKINDS] = {"compact", "external", "filled", "anon",
                                               "create1"};
@@ -347,6 +349,14 @@ static int iterate_vlen(run_t *r)
 {
     return serial_iterate(r, vlen_pass, r->o->elements * r->o->record_bytes_memory);
 }
+
+#else
+#define prepare_storage unavailable_before_1_14
+#define prepare_vlen unavailable_before_1_14
+#define iterate_storage unavailable_iterate
+#define iterate_vlen unavailable_iterate
+#define finish unavailable_finish
+#endif
 
 const path_t serial_paths[] = {
     {"storage-kinds", "serial", 0, 4096, 64, prepare_storage, iterate_storage, finish},
