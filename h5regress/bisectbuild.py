@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from h5regress import manifest, standins
+from h5regress import buildid, manifest, standins
 
 
 BASE_ID = 'hdf5-bisect-good'
@@ -224,7 +224,7 @@ class StandInBuilder(Builder):
         if self.tools:
             built = manifest.load(standins.build_standins(self.work, fraction),
                                   check_stale=False)
-            which = f'hdf5-{standins.STANDIN_B if fraction > 0 else standins.STANDIN_A}'
+            which = buildid.of_label(standins.STANDIN_B if fraction > 0 else standins.STANDIN_A)
             own = self.work / 'builds' / commit[:12]
             own.mkdir(parents=True, exist_ok=True)
             for name, path in built[which].tools.items():

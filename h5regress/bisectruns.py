@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from h5regress import catalog, coverage, gate, manifest, nightrun
+from h5regress import buildid, catalog, coverage, gate, manifest, nightrun
 from h5regress.bisectbuild import BASE_ID, BisectError, Builder, Built, SpackBuilder, \
     StandInBuilder, log
 from h5regress.bisectsearch import Runs, bisect, looks
@@ -69,7 +69,7 @@ class NightlyRuns(Runs):
 def relabel(entry: dict[str, Any], build_id: str) -> dict[str, Any]:
     """A manifest build entry under another id (a manifest's ids are hdf5-<label>: two
     Spack builds of develop commits share the version label)."""
-    return {**entry, 'hdf5': {**entry['hdf5'], 'label': build_id.removeprefix('hdf5-')}}
+    return {**entry, 'hdf5': {**entry['hdf5'], 'label': buildid.label_of(build_id)}}
 
 
 class SimulatedRuns(Runs):

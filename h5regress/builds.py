@@ -271,7 +271,10 @@ class KernelBuild(rfm.CompileOnlyRegressionTest):
     @run_before('compile')
     def configure(self):
         self.build_system.builddir = 'build'
-        self.build_system.config_opts = ([f'-DCMAKE_BUILD_TYPE={self.build_type}'] +
+        # the stage holds a copy of kernels/<kernel> alone: the code both kernels
+        # share is taken from this tree
+        self.build_system.config_opts = ([f'-DCMAKE_BUILD_TYPE={self.build_type}',
+                                          f'-DKERNEL_COMMON_DIR={KERNELS}/common'] +
                                          self.cmake_options)
         # the compile lines in the output, for the recorded flags
         self.build_system.build_opts = ['VERBOSE=1']

@@ -18,7 +18,7 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 
-from h5regress import manifest
+from h5regress import buildid, manifest
 from h5regress.nightrun import build_filter
 from h5regress.coverage import (PRONE_FILE, CoverageError, CoverageMap, RowCoverage,
                                 blind_spot_line, changed_functions, changed_ranges,
@@ -149,8 +149,8 @@ def coverage_manifest(src: pathlib.Path, build: str, hdf5_prefix: pathlib.Path,
         f'export GCOV_PREFIX={shlex.quote(str(gcda))}/"$(basename "$PWD")"',
         f'export LD_PRELOAD={shlex.quote(str(libs[0]))}${{LD_PRELOAD:+:$LD_PRELOAD}}'],
         'the tool against a coverage build of its HDF5 (never a timed run)')
-    data['builds'] = {f'hdf5-{label}': entry}
-    return manifest.write(out / 'manifest.json', data), f'hdf5-{label}'
+    data['builds'] = {buildid.of_label(label): entry}
+    return manifest.write(out / 'manifest.json', data), buildid.of_label(label)
 
 
 def stage_names(report_text: str, where: str) -> dict[str, str]:

@@ -18,7 +18,7 @@ import re
 import shutil
 import subprocess
 
-from h5regress import catalog
+from h5regress import buildid, catalog
 from h5regress.manifestschema import (
     _GIT_VERSION, _HEX40, ASYNC_CONNECTOR, ASYNC_LIBRARY, ASYNC_PACKAGE, ASYNC_PLUGIN_DIR,
     ASYNC_VARIANT, DARSHAN_LIBRARY, DARSHAN_PACKAGE, SCHEMA, ManifestError, sha256_file,
@@ -138,7 +138,7 @@ def _hdf5_builds(records: list[dict], prefixes: dict[str, str],
         if rec.get("name") != "hdf5" or not h or h in by_hash or h in skip:
             continue
         hdf5 = _hdf5_entry(rec, prefixes)
-        build_id = f"hdf5-{hdf5['label']}"
+        build_id = buildid.of_label(hdf5['label'])
         if build_id in builds:
             raise ManifestError(
                 f"spack find --json: hdf5/{h[:7]}: label {hdf5['label']!r} is used by two "
@@ -280,7 +280,7 @@ def _add_async(rec: dict, builds: dict, records: list[dict], prefixes: dict[str,
         raise ManifestError(f"spack find --json: {name}/{h[:7]} (+{ASYNC_VARIANT}): its hdf5 "
                             f"or {ASYNC_PACKAGE} is not among the installed specs")
     hdf5 = _hdf5_entry(hdf5_rec, prefixes)
-    build_id = f"hdf5-{hdf5['label']}"
+    build_id = buildid.of_label(hdf5['label'])
     if build_id not in builds:
         raise ManifestError(f"spack find --json: {name}/{h[:7]} (+{ASYNC_VARIANT}) is built "
                             f"against HDF5 label {hdf5['label']!r}, none of the environment's "

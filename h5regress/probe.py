@@ -20,35 +20,26 @@ import socket
 import subprocess
 import sys
 
+import psutil
+
 
 def fs_type(path: str) -> str:
-    """File system type of the mount holding ``path`` (longest /proc/mounts prefix)."""
+    """File system type of the mount holding ``path`` (the longest mount point above it)."""
     path = os.path.realpath(path)
-    best, best_type = '', 'unknown'
     try:
-        with open('/proc/mounts') as fp:
-            for line in fp:
-                fields = line.split()
-                if len(fields) < 3:
-                    continue
-                mount = fields[1].replace('\\040', ' ')
-                prefix = mount.rstrip('/') + '/'
-                if (path == mount or path.startswith(prefix)) and len(mount) > len(best):
-                    best, best_type = mount, fields[2]
+        mounts = psutil.disk_partitions(all=True)
     except OSError as err:
         return f'unknown ({err})'
-    return best_type
+    above = [m for m in mounts
+             if path == m.mountpoint or path.startswith(m.mountpoint.rstrip('/') + '/')]
+    return max(above, key=lambda m: len(m.mountpoint)).fstype if above else 'unknown'
 
 
 def node_memory_bytes() -> int | None:
     try:
-        with open('/proc/meminfo') as fp:
-            for line in fp:
-                if line.startswith('MemTotal:'):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
+        return psutil.virtual_memory().total
+    except (OSError, RuntimeError):
+        return None
 
 
 def _run(cmd: list[str]) -> str:

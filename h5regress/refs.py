@@ -50,6 +50,7 @@ with no history are kept as they are; ``$xfail`` entries are never touched.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import json
@@ -245,7 +246,7 @@ def derive(history: 'hist_mod.History', refs_dir: str | os.PathLike,
     out: dict[Path, dict] = {}
     for k, values in sorted(pools.items(), key=lambda kv: str(kv[0])):
         fname, klass, idx, path, var = k
-        data = out.setdefault(fname, _copy(current(fname)))
+        data = out.setdefault(fname, copy.deepcopy(current(fname)))
         note = _set_entry(data, k, values, units.get(k), min_samples,
                           lambda v: envelope(v, lo_pct, hi_pct, slack))
         if note:
@@ -340,14 +341,6 @@ def _set_entry(data: dict, k: tuple, values: Sequence[float], unit: str | None,
     ref, lo, hi = make_envelope(values)
     node[var] = [ref, lo, hi, unit or None]
     return None
-
-
-def _copy(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {k: _copy(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_copy(v) for v in obj]
-    return obj
 
 
 class _Dumper(yaml.SafeDumper):

@@ -1,25 +1,30 @@
 """The benchmark declarations (h5regress/catalog.py) and what is derived from them."""
 
+import re
+import sys
 from pathlib import Path
 
 from h5regress import catalog, gateconfig, manifest, parsers, refs
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / 'benchmarks'))
+
+import redesign_figures  # noqa: E402
 
 
 def test_manifest_layout_is_derived_from_the_declarations():
-    assert manifest.TOOL_LAYOUT == {
-        'ior': {'ior': (('bin/ior',), None), 'mdtest': (('bin/mdtest',), None)},
-        'macsio': {'macsio': (('macsio', 'bin/macsio'), None)},
-        'h5bench': {'h5bench_write': (('bin/h5bench_write',), None),
-                    'h5bench_read': (('bin/h5bench_read',), None),
-                    'h5bench_write_var_normal_dist':
-                        (('bin/h5bench_write_var_normal_dist',), None),
-                    'h5bench_exerciser': (('bin/h5bench_exerciser',), 'exerciser'),
-                    'h5bench_hdf5_iotest': (('bin/h5bench_hdf5_iotest',), 'metadata')},
-        'flash-io': {'flash-io': (('bin/flash-io',), None)},
-        'h5paths': {'h5paths': (('bin/h5paths',), None)},
-    }
+    """Every binary a declared tool's package installs is where the manifest looks, with
+    its variant; nothing else is (coverage of the catalog, not a copy of it)."""
+    expected = {}
+    for bench in catalog.BENCHMARKS.values():
+        for binary in bench.binaries if bench.package else ():
+            expected.setdefault(bench.package, {})[binary.name] = (binary.candidates(),
+                                                                   binary.variant)
+    assert manifest.TOOL_LAYOUT == expected
+    # what the declarations say beyond the default bin/<name>
+    assert manifest.TOOL_LAYOUT['macsio']['macsio'] == (('macsio', 'bin/macsio'), None)
+    assert manifest.TOOL_LAYOUT['h5bench']['h5bench_exerciser'][1] == 'exerciser'
+    assert manifest.TOOL_LAYOUT['ior']['mdtest'] == (('bin/mdtest',), None)
 
 
 def test_every_declared_tool_has_its_parser_and_reference_file():
@@ -78,5 +83,10 @@ def test_a_new_tool_is_the_places_the_readme_names():
                   'h5regress/catalog.py', 'reframe/config/references/<references>',
                   'ci/gate.yaml', 'spack-env/spack.yaml'):
         assert place in section, place
+    # the lists a new tool joins are these places: no other file of the code names them all
+    named = set(re.findall(r'`([\w./<>-]+)`', section))
+    packaged = {b.package for b in catalog.BENCHMARKS.values() if b.package}
+    assert set(redesign_figures.central_lists(packaged)) <= named
+    assert set(redesign_figures.central_lists(set(catalog.BENCHMARKS))) <= named
     row = readme.split('### Adding a row\n')[1].split('\n## ')[0]
     assert 'ROWS' in row and 'PATHS' in row and 'h5regress/parsers/h5paths_table.py' in row

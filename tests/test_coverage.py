@@ -92,6 +92,7 @@ def test_map_and_diff_on_a_real_coverage_build_of_the_kernel(tmp_path):
     # first function (run by neither row).
     repo = tmp_path / 'repo'
     shutil.copytree(KERNEL, repo, ignore=shutil.ignore_patterns('build*'))
+    shutil.copytree(KERNEL.parent / 'common', tmp_path / 'common')   # the kernel's ../common
     compound, vds = repo / 'src' / 'compound.c', repo / 'src' / 'vds.c'
     bad_compound, bad_vds = compound.read_text(), vds.read_text()
     assert 'static int prepare_subset(run_t *r) { return prepare(' in bad_compound

@@ -14,6 +14,7 @@ from h5regress.parsers import macsio, parser_for
 from h5regress.parsers.base import ParseError, RunFailed
 from reframe_run import FIXTURES as SHARED_FIXTURES, OWN_FIXTURES
 
+QUOTED = Path(__file__).resolve().parent / 'fixtures' / 'macsio' / 'quoted'
 OWN = OWN_FIXTURES / 'macsio'
 SHARED = SHARED_FIXTURES / 'macsio'
 extra = pytest.mark.shared_fixtures      # reads ../shared/fixtures: deselected without it
@@ -239,30 +240,7 @@ def test_wrapped_log_warns():
 HDF5_MIF1_CMD = ('mpirun -np 2 /opt/iotools/macsio/bin/macsio --interface hdf5 '
                  '--parallel_file_mode MIF 1 --part_size 256K --num_dumps 4 '
                  '--filebase /data/macsio --log_line_cnt 80 64')
-HDF5_MIF1_LOG = '''\
------Processor 000000-----
-Info:"macsio_main.c":556:Dump 00 BW:   4.7242 Mi/ 39.2813 msecs = 120.2667 Mi/sec:::
-Info:"macsio_main.c":561:Dump 00 Stat BW:   7.7500 Mi/ 39.2813 msecs = 197.2948 Mi/sec:::
-Info:"macsio_main.c":556:Dump 01 BW:   4.7242 Mi/ 39.7811 msecs = 118.7555 Mi/sec:::
-Info:"macsio_main.c":561:Dump 01 Stat BW:   9.4595 Mi/ 39.7811 msecs = 237.7886 Mi/sec:::
-Info:"macsio_main.c":556:Dump 02 BW:   4.7242 Mi/ 15.9525 msecs = 296.1445 Mi/sec:::
-Info:"macsio_main.c":561:Dump 02 Stat BW:   9.4595 Mi/ 15.9525 msecs = 592.9811 Mi/sec:::
-Info:"macsio_main.c":556:Dump 03 BW:   4.7242 Mi/ 22.1813 msecs = 212.9830 Mi/sec:::
-Info:"macsio_main.c":561:Dump 03 Stat BW:   9.4595 Mi/ 22.1813 msecs = 426.4638 Mi/sec:::
-Info:"macsio_main.c":587:Overall BW:  18.8969 Mi/117.1962 msecs = 161.2419 Mi/sec:::
-Info:"macsio_main.c":607:Summed  BW: 280.1136 Mi/sec:::
-Info:"macsio_main.c":609:Total Bytes:  37.7939 Mi; Last finisher - First starter = 175.3170 msecs; BW = 215.5744 Mi/sec:::
------Processor 000001-----
-Info:"macsio_main.c":556:Dump 00 BW:   4.7242 Mi/106.2547 msecs =  44.4614 Mi/sec:::
-Info:"macsio_main.c":561:Dump 00 Stat BW:   9.4595 Mi/106.2547 msecs =  89.0267 Mi/sec:::
-Info:"macsio_main.c":556:Dump 01 BW:   4.7242 Mi/ 25.9500 msecs = 182.0514 Mi/sec:::
-Info:"macsio_main.c":561:Dump 01 Stat BW:   9.4595 Mi/ 25.9500 msecs = 364.5282 Mi/sec:::
-Info:"macsio_main.c":556:Dump 02 BW:   4.7242 Mi/ 19.3698 msecs = 243.8973 Mi/sec:::
-Info:"macsio_main.c":561:Dump 02 Stat BW:   9.4595 Mi/ 19.3698 msecs = 488.3646 Mi/sec:::
-Info:"macsio_main.c":556:Dump 03 BW:   4.7242 Mi/  7.3946 msecs = 638.8768 Mi/sec:::
-Info:"macsio_main.c":561:Dump 03 Stat BW:   9.4595 Mi/  7.3946 msecs =   1.2493 Gi/sec:::
-Info:"macsio_main.c":587:Overall BW:  18.8969 Mi/158.9690 msecs = 118.8718 Mi/sec:::
-'''
+HDF5_MIF1_LOG = (QUOTED / 'hdf5-mif1-log.txt').read_text()
 HDF5_MIF1_FILES = {f'macsio_hdf5_00000_00{d}.h5': 9919008 for d in range(4)}
 
 # mpirun -np 4 macsio --interface miftmpl --parallel_file_mode MIF 2 --part_size 64K
@@ -270,34 +248,7 @@ HDF5_MIF1_FILES = {f'macsio_hdf5_00000_00{d}.h5': 9919008 for d in range(4)}
 MIFTMPL_MIF2_CMD = ('mpirun -np 4 /opt/iotools/macsio/bin/macsio --interface miftmpl '
                     '--parallel_file_mode MIF 2 --part_size 64K --num_dumps 2 '
                     '--filebase /data/macsio --log_line_cnt 72 64')
-MIFTMPL_MIF2_LOG = '''\
------Processor 000000-----
-Info:"macsio_main.c":556:Dump 00 BW:   1.1749 Mi/549.3909 msecs =   2.1386 Mi/sec:::
-Info:"macsio_main.c":561:Dump 00 Stat BW:   7.4823 Mi/549.3909 msecs =  13.6193 Mi/sec:::
-Info:"macsio_main.c":556:Dump 01 BW:   1.1749 Mi/446.9835 msecs =   2.6285 Mi/sec:::
-Info:"macsio_main.c":561:Dump 01 Stat BW:   7.4822 Mi/446.9835 msecs =  16.7393 Mi/sec:::
-Info:"macsio_main.c":587:Overall BW:   2.3498 Mi/996.3743 msecs =   2.3584 Mi/sec:::
-Info:"macsio_main.c":607:Summed  BW:   9.5337 Mi/sec:::
-Info:"macsio_main.c":609:Total Bytes:   9.3993 Mi; Last finisher - First starter =   1.0042 secs; BW =   9.3600 Mi/sec:::
------Processor 000001-----
-Info:"macsio_main.c":556:Dump 00 BW:   1.1749 Mi/549.2194 msecs =   2.1392 Mi/sec:::
-Info:"macsio_main.c":561:Dump 00 Stat BW:   7.4823 Mi/549.2194 msecs =  13.6235 Mi/sec:::
-Info:"macsio_main.c":556:Dump 01 BW:   1.1749 Mi/444.4953 msecs =   2.6433 Mi/sec:::
-Info:"macsio_main.c":561:Dump 01 Stat BW:   7.4824 Mi/444.4953 msecs =  16.8335 Mi/sec:::
-Info:"macsio_main.c":587:Overall BW:   2.3498 Mi/993.7146 msecs =   2.3647 Mi/sec:::
------Processor 000002-----
-Info:"macsio_main.c":556:Dump 00 BW:   1.1749 Mi/535.2094 msecs =   2.1952 Mi/sec:::
-Info:"macsio_main.c":561:Dump 00 Stat BW:   7.3847 Mi/535.2094 msecs =  13.7978 Mi/sec:::
-Info:"macsio_main.c":556:Dump 01 BW:   1.1749 Mi/439.5758 msecs =   2.6728 Mi/sec:::
-Info:"macsio_main.c":561:Dump 01 Stat BW:   7.3847 Mi/439.5758 msecs =  16.7996 Mi/sec:::
-Info:"macsio_main.c":587:Overall BW:   2.3498 Mi/974.7852 msecs =   2.4106 Mi/sec:::
------Processor 000003-----
-Info:"macsio_main.c":556:Dump 00 BW:   1.1749 Mi/541.4225 msecs =   2.1701 Mi/sec:::
-Info:"macsio_main.c":561:Dump 00 Stat BW:   7.3847 Mi/541.4225 msecs =  13.6395 Mi/sec:::
-Info:"macsio_main.c":556:Dump 01 BW:   1.1749 Mi/437.6570 msecs =   2.6846 Mi/sec:::
-Info:"macsio_main.c":561:Dump 01 Stat BW:   7.3847 Mi/437.6570 msecs =  16.8733 Mi/sec:::
-Info:"macsio_main.c":587:Overall BW:   2.3498 Mi/979.0796 msecs =   2.4000 Mi/sec:::
-'''
+MIFTMPL_MIF2_LOG = (QUOTED / 'miftmpl-mif2-log.txt').read_text()
 MIFTMPL_MIF2_FILES = {
     'macsio_json_00000_000.json': 7845403, 'macsio_json_00000_001.json': 7845403,
     'macsio_json_00001_000.json': 7742937, 'macsio_json_00001_001.json': 7742937,

@@ -13,6 +13,7 @@ from h5regress.parsers import RunFailed, parser_for
 from h5regress.parsers import mdtest
 from reframe_run import FIXTURES as SHARED_FIXTURES, OWN_FIXTURES
 
+QUOTED = Path(__file__).resolve().parent / 'fixtures' / 'mdtest' / 'quoted'
 OWN = OWN_FIXTURES / 'mdtest'
 SHARED = SHARED_FIXTURES / 'mdtest'
 
@@ -144,45 +145,7 @@ def test_wanted_and_registry():
 
 # mdtest 3.3.0 (hpc/ior tag 3.3.0, built by hand), stdout of
 # mpirun -np 2 --oversubscribe mdtest -n 100 -i 2 -P -d <dir>/out
-MDTEST33_P = """\
--- started at 11/21/2026 20:12:13 --
-
-mdtest-3.3.0 was launched with 2 total task(s) on 1 node(s)
-Command line used: /tmp/h5r-ior33/inst/bin/mdtest '-n' '100' '-i' '2' '-P' '-d' '/tmp/h5r-runs/md33-P/out'
-Path: /tmp/h5r-runs/md33-P
-FS: 252.0 GiB   Used FS: 5.5%   Inodes: 16.0 Mi   Used Inodes: 2.6%
-
-Nodemap: 11
-2 tasks, 200 files/directories
-
-SUMMARY rate: (of 2 iterations)
-   Operation                      Max            Min           Mean        Std Dev
-   ---------                      ---            ---           ----        -------
-   Directory creation        :      10238.286       6308.037       8272.962       1964.925
-   Directory stat            :    1852692.425    1138809.489    1463988.019     327675.347
-   Directory removal         :      10346.659        851.886       5599.252       4747.124
-   File creation             :      10007.718       7648.430       8827.636       1179.202
-   File stat                 :    1478305.861     944358.403    1202817.875     257867.553
-   File read                 :    1589875.672     934653.687    1262501.203     326870.176
-   File removal              :     452225.742     304177.883     378500.163      73629.638
-   Tree creation             :      41599.068       5379.497      23489.282      18109.786
-   Tree removal              :       2336.945       1644.756       1990.851        346.095
-
-SUMMARY time: (of 2 iterations)
-   Operation                      Max            Min           Mean        Std Dev
-   ---------                      ---            ---           ----        -------
-   Directory creation        :          0.032          0.020          0.026          0.006
-   Directory stat            :          0.000          0.000          0.000          0.000
-   Directory removal         :          0.235          0.019          0.127          0.108
-   File creation             :          0.026          0.020          0.023          0.003
-   File stat                 :          0.000          0.000          0.000          0.000
-   File read                 :          0.000          0.000          0.000          0.000
-   File removal              :          0.001          0.000          0.001          0.000
-   Tree creation             :          0.000          0.000          0.000          0.000
-   Tree removal              :          0.001          0.000          0.001          0.000
--- finished at 11/21/2026 20:12:13 --
-
-"""
+MDTEST33_P = (QUOTED / 'mdtest33-p.txt').read_text()
 
 # mdtest 3.3.0 into a missing directory (exit 1), stdout of
 # mpirun -np 2 --oversubscribe mdtest -F -n 10 -d /scr/does/not/exist/out
@@ -196,63 +159,11 @@ Command line used: /tmp/h5r-ior33/inst/bin/mdtest '-F' '-n' '10' '-d' '/scr/does
 
 # mdtest 4.1.0+dev (hpc/ior 5fcf0ba, as the shared fixtures), files and directories, stdout of
 # mpirun -np 2 --oversubscribe mdtest -n 100 -i 1 -d <dir>/out
-MDTEST41_DIRS = """\
--- started at 11/21/2026 20:12:13 --
-
-mdtest-4.1.0+dev was launched with 2 total task(s) on 1 node(s)
-Command line used: /tmp/h5r-iorhead/inst/bin/mdtest '-n' '100' '-i' '1' '-d' '/tmp/h5r-runs/md41-dirs/out'
-WARNING: Read bytes is 0, thus, a read test will actually just open/close
-Nodemap: 11
-Path                : /tmp/h5r-runs/md41-dirs/out
-FS                  : 252.0 GiB   Used FS: 5.3%   Inodes: 16.0 Mi   Used Inodes: 2.6%
-2 tasks, 200 files/directories
-
-SUMMARY rate (in ops/sec): (of 1 iterations)
-   Operation                     Max            Min           Mean        Std Dev
-   ---------                     ---            ---           ----        -------
-   Directory creation           3174.004       3174.004       3174.004          0.000
-   Directory stat             979977.570     979977.570     979977.570          0.000
-   Directory rename           112553.442     112553.442     112553.442          0.000
-   Directory removal           10249.634      10249.634      10249.634          0.000
-   File creation                3444.886       3444.886       3444.886          0.000
-   File stat                  572992.350     572992.350     572992.350          0.000
-   File read                 1047266.916    1047266.916    1047266.916          0.000
-   File removal               311960.134     311960.134     311960.134          0.000
-   Tree creation                2688.656       2688.656       2688.656          0.000
-   Tree removal                 1526.867       1526.867       1526.867          0.000
--- finished at 11/21/2026 20:12:14 --
-
-"""
+MDTEST41_DIRS = (QUOTED / 'mdtest41-dirs.txt').read_text()
 
 # mdtest 4.1.0+dev into a missing directory (exit 255), stdout of
 # mpirun -np 2 --oversubscribe mdtest -F -n 10 -d /scr/does/not/exist/out
-MDTEST41_FAIL = """\
--- started at 11/21/2026 20:12:10 --
-
-mdtest-4.1.0+dev was launched with 2 total task(s) on 1 node(s)
-Command line used: /tmp/h5r-iorhead/inst/bin/mdtest '-F' '-n' '10' '-d' '/scr/does/not/exist/out'
-WARNING: Read bytes is 0, thus, a read test will actually just open/close
-Nodemap: 11
-WARNING: Unable to create test directory path /scr/does/not/exist/out
-WARNING: Backend returned error during statfs
-2 tasks, 20 files
-WARNING: Unable to create test directory /scr/does/not/exist/out/test-dir.0-0
-WARNING: unable to create tree directory '/scr/does/not/exist/out/test-dir.0-0/mdtest_tree.0/'
-ERROR: open64("/scr/does/not/exist/out/test-dir.0-0/mdtest_tree.0/file.mdtest.0.0", 66, 0664) failed. Error: No such file or directory, (aiori-POSIX.c:618)
-ERROR: open64("/scr/does/not/exist/out/test-dir.0-0/mdtest_tree.0/file.mdtest.1.0", 66, 0664) failed. Error: No such file or directory, (aiori-POSIX.c:618)
-"""
+MDTEST41_FAIL = (QUOTED / 'mdtest41-fail.txt').read_text()
 
 # its stderr
-MDTEST41_FAIL_STDERR = """\
-POSIX couldn't call statvfs: No such file or directory
---------------------------------------------------------------------------
-MPI_ABORT was invoked on rank 0 in communicator MPI_COMM_WORLD
-with errorcode -1.
-
-NOTE: invoking MPI_ABORT causes Open MPI to kill all MPI processes.
-You may or may not see output from other processes, depending on
-exactly when Open MPI kills them.
---------------------------------------------------------------------------
-[vm:25242] 1 more process has sent help message help-mpi-api.txt / mpi-abort
-[vm:25242] Set MCA parameter "orte_base_help_aggregate" to 0 to see all help / error messages
-"""
+MDTEST41_FAIL_STDERR = (QUOTED / 'mdtest41-fail-stderr.txt').read_text()

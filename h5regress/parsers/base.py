@@ -37,6 +37,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from h5regress import buildid
 from h5regress.record import Record, comparable_config, config_hash
 
 MIB = 1024 * 1024
@@ -95,7 +96,7 @@ class ParsedRun:
                 return m
         raise KeyError(f'{self.tool}: no {operation} {metric} in this run')
 
-    def to_records(self, *, hdf5_build: str = 'unknown', run_id: str | None = None,
+    def to_records(self, *, hdf5_build: str = buildid.NO_BUILD, run_id: str | None = None,
                    timestamp: str | None = None, comparable: Mapping[str, Any] | None = None,
                    params: Mapping[str, Any] | None = None,
                    provenance: Mapping[str, Any] | None = None,

@@ -7,6 +7,7 @@
  * status (non-zero on any HDF5, MPI or system error).
  */
 #include "flash_io.h"
+#include "kernel_common.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -222,14 +223,9 @@ static int parse_options(int argc, char **argv, options_t *o)
         if (bad)
             break;
     }
-    if (!bad) {
-        if (optind == argc)
-            bad = "missing PREFIX (the files are PREFIXhdf5_chk_0000, ...)";
-        else if (optind + 1 < argc)
-            bad = "only one PREFIX is allowed";
-        else
-            o->prefix = argv[optind];
-    }
+    if (!bad)
+        o->prefix = prefix_operand(argc, argv, optind,
+                                   "missing PREFIX (the files are PREFIXhdf5_chk_0000, ...)", &bad);
     if (!bad && o->nzb > 1 && o->nyb == 1)
         bad = "a 3-d block (nzb > 1) needs nyb > 1";
     if (bad) {
@@ -241,20 +237,6 @@ static int parse_options(int argc, char **argv, options_t *o)
 }
 
 /* ------------------------------------------------------------- JSON */
-
-static void jstr(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch == '\n') fputs("\\n", f);
-        else if (ch == '\t') fputs("\\t", f);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-    fputc('"', f);
-}
 
 typedef struct {
     const options_t *o;
@@ -286,22 +268,19 @@ static int write_json(const report_t *r)
         return -1;
     }
     fprintf(f, "{\n  \"tool\": \"flash-io\",\n  \"version\": ");
-    jstr(f, FLASH_IO_VERSION);
+    json_string(f, FLASH_IO_VERSION);
     fprintf(f, ",\n  \"status\": \"%s\",\n  \"errors\": %ld,\n", r->errors ? "failed" : "ok",
             r->errors);
     fprintf(f, "  \"hdf5_version\": ");
-    jstr(f, r->hdf5_version);
+    json_string(f, r->hdf5_version);
     fprintf(f, ",\n  \"mpi_library_version\": ");
-    jstr(f, r->mpi_version);
+    json_string(f, r->mpi_version);
     fprintf(f, ",\n  \"command\": [");
-    for (int i = 0; i < r->argc; i++) {
-        if (i) fputs(", ", f);
-        jstr(f, r->argv[i]);
-    }
+    json_strings(f, r->argv, r->argc);
     fprintf(f, "],\n  \"started\": ");
-    jstr(f, r->started);
+    json_string(f, r->started);
     fprintf(f, ",\n  \"finished\": ");
-    jstr(f, r->finished);
+    json_string(f, r->finished);
     fprintf(f, ",\n  \"ranks\": %d,\n  \"nodes\": %d,\n  \"node_memory_bytes\": %lld,\n",
             g_size, r->nodes, r->node_memory);
     fprintf(f, "  \"options\": {\n    \"api\": \"%s\",\n    \"transfer\": \"%s\",\n"
@@ -324,9 +303,9 @@ static int write_json(const report_t *r)
     fprintf(f, "],\n    \"iterations\": %d,\n    \"fsync\": %s,\n    \"keep\": %s,\n"
                "    \"prefix\": ",
             o->iterations, o->fsync ? "true" : "false", o->keep ? "true" : "false");
-    jstr(f, o->prefix);
+    json_string(f, o->prefix);
     fprintf(f, ",\n    \"json\": ");
-    jstr(f, o->json_path);
+    json_string(f, o->json_path);
     fprintf(f, "\n  },\n");
     fprintf(f, "  \"mesh\": {\n    \"ndim\": %d,\n    \"nvar\": %d,\n    \"plot_vars\": [",
             m->ndim, NVAR);
@@ -335,7 +314,7 @@ static int write_json(const report_t *r)
         memcpy(l, m->plot_labels[p], LABEL_LEN);
         l[LABEL_LEN] = '\0';
         if (p) fputs(", ", f);
-        jstr(f, l);
+        json_string(f, l);
     }
     fprintf(f, "],\n    \"total_blocks\": %ld,\n    \"blocks_per_rank_min\": %ld,\n"
                "    \"blocks_per_rank_max\": %ld,\n    \"ngid\": %d\n  },\n",
@@ -345,7 +324,7 @@ static int write_json(const report_t *r)
         const result_t *x = &r->res[i];
         fprintf(f, "%s\n    {\"iteration\": %d, \"file\": \"%s\", \"name\": ", i ? "," : "",
                 x->iteration, filekind_name(x->kind));
-        jstr(f, x->path);
+        json_string(f, x->path);
         fprintf(f, ", \"size_bytes\": %lld, \"data_bytes\": %lld, \"time_s\": %.9g, "
                    "\"bw_mib_s\": %.6g, \"open_s\": %.9g, \"write_s\": %.9g, "
                    "\"close_s\": %.9g, \"fsync_s\": %.9g}",
@@ -385,7 +364,7 @@ static int write_json(const report_t *r)
     fprintf(f, "  \"files_removed\": %s,\n  \"warnings\": [", r->removed ? "true" : "false");
     for (int i = 0; i < r->nwarn; i++) {
         if (i) fputs(", ", f);
-        jstr(f, r->warnings[i]);
+        json_string(f, r->warnings[i]);
     }
     fprintf(f, "]\n}\n");
     if (fclose(f) != 0) {

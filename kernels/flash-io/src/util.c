@@ -1,5 +1,6 @@
 /* Error reporting (never swallowed), memory and time helpers. */
 #include "flash_io.h"
+#include "kernel_common.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,11 +25,7 @@ void fio_error(const char *file, int line, const char *fmt, ...)
 void fio_mpi_error(const char *file, int line, const char *call, int rc)
 {
     char msg[MPI_MAX_ERROR_STRING + 1];
-    int len = 0;
-    if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS)
-        snprintf(msg, sizeof msg, "MPI error code %d", rc);
-    else
-        msg[len] = '\0';
+    mpi_error_text(rc, msg, sizeof msg);
     fio_error(file, line, "MPI call failed: %s: %s", call, msg);
 }
 

@@ -33,12 +33,7 @@ static int prepare(run_t *r)
     return run_add_file(r, file_name);
 }
 
-static void finish(run_t *r)
-{
-    (void)r;
-    free(buf);
-    buf = NULL;
-}
+static void finish(run_t *r) { (void)r; free(buf); buf = NULL; }
 
 /* step s holds [s*ranks*P, (s+1)*ranks*P); rank r's slice of it starts at r*P */
 static hsize_t slice_start(long long s) { return (hsize_t)((s * g_size + g_rank) * per_step); }
@@ -58,8 +53,7 @@ static int transfer(run_t *r, hid_t d, long long s, int write, hid_t dxpl)
     note_io_mode(r, dxpl);
     rc = 0;
 fail:
-    H5QUIET(H5Sclose, mspace);
-    H5QUIET(H5Sclose, fspace);
+    H5RELEASE(&mspace, &fspace);
     return rc;
 }
 
@@ -96,21 +90,13 @@ static long long append(run_t *r)
     closed = 1;
     if (close_written_file(&fid, file_name) < 0)
         goto fail;
-    H5Pclose(dcpl);
-    H5Sclose(space);
-    H5Pclose(dxpl);
-    H5Pclose(fapl);
+    H5CLOSE_ALL(&dcpl, &space, &dxpl, &fapl);
     return grown;
 fail:
-    H5QUIET(H5Sclose, now);
-    H5QUIET(H5Dclose, d);
+    H5RELEASE(&now, &d);
     if (!closed)   /* as every rank on the success path does */
         close_written_file(&fid, file_name);
-    H5QUIET(H5Fclose, fid);
-    H5QUIET(H5Pclose, dcpl);
-    H5QUIET(H5Sclose, space);
-    H5QUIET(H5Pclose, dxpl);
-    H5QUIET(H5Pclose, fapl);
+    H5RELEASE(&fid, &dcpl, &space, &dxpl, &fapl);
     return -1;
 }
 
@@ -128,21 +114,14 @@ static int read_back(run_t *r, int salt)
             goto fail;
     H5CLOSE(H5Dclose, d);
     H5CLOSE(H5Fclose, fid);
-    H5Pclose(dxpl);
-    H5Pclose(fapl);
+    H5CLOSE_ALL(&dxpl, &fapl);
     for (long long i = 0; i < o->elements; i++)
         if (buf[i] != member_value(i, salt, M_VALUE_D)) {
-            char e[64], g[64];
-            snprintf(e, sizeof e, "%.17g", member_value(i, salt, M_VALUE_D));
-            snprintf(g, sizeof g, "%.17g", buf[i]);
-            return verify_fail("append", i, "value", e, g);
+            return verify_double("append", i, "value", member_value(i, salt, M_VALUE_D), buf[i]);
         }
     return 0;
 fail:
-    H5QUIET(H5Dclose, d);
-    H5QUIET(H5Fclose, fid);
-    H5QUIET(H5Pclose, dxpl);
-    H5QUIET(H5Pclose, fapl);
+    H5RELEASE(&d, &fid, &dxpl, &fapl);
     return -1;
 }
 

@@ -73,8 +73,7 @@ static int create_main(const options_t *o)
 fail:
     if (!closed)   /* as every rank on the success path does */
         close_written_file(&fid, names[o->objects]);
-    H5QUIET(H5Fclose, fid);
-    H5QUIET(H5Pclose, fapl);
+    H5RELEASE(&fid, &fapl);
     return -1;
 }
 
@@ -119,17 +118,10 @@ static int open_read(run_t *r)
         }
     note_io_mode(r, dxpl);
     H5CLOSE(H5Fclose, fid);
-    H5Sclose(mspace);
-    H5Pclose(dxpl);
-    H5Pclose(fapl);
+    H5CLOSE_ALL(&mspace, &dxpl, &fapl);
     return 0;
 fail:
-    H5QUIET(H5Dclose, d);
-    H5QUIET(H5Sclose, fspace);
-    H5QUIET(H5Sclose, mspace);
-    H5QUIET(H5Fclose, fid);
-    H5QUIET(H5Pclose, dxpl);
-    H5QUIET(H5Pclose, fapl);
+    H5RELEASE(&d, &fspace, &mspace, &fid, &dxpl, &fapl);
     return -1;
 }
 
@@ -138,11 +130,9 @@ static int verify(const options_t *o, int salt)
     for (long long k = 0; k < o->objects * o->elements; k++) {
         double want = member_value(k, salt, M_VALUE_D);
         if (buf[k] != want) {
-            char e[64], g[64], m[48];
-            snprintf(e, sizeof e, "%.17g", want);
-            snprintf(g, sizeof g, "%.17g", buf[k]);
+            char m[48];
             snprintf(m, sizeof m, "file %lld", k / o->elements);
-            return verify_fail("open_read", k % o->elements, m, e, g);
+            return verify_double("open_read", k % o->elements, m, want, buf[k]);
         }
     }
     return 0;

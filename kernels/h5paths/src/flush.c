@@ -76,14 +76,10 @@ static long long create_flush(const options_t *o, int salt)
         H5CLOSE(H5Dclose, d);
     }
     H5CLOSE(H5Fclose, fid);
-    H5Sclose(space);
-    H5Pclose(fapl);
+    H5CLOSE_ALL(&space, &fapl);
     return flushed;
 fail:
-    H5QUIET(H5Dclose, d);
-    H5QUIET(H5Sclose, space);
-    H5QUIET(H5Fclose, fid);
-    H5QUIET(H5Pclose, fapl);
+    H5RELEASE(&d, &space, &fid, &fapl);
     return -1;
 }
 
@@ -100,10 +96,7 @@ static int read_back(const options_t *o, int salt)
         H5CLOSE(H5Dclose, d);
         for (long long i = 0; i < o->elements; i++)
             if (buf[i] != value(j, i, salt)) {
-                char e[64], g[64];
-                snprintf(e, sizeof e, "%.17g", value(j, i, salt));
-                snprintf(g, sizeof g, "%.17g", buf[i]);
-                verify_fail("create_flush", i, name, e, g);
+                verify_double("create_flush", i, name, value(j, i, salt), buf[i]);
                 goto fail;
             }
     }
@@ -111,9 +104,7 @@ static int read_back(const options_t *o, int salt)
     H5Pclose(fapl);
     return 0;
 fail:
-    H5QUIET(H5Dclose, d);
-    H5QUIET(H5Fclose, fid);
-    H5QUIET(H5Pclose, fapl);
+    H5RELEASE(&d, &fid, &fapl);
     return -1;
 }
 

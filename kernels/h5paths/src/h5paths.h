@@ -137,6 +137,9 @@ void *xmalloc(size_t n);
 long long rank_offset(long long per_rank);
 int verify_fail(const char *phase, long long i, const char *member, const char *expected,
                 const char *got);
+/* verify_fail with the values as %.17g */
+int verify_double(const char *phase, long long i, const char *member, double expected,
+                  double got);
 
 #define H5CHK(var, call) do { if (((var) = (call)) < 0) { \
     h5p_error("%s failed (%s:%d)", #call, __FILE__, __LINE__); goto fail; } } while (0)
@@ -150,6 +153,12 @@ int verify_fail(const char *phase, long long i, const char *member, const char *
 /* release on the failure path: the error is already counted */
 #define H5QUIET(fn, id) do { if ((id) >= 0) { H5E_BEGIN_TRY { fn(id); } H5E_END_TRY; \
     (id) = -1; } } while (0)
+/* close each handle still open (>= 0), in this order, with the close call of its
+ * kind, and set it to -1: H5RELEASE on the failure path (quietly: the error is
+ * already counted), H5CLOSE_ALL on the success path (unchecked, as H5Sclose(x)) */
+void close_handles(hid_t *const ids[], int quiet);
+#define H5RELEASE(...) close_handles((hid_t *const[]){__VA_ARGS__, NULL}, 1)
+#define H5CLOSE_ALL(...) close_handles((hid_t *const[]){__VA_ARGS__, NULL}, 0)
 
 /* ---- mpiio.c: the MPI-IO twins ---- */
 enum mpiio_mode { MIO_READ, MIO_CREATE, MIO_UPDATE };

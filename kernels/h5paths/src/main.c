@@ -9,6 +9,7 @@
 #define _GNU_SOURCE   /* dladdr and Dl_info (dlfcn.h) */
 #endif
 #include "h5paths.h"
+#include "kernel_common.h"
 
 #include <dlfcn.h>
 
@@ -229,12 +230,11 @@ static int parse_options(int argc, char **argv, options_t *o)
         }
     }
     if (!bad[0]) {
-        if (optind == argc)
-            snprintf(bad, sizeof bad, "missing PREFIX (the files are PREFIX<path>*.h5)");
-        else if (optind + 1 < argc)
-            snprintf(bad, sizeof bad, "only one PREFIX is allowed");
-        else
-            o->prefix = argv[optind];
+        const char *why = NULL;
+        o->prefix = prefix_operand(argc, argv, optind,
+                                   "missing PREFIX (the files are PREFIX<path>*.h5)", &why);
+        if (why)
+            snprintf(bad, sizeof bad, "%s", why);
     }
     if (bad[0]) {
         if (err) fprintf(err, "h5paths: ERROR usage: %s\n", bad);
@@ -244,20 +244,6 @@ static int parse_options(int argc, char **argv, options_t *o)
 }
 
 /* ------------------------------------------------------------- output */
-
-static void jstr(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch == '\n') fputs("\\n", f);
-        else if (ch == '\t') fputs("\\t", f);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-    fputc('"', f);
-}
 
 static const char *jbool(int b) { return b ? "true" : "false"; }
 
@@ -277,14 +263,14 @@ static void write_params(FILE *f, const run_t *r)
 {
     const options_t *o = r->o;
     fprintf(f, "  \"params\": {\"path\": ");
-    jstr(f, o->path);
+    json_string(f, o->path);
     fprintf(f, ", \"api\": \"%s\", \"transfer\": \"%s\", \"layout\": \"%s\", "
                "\"chunk_elements\": %lld, \"modify_write_buf\": %s, "
                "\"modify_write_buf_applied\": %s, \"coll_metadata\": %s, \"libver\": ",
             o->api == API_MPIIO ? "mpiio" : "hdf5", o->collective ? "collective" : "independent",
             o->chunked ? "chunked" : "contiguous", o->chunk_elements, jbool(o->modify_write_buf),
             jbool(o->modify_write_buf_applied), jbool(o->coll_metadata));
-    jstr(f, o->libver);
+    json_string(f, o->libver);
     fprintf(f, ", \"elements\": %lld, \"objects\": %lld, \"efc_size\": %lld, "
                "\"iterations\": %d, \"read_repeats\": %d, \"record_bytes_file\": %lld, "
                "\"record_bytes_memory\": %lld, \"keep\": %s, \"read_cache\": \"%s\", "
@@ -292,7 +278,7 @@ static void write_params(FILE *f, const run_t *r)
             o->elements, o->objects, o->efc_size, o->iterations, o->read_repeats,
             o->record_bytes_file, o->record_bytes_memory, jbool(o->keep),
             o->keep_cache ? "keep" : "evict");
-    jstr(f, o->prefix);
+    json_string(f, o->prefix);
     fprintf(f, "},\n");
 }
 
@@ -319,36 +305,33 @@ static int write_json(const run_t *r, const summary_t *s, long total_errors)
                "\"hdf5_version_source\": \"H5get_libversion\", \"hdf5_header_version\": \"%s\",\n"
                "  \"hdf5_library\": ",
             H5PATHS_VERSION, s->hdf5_version, H5PATHS_HEADER_VERSION);
-    jstr(f, s->hdf5_library);
+    json_string(f, s->hdf5_library);
     fprintf(f, ", \"hdf5_library_source\": \"dladdr(H5get_libversion)\",\n"
                "  \"mpi_library_version\": ");
-    jstr(f, s->mpi_version);
+    json_string(f, s->mpi_version);
     fprintf(f, ",\n  \"mpi_ranks\": %d, \"status\": \"%s\", \"error_count\": %ld, \"errors\": [",
             g_size, s->ok ? "ok" : "failed", total_errors);
     for (int i = 0; i < s->nerr; i++) {
         if (i) fputs(", ", f);
-        jstr(f, s->err[i]);
+        json_string(f, s->err[i]);
     }
     if (total_errors > s->nerr) {
         char more[96];
         snprintf(more, sizeof more, "%ld more error(s) not listed here: see stderr",
                  total_errors - s->nerr);
         if (s->nerr) fputs(", ", f);
-        jstr(f, more);
+        json_string(f, more);
     }
     fprintf(f, "],\n  \"command\": [");
-    for (int i = 0; i < s->argc; i++) {
-        if (i) fputs(", ", f);
-        jstr(f, s->argv[i]);
-    }
+    json_strings(f, s->argv, s->argc);
     fprintf(f, "],\n  \"path\": ");
-    jstr(f, o->path);
+    json_string(f, o->path);
     fprintf(f, ", \"api\": \"%s\",\n", o->api == API_MPIIO ? "mpiio" : "hdf5");
     write_params(f, r);
     fprintf(f, "  \"read_cache\": ");
-    jstr(f, r->read_cache[0] ? r->read_cache : "not-evicted: no read phase ran");
+    json_string(f, r->read_cache[0] ? r->read_cache : "not-evicted: no read phase ran");
     fprintf(f, ", \"read_cache_check\": ");
-    jstr(f, r->cache_check[0] ? r->cache_check : "none");
+    json_string(f, r->cache_check[0] ? r->cache_check : "none");
     if (r->extra_json[0])
         fprintf(f, ", %s", r->extra_json);
     fprintf(f, ",\n  \"iterations\": [");
@@ -367,7 +350,7 @@ static int write_json(const run_t *r, const summary_t *s, long total_errors)
     for (int i = 0; i < r->nfiles; i++) {
         const char *base = strrchr(r->files[i], '/') ? strrchr(r->files[i], '/') + 1 : r->files[i];
         fprintf(f, "%s{\"name\": ", i ? ", " : "");
-        jstr(f, base);
+        json_string(f, base);
         fprintf(f, ", \"bytes\": %lld}", s->file_bytes[i]);
     }
     fprintf(f, "],\n  \"files_kept\": %s\n}\n", jbool(o->keep));

@@ -40,12 +40,7 @@ static int prepare(run_t *r)
     return run_add_file(r, file_name);
 }
 
-static void finish(run_t *r)
-{
-    (void)r;
-    free(buf);
-    buf = NULL;
-}
+static void finish(run_t *r) { (void)r; free(buf); buf = NULL; }
 
 /* values of dataset j: this rank's, of attribute j: every rank's (rank 0's are written) */
 static void fill(const options_t *o, int salt, int per_rank)
@@ -62,12 +57,10 @@ static int verify(const options_t *o, int salt, int per_rank, const char *phase)
     for (long long k = 0; k < o->objects * o->elements; k++) {
         double want = per_rank ? member_value(k, salt, M_VALUE_D) : (double)k + salt * 0.25;
         if (buf[k] != want) {
-            char e[64], g[64], m[48];
-            snprintf(e, sizeof e, "%.17g", want);
-            snprintf(g, sizeof g, "%.17g", buf[k]);
+            char m[48];
             snprintf(m, sizeof m, "%s %lld", per_rank ? "dataset" : "attribute",
                      k / o->elements);
-            return verify_fail(phase, k % o->elements, m, e, g);
+            return verify_double(phase, k % o->elements, m, want, buf[k]);
         }
     }
     return 0;
@@ -120,20 +113,13 @@ static int create_datasets(run_t *r, int write)
     closed = 1;
     if (close_written_file(&fid, file_name) < 0)
         goto fail;
-    H5Sclose(mspace);
-    H5Sclose(fspace);
-    H5Pclose(dxpl);
-    H5Pclose(fapl);
+    H5CLOSE_ALL(&mspace, &fspace, &dxpl, &fapl);
     return 0;
 fail:
-    H5QUIET(H5Dclose, d);
-    H5QUIET(H5Sclose, mspace);
-    H5QUIET(H5Sclose, fspace);
+    H5RELEASE(&d, &mspace, &fspace);
     if (!closed)   /* as every rank on the success path does */
         close_written_file(&fid, file_name);
-    H5QUIET(H5Fclose, fid);
-    H5QUIET(H5Pclose, dxpl);
-    H5QUIET(H5Pclose, fapl);
+    H5RELEASE(&fid, &dxpl, &fapl);
     return -1;
 }
 
@@ -165,40 +151,11 @@ static int open_datasets(run_t *r, int read)
     if (read)
         note_io_mode(r, dxpl);
     H5CLOSE(H5Fclose, fid);
-    H5Sclose(mspace);
-    H5Pclose(dxpl);
-    H5Pclose(fapl);
+    H5CLOSE_ALL(&mspace, &dxpl, &fapl);
     return 0;
 fail:
-    H5QUIET(H5Dclose, d);
-    H5QUIET(H5Sclose, fspace);
-    H5QUIET(H5Sclose, mspace);
-    H5QUIET(H5Fclose, fid);
-    H5QUIET(H5Pclose, dxpl);
-    H5QUIET(H5Pclose, fapl);
+    H5RELEASE(&d, &fspace, &mspace, &fid, &dxpl, &fapl);
     return -1;
-}
-
-static int iterate_datasets(run_t *r)
-{
-    const options_t *o = r->o;
-    long long bytes = o->objects * o->elements * (long long)sizeof(double);
-    char *files[1] = {file_name};
-    int salt = r->iteration % 8;
-    fill(o, salt, 1);
-    phase_start(r);
-    if (create_datasets(r, 1) == 0)
-        fsync_files(files, 1);
-    if (phase_stop(r, "create", bytes, o->objects) < 0 || any_errors() ||
-        evict_files(r, files, 1) < 0)
-        return -1;
-    memset(buf, 0xA5, (size_t)bytes);
-    phase_start(r);
-    open_datasets(r, 1);
-    if (phase_stop(r, "open_read", bytes, o->objects) < 0 || any_errors())
-        return -1;
-    verify(o, salt, 1, "open_read");
-    return any_errors() ? -1 : 0;
 }
 
 static int prepare_open_close(run_t *r)
@@ -279,8 +236,7 @@ static int attributes_io(run_t *r, int create)
             goto fail;
     } else
         H5CLOSE(H5Fclose, fid);
-    H5Sclose(space);
-    H5Pclose(fapl);
+    H5CLOSE_ALL(&space, &fapl);
     free(g);
     return 0;
 fail:
@@ -290,33 +246,43 @@ fail:
     H5QUIET(H5Sclose, space);
     if (create && !closed)   /* as every rank on the success path does */
         close_written_file(&fid, file_name);
-    H5QUIET(H5Fclose, fid);
-    H5QUIET(H5Pclose, fapl);
+    H5RELEASE(&fid, &fapl);
     free(g);
     return -1;
 }
 
-static int iterate_attributes(run_t *r)
+/* one iteration of many-datasets (io: the datasets, per rank's values) or attributes
+ * (io: attributes_io, rank 0's values): create and write (with the fsync), evict,
+ * open and read back, verify */
+static int create_then_read(run_t *r, int per_rank, int (*io)(run_t *r, int create))
 {
     const options_t *o = r->o;
     long long bytes = o->objects * o->elements * (long long)sizeof(double);
     char *files[1] = {file_name};
     int salt = r->iteration % 8;
-    fill(o, salt, 0);
+    fill(o, salt, per_rank);
     phase_start(r);
-    if (attributes_io(r, 1) == 0)
+    if (io(r, 1) == 0)
         fsync_files(files, 1);
     if (phase_stop(r, "create", bytes, o->objects) < 0 || any_errors() ||
         evict_files(r, files, 1) < 0)
         return -1;
     memset(buf, 0xA5, (size_t)bytes);
     phase_start(r);
-    attributes_io(r, 0);
+    io(r, 0);
     if (phase_stop(r, "open_read", bytes, o->objects) < 0 || any_errors())
         return -1;
-    verify(o, salt, 0, "open_read");
+    verify(o, salt, per_rank, "open_read");
     return any_errors() ? -1 : 0;
 }
+
+static int datasets_io(run_t *r, int create)
+{
+    return create ? create_datasets(r, 1) : open_datasets(r, 1);
+}
+
+static int iterate_datasets(run_t *r) { return create_then_read(r, 1, datasets_io); }
+static int iterate_attributes(run_t *r) { return create_then_read(r, 0, attributes_io); }
 
 const path_t metadata_paths[] = {
     {"many-datasets", "metadata", 0, 16, 400, prepare, iterate_datasets, finish},

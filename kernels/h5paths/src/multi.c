@@ -51,9 +51,7 @@ static void finish(run_t *r)
 static void close_all(long long D)
 {
     for (long long j = 0; j < D; j++) {   /* the memory types are H5T_NATIVE_DOUBLE */
-        H5QUIET(H5Dclose, ids[j]);
-        H5QUIET(H5Sclose, ids[2 * D + j]);
-        H5QUIET(H5Sclose, ids[3 * D + j]);
+        H5RELEASE(&ids[j], &ids[2 * D + j], &ids[3 * D + j]);
     }
 }
 
@@ -142,17 +140,14 @@ static int transfer(run_t *r, enum transfer_kind kind)
             goto fail;
     } else
         H5CLOSE(H5Fclose, fid);
-    H5Pclose(dxpl);
-    H5Pclose(fapl);
+    H5CLOSE_ALL(&dxpl, &fapl);
     free(wbufs);
     return 0;
 fail:
     close_all(D);
     if (write && !closed)   /* as every rank on the success path does */
         close_written_file(&fid, file_name);
-    H5QUIET(H5Fclose, fid);
-    H5QUIET(H5Pclose, dxpl);
-    H5QUIET(H5Pclose, fapl);
+    H5RELEASE(&fid, &dxpl, &fapl);
     free(wbufs);
     return -1;
 }
@@ -183,11 +178,9 @@ static int write_read(run_t *r, enum transfer_kind wkind, const char *wname,
     for (long long k = 0; k < nval; k++) {
         double want = member_value(k, salt, M_VALUE_D);
         if (buf[k] != want) {
-            char e[64], g[64], m[32];
-            snprintf(e, sizeof e, "%.17g", want);
-            snprintf(g, sizeof g, "%.17g", buf[k]);
+            char m[32];
             snprintf(m, sizeof m, "dataset %lld", k / o->elements);
-            verify_fail(rname, k % o->elements, m, e, g);
+            verify_double(rname, k % o->elements, m, want, buf[k]);
             break;
         }
     }

@@ -163,10 +163,7 @@ long long layout_verify(const layout_t *l, const void *buf, long long n, int sal
             if (got == want || (isnan(got) && isnan(want)))
                 continue;
             if (!bad++) {
-                char e[64], g[64];
-                snprintf(e, sizeof e, "%.17g", want);
-                snprintf(g, sizeof g, "%.17g", got);
-                verify_fail(phase, i, member_info[id].name, e, g);
+                verify_double(phase, i, member_info[id].name, want, got);
             }
         }
     }
@@ -193,8 +190,7 @@ static hid_t create_dataset(const options_t *o, hid_t fid, const xfer_t *x, hid_
     (void)o;
     return dset;
 fail:
-    H5QUIET(H5Pclose, dcpl);
-    H5QUIET(H5Dclose, dset);
+    H5RELEASE(&dcpl, &dset);
     return -1;
 }
 
@@ -253,14 +249,10 @@ int h5_transfer(run_t *r, const xfer_t *x, enum xfer_mode mode, void *buf)
         goto fail;
     rc = 0;
 fail:
-    H5QUIET(H5Sclose, mspace);
-    H5QUIET(H5Sclose, fspace);
-    H5QUIET(H5Dclose, dset);
+    H5RELEASE(&mspace, &fspace, &dset);
     if (mode != X_READ && !closed)   /* as every rank on the success path does */
         close_written_file(&fid, x->file);
-    H5QUIET(H5Fclose, fid);
-    H5QUIET(H5Pclose, dxpl);
-    H5QUIET(H5Pclose, fapl);
+    H5RELEASE(&fid, &dxpl, &fapl);
     return rc;
 }
 

@@ -299,12 +299,8 @@ static int iterate(run_t *r)
     if (phase_stop(r, "read", o->elements * (long long)sizeof(double), 1) < 0 || any_errors())
         return -1;
     for (long long k = 0; k < o->elements; k++)
-        if (buf[k] != value(k, salt)) {
-            char e[64], g[64];
-            snprintf(e, sizeof e, "%.17g", value(k, salt));
-            snprintf(g, sizeof g, "%.17g", buf[k]);
-            return verify_fail("read", k, "value", e, g);
-        }
+        if (buf[k] != value(k, salt))
+            return verify_double("read", k, "value", value(k, salt), buf[k]);
     phase_start(r);
     calls = select_ops(o);
     if (phase_stop(r, "select_ops", 0, calls < 0 ? 0 : calls) < 0)

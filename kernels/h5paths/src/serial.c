@@ -170,10 +170,9 @@ static long long storage_pass(const options_t *o, int write, int salt)
                     H5DO(H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf));
                 for (long long i = 0; i < o->elements; i++)
                     if (buf[i] != dataset_value(kind * o->objects + j, i, o->elements, salt)) {
-                        char e[64], g[64];
-                        snprintf(e, sizeof e, "%.17g", dataset_value(kind * o->objects + j, i, o->elements, salt));
-                        snprintf(g, sizeof g, "%.17g", buf[i]);
-                        verify_fail("read", i, name, e, g);
+                        verify_double("read", i, name,
+                                      dataset_value(kind * o->objects + j, i, o->elements, salt),
+                                      buf[i]);
                         goto fail;
                     }
             }

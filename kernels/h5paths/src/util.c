@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #endif
 #include "h5paths.h"
+#include "kernel_common.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,11 +48,7 @@ void h5p_error(const char *fmt, ...)
 void h5p_mpi_error(const char *call, int rc)
 {
     char msg[MPI_MAX_ERROR_STRING + 1];
-    int len = 0;
-    if (MPI_Error_string(rc, msg, &len) != MPI_SUCCESS)
-        snprintf(msg, sizeof msg, "MPI error code %d", rc);
-    else
-        msg[len] = '\0';
+    mpi_error_text(rc, msg, sizeof msg);
     h5p_error("%s failed: %s", call, msg);
 }
 
@@ -67,6 +64,43 @@ int verify_fail(const char *phase, long long i, const char *member, const char *
     fprintf(stderr, "h5paths: ERROR %s\n", line);
     fflush(stderr);
     return -1;
+}
+
+int verify_double(const char *phase, long long i, const char *member, double expected,
+                  double got)
+{
+    char e[64], g[64];
+    snprintf(e, sizeof e, "%.17g", expected);
+    snprintf(g, sizeof g, "%.17g", got);
+    return verify_fail(phase, i, member, e, g);
+}
+
+static void close_handle(hid_t id)
+{
+    switch (H5Iget_type(id)) {
+    case H5I_FILE: H5Fclose(id); break;
+    case H5I_GROUP: H5Gclose(id); break;
+    case H5I_DATATYPE: H5Tclose(id); break;
+    case H5I_DATASPACE: H5Sclose(id); break;
+    case H5I_DATASET: H5Dclose(id); break;
+    case H5I_ATTR: H5Aclose(id); break;
+    case H5I_GENPROP_LST: H5Pclose(id); break;
+    default: H5Idec_ref(id); break;
+    }
+}
+
+void close_handles(hid_t *const ids[], int quiet)
+{
+    for (; *ids; ids++) {
+        if (**ids < 0)
+            continue;
+        if (quiet) {
+            H5E_BEGIN_TRY { close_handle(**ids); } H5E_END_TRY;
+        } else {
+            close_handle(**ids);
+        }
+        **ids = -1;
+    }
 }
 
 void *xmalloc(size_t n)

@@ -101,8 +101,7 @@ fail:
     H5QUIET(H5Dclose, d);
     if (!closed)   /* as every rank on the success path does */
         close_written_file(&fid, path);
-    H5QUIET(H5Fclose, fid);
-    H5QUIET(H5Pclose, fapl);
+    H5RELEASE(&fid, &fapl);
     return -1;
 }
 
@@ -122,9 +121,7 @@ static int create_vds(run_t *r)
     }
     rc = create_vds_file(o, vds_name, vspace, dcpl);
 fail:
-    H5QUIET(H5Pclose, dcpl);
-    H5QUIET(H5Sclose, sspace);
-    H5QUIET(H5Sclose, vspace);
+    H5RELEASE(&dcpl, &sspace, &vspace);
     return rc;
 }
 
@@ -149,16 +146,10 @@ static int read_vds(run_t *r)
     H5DO(H5Dread(d, H5T_NATIVE_DOUBLE, mspace, fspace, dxpl, buf));
     H5CLOSE(H5Dclose, d);
     H5CLOSE(H5Fclose, fid);
-    H5Sclose(mspace);
-    H5Sclose(fspace);
-    H5Pclose(fapl);
+    H5CLOSE_ALL(&mspace, &fspace, &fapl);
     return 0;
 fail:
-    H5QUIET(H5Dclose, d);
-    H5QUIET(H5Sclose, mspace);
-    H5QUIET(H5Sclose, fspace);
-    H5QUIET(H5Fclose, fid);
-    H5QUIET(H5Pclose, fapl);
+    H5RELEASE(&d, &mspace, &fspace, &fid, &fapl);
     return -1;
 }
 
@@ -168,10 +159,7 @@ static int verify(const options_t *o, int salt)
     for (long long i = 0; i < n; i++) {
         double want = vds_value(G0 + i, salt);
         if (buf[i] != want) {
-            char e[64], g[64];
-            snprintf(e, sizeof e, "%.17g", want);
-            snprintf(g, sizeof g, "%.17g", buf[i]);
-            return verify_fail("read_vds", i, "value", e, g);
+            return verify_double("read_vds", i, "value", want, buf[i]);
         }
     }
     return 0;

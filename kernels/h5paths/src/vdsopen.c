@@ -37,12 +37,7 @@ static int prepare(run_t *r)
     return run_add_file(r, vds_name);
 }
 
-static void finish(run_t *r)
-{
-    (void)r;
-    free(buf);
-    buf = NULL;
-}
+static void finish(run_t *r) { (void)r; free(buf); buf = NULL; }
 
 /* mapping m: [m*per, m*per + per), the last one to the end */
 static void mapping(long long m, long long objects, hsize_t total, hsize_t *start,
@@ -75,8 +70,7 @@ static int write_files(run_t *r)
     }
     rc = create_vds_file(o, vds_name, space, dcpl);
 fail:
-    H5QUIET(H5Pclose, dcpl);
-    H5QUIET(H5Sclose, space);
+    H5RELEASE(&dcpl, &space);
     return rc;
 }
 
@@ -113,11 +107,7 @@ static long long open_vds(run_t *r)
     }
     rc = (long long)found;
 fail:
-    H5QUIET(H5Sclose, vspace);
-    H5QUIET(H5Pclose, dcpl);
-    H5QUIET(H5Dclose, d);
-    H5QUIET(H5Fclose, fid);
-    H5QUIET(H5Pclose, fapl);
+    H5RELEASE(&vspace, &dcpl, &d, &fid, &fapl);
     return rc;
 }
 
