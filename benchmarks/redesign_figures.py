@@ -5,7 +5,8 @@
 - h5regress lines without its parsers;
 - the longest module, class and function of the files ``tests/test_function_lengths.py``
   measures;
-- build ids made by hand (``f'hdf5-{...}'`` and the like) outside ``h5regress/buildid.py``;
+- build ids put together or taken apart by hand outside ``h5regress/buildid.py``
+  (the pattern ``tests/test_buildid.py`` refuses);
 - the places a new tool joins: the tracked files, outside tests, fixtures and prose, that
   name every declared tool (lists a new tool must join), beside its own check, parser and
   references;
