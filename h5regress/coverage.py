@@ -126,6 +126,25 @@ def merge_rows(build: str, rows: Mapping[str, RowCoverage],
                        sorted(extents.values(), key=lambda e: (e.file, e.first_line)), commit)
 
 
+def merge_maps(maps: Sequence[tuple[str, CoverageMap]]) -> CoverageMap:
+    """One map of the rows of several (``(where, map)``) of one coverage build and commit,
+    e.g. a night's map and the map of rows added since: a row in several maps keeps the
+    last one's functions (a row mapped again)."""
+    if not maps:
+        raise CoverageError('no map to merge')
+    (first_where, first), rows, extents = maps[0], {}, {}
+    for where, cmap in maps:
+        if (cmap.build, cmap.commit) != (first.build, first.commit):
+            raise CoverageError(f'{where}: build {cmap.build} at {cmap.commit}, but '
+                                f'{first_where} is {first.build} at {first.commit}: maps of '
+                                f'one build and commit only (the extents are its lines)')
+        rows.update(cmap.rows)
+        extents.update({(e.file, e.name): e for e in cmap.extents})
+    return CoverageMap(first.build, rows,
+                       sorted(extents.values(), key=lambda e: (e.file, e.first_line)),
+                       first.commit)
+
+
 # ------------------------------------------------------------------ changes
 @dataclasses.dataclass(frozen=True)
 class ChangedFunction:

@@ -22,7 +22,7 @@ from h5regress import buildid, manifest
 from h5regress.nightrun import build_filter
 from h5regress.coverage import (PRONE_FILE, CoverageError, CoverageMap, RowCoverage,
                                 blind_spot_line, changed_functions, changed_ranges,
-                                git_diff, load_prone, map_summary, merge_rows,
+                                git_diff, load_prone, map_summary, merge_maps, merge_rows,
                                 parse_gcovr_json, prone_commits, prone_functions, prone_report)
 
 
@@ -272,11 +272,41 @@ def _cmd_prone(args) -> int:
     return 0
 
 
+def _cmd_merge(args) -> int:
+    cmap = merge_maps([(str(p), _read_map(p)) for p in args.maps])
+    tmp = args.output.with_name(args.output.name + '.tmp')
+    tmp.write_text(cmap.to_json())
+    os.replace(tmp, args.output)
+    print(f'{args.output}: {len(cmap.rows)} row(s) of {len(args.maps)} map(s), '
+          f'{len(cmap.extents)} function(s) seen')
+    return 0
+
+
 def _read_map(path: pathlib.Path) -> CoverageMap:
     try:
         return CoverageMap.from_json(path.read_text(), str(path))
     except OSError as err:
         raise CoverageError(f'--map {path}: {err.strerror}') from None
+
+
+def _add_map_parsers(sub) -> None:
+    m = sub.add_parser('map', help='per-row coverage map from the rows\' counters')
+    m.add_argument('--build-dir', required=True, type=pathlib.Path,
+                   help='the coverage build\'s build tree (its .gcno notes)')
+    m.add_argument('--source', required=True, type=pathlib.Path,
+                   help='the source tree it compiled (the map\'s paths are relative to it)')
+    m.add_argument('-o', '--output', type=pathlib.Path, required=True, help='map file (JSON)')
+    m.add_argument('--build', required=True, help='the coverage build\'s id (recorded)')
+    m.add_argument('--row', action='append', required=True, metavar='NAME=DIR',
+                   help='a row (its ReFrame test name, as the night names it) and the '
+                        'GCOV_PREFIX directory of its run (repeat)')
+    m.add_argument('--commit', help='the HDF5 commit the coverage build compiled (recorded; '
+                                    'diff, prone and the night need it)')
+    g = sub.add_parser('merge', help='one map of several maps of one build and commit (a '
+                                     'night\'s map and the map of rows added since)')
+    g.add_argument('maps', nargs='+', type=pathlib.Path, help='maps; a row in several keeps '
+                                                              'the last one\'s functions')
+    g.add_argument('-o', '--output', type=pathlib.Path, required=True, help='merged map')
 
 
 def _parser():
@@ -302,15 +332,7 @@ def _parser():
                                                       'is built for coverage, e.g. hdf5-1.15.0')
         p.add_argument('--work', type=pathlib.Path, help='the coverage build\'s directory '
                        '(default ~/.cache/h5regress/coverage/BUILD-cov)')
-    m = sub.add_parser('map', help='per-row coverage map from the rows\' counters')
-    m.add_argument('--build-dir', required=True, type=pathlib.Path,
-                   help='the coverage build\'s build tree (its .gcno notes)')
-    m.add_argument('--source', required=True, type=pathlib.Path,
-                   help='the source tree it compiled (the map\'s paths are relative to it)')
-    m.add_argument('-o', '--output', type=pathlib.Path, required=True, help='map file (JSON)')
-    m.add_argument('--build', required=True, help='the coverage build\'s id (recorded)')
-    m.add_argument('--row', action='append', required=True, metavar='NAME=DIR',
-                   help='a row and the GCOV_PREFIX directory of its run (repeat)')
+    _add_map_parsers(sub)
     d = sub.add_parser('diff', help='changed functions between two commits and the rows '
                                     'that execute them')
     d.add_argument('--map', required=True, type=pathlib.Path,
@@ -344,9 +366,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.action == 'map':
             return _write_map(args.build, dict(map(_row_arg, args.row)), args.build_dir,
-                              args.source, args.output)
-        return {'build': _cmd_build, 'run': _cmd_run, 'diff': _cmd_diff,
-                'prone': _cmd_prone}[args.action](args)
+                              args.source, args.output, args.commit)
+        return {'build': _cmd_build, 'run': _cmd_run, 'diff': _cmd_diff, 'prone': _cmd_prone,
+                'merge': _cmd_merge}[args.action](args)
     except CoverageError as err:
         print(f'h5regress coverage: error: {err}', file=sys.stderr)
         return 4

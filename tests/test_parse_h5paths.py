@@ -45,7 +45,8 @@ def test_a_success_of_every_path_family_is_recorded():
     assert families >= {'compound-subset', 'convert-endian', 'compound-same', 'many-datasets',
                         'attributes', 'open-close', 'partial-chunk', 'chunked-deflate', 'vds',
                         'efc', 'multi-dataset', 'compound-superset', 'strided-chunks',
-                        'vds-open', 'flush-datasets', 'append'}
+                        'vds-open', 'flush-datasets', 'append', 'point-selections',
+                        'multi-chunk', 'storage-kinds', 'vlen-strings'}
 
 
 @pytest.mark.parametrize('case', OK)
@@ -251,6 +252,50 @@ def test_multi_dataset_moves_elements_per_dataset():
                 ph['bytes'] //= 4
     with pytest.raises(RunFailed, match='moved'):
         h5paths.parse(edited('multi-dataset-1.14-ok', one_dataset))
+
+
+def test_point_selections_time_the_selection_calls_as_a_rate():
+    """point-selections: the point write and read are bandwidths of every rank's doubles,
+    select_ops a rate of the selection calls (pointlists, encodes, the projection)."""
+    run, = h5paths.parse(case_files('point-selections-1.14-ok'))
+    metrics = {(m.operation, m.metric) for m in run.measurements}
+    assert {('write', 'bw'), ('read', 'bw'), ('select_ops', 'ops_per_s')} <= metrics
+
+    def fewer_points(d):
+        d['iterations'][1]['phases'][1]['bytes'] //= 2
+    with pytest.raises(RunFailed, match='read moved 65536 B, 131072 B asked'):
+        h5paths.parse(edited('point-selections-1.14-ok', fewer_points))
+
+
+def test_multi_chunk_moves_both_datasets_in_each_of_its_four_phases():
+    run, = h5paths.parse(case_files('multi-chunk-1.14-ok'))
+    assert {m.operation for m in run.measurements} == {'write', 'read', 'write_mc', 'read_mc'}
+    assert all(m.metric in ('bw', 'time') for m in run.measurements)
+
+    def one_dataset(d):
+        d['iterations'][0]['phases'][3]['bytes'] //= 2
+    with pytest.raises(RunFailed, match='read_mc moved 524288 B, 1048576 B asked'):
+        h5paths.parse(edited('multi-chunk-1.14-ok', one_dataset))
+
+
+@pytest.mark.parametrize('case, kinds', [('storage-kinds-1.14-ok', 5),
+                                         ('vlen-strings-1.14-ok', 1)])
+def test_serial_rows_move_each_ranks_records_of_every_dataset(case, kinds):
+    """storage-kinds moves --elements doubles per dataset, five kinds of --objects
+    datasets per rank; vlen-strings one memory record (a pointer and an hvl_t) per
+    element."""
+    run, = h5paths.parse(case_files(case))
+    data = json.loads((FIXTURES / case / 'h5paths.json').read_text())
+    p = data['params']
+    assert data['serial_driver'] == 'sec2'
+    want = p['elements'] * 2 * p['record_bytes_memory'] * (p['objects'] * kinds
+                                                            if kinds > 1 else 1)
+    assert all(ph['bytes'] == want for it in data['iterations'] for ph in it['phases'])
+
+    def less(d):
+        d['iterations'][0]['phases'][0]['bytes'] -= 8
+    with pytest.raises(RunFailed, match=f'write moved {want - 8} B, {want} B asked'):
+        h5paths.parse(edited(case, less))
 
 
 def test_a_stdout_without_finished_ok_is_incomplete():

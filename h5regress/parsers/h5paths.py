@@ -42,8 +42,8 @@ from h5regress.parsers.base import MIB, SYSTEM_ERRORS, ExpectedFile, Measurement
     ParseError, RunFailed, check_files as check_expected, find_error_line, is_stderr_name, \
     kernel_summary
 # the paths and their phases: one table, which the check reads too
-from h5regress.parsers.h5paths_table import COUNTED_DATA_PHASES, DATA_PHASES, PHASES, \
-    WRITES_FILE_RECORDS
+from h5regress.parsers.h5paths_table import COUNTED_DATA_PHASES, DATA_PHASES, \
+    DATASETS_PER_OBJECT, PHASES, WRITES_FILE_RECORDS
 
 TOOL = 'h5paths'
 
@@ -254,7 +254,8 @@ def _per_phase(path: str, iterations: list[Mapping[str, Any]], phases: tuple[str
 def _expected(name: str, opts: Mapping[str, Any], ranks: int) -> dict[str, tuple[int, int]]:
     """phase -> (bytes, objects) the options ask of one iteration (0: not checked).
 
-    Data phases move ``elements`` records per rank (per dataset of ``multi-dataset``)
+    Data phases move ``elements`` records per rank (per dataset of the paths of
+    ``DATASETS_PER_OBJECT``)
     in memory-type bytes (kernels/h5paths/README.md): the read's memory record
     (``record_bytes_memory``), except the writes of ``WRITES_FILE_RECORDS`` and the
     MPI-IO twins (the file record). Metadata phases touch at least ``objects`` objects
@@ -264,7 +265,7 @@ def _expected(name: str, opts: Mapping[str, Any], ranks: int) -> dict[str, tuple
     elements, objects = int(opts['elements']), int(opts['objects'])
     repeats = int(opts.get('read_repeats', 1))
     file_bytes, memory_bytes = int(opts['record_bytes_file']), int(opts['record_bytes_memory'])
-    datasets = objects if name == 'multi-dataset' else 1
+    datasets = objects * DATASETS_PER_OBJECT[name] if name in DATASETS_PER_OBJECT else 1
     out = {}
     for phase in PHASES[name]:
         if phase in DATA_PHASES:

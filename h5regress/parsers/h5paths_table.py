@@ -11,10 +11,12 @@ from __future__ import annotations
 from typing import NamedTuple
 
 #: phases that move array data (bandwidth) and phases that touch objects (rate)
-DATA_PHASES = ('write', 'write_subset', 'read', 'write_sources', 'read_vds', 'append')
+DATA_PHASES = ('write', 'write_subset', 'read', 'write_sources', 'read_vds', 'append',
+               'write_mc', 'read_mc')
 #: data phases whose objects the kernel counts too (append: the extents HDF5 grew)
 COUNTED_DATA_PHASES = ('append',)
-METADATA_PHASES = ('create', 'open_read', 'open_close', 'open_vds', 'create_flush')
+METADATA_PHASES = ('create', 'open_read', 'open_close', 'open_vds', 'create_flush',
+                   'select_ops')
 
 
 class Path(NamedTuple):
@@ -26,7 +28,7 @@ class Path(NamedTuple):
     #: size of the other metadata paths)
     elements: int
     #: datasets, attributes, files in all (the source files of vds, the datasets of
-    #: multi-dataset)
+    #: multi-dataset and multi-chunk, the datasets of each kind of storage-kinds)
     objects: int = 1
     #: reads per read phase of a warm row (``--read-repeats``)
     warm_read_repeats: int = 1
@@ -64,7 +66,16 @@ PATHS: dict[str, Path] = {
     'vds-open': Path(('open_vds',), 65536, 4096, work='objects'),
     'flush-datasets': Path(('create_flush',), 16, 4000, work='objects'),
     'append': Path(('append',), 1048576, 256),
+    'point-selections': Path(('write', 'read', 'select_ops'), 131072),
+    'multi-chunk': Path(('write', 'read', 'write_mc', 'read_mc'), 524288, 2),
+    'storage-kinds': Path(_DATA, 1024, 500, work='objects'),
+    'vlen-strings': Path(_DATA, 65536),
 }
+
+#: datasets a data phase moves ``elements`` records of, per object: every object of the
+#: multi-dataset paths, the five kinds of each object of storage-kinds (compact,
+#: external, filled, anonymous, H5Dcreate1)
+DATASETS_PER_OBJECT = {'multi-dataset': 1, 'multi-chunk': 1, 'storage-kinds': 5}
 
 #: paths whose write moves the file record, not the read's memory record (the parser
 #: checks the bytes): compound-subset writes whole records before its subset write,

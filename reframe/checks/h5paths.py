@@ -14,7 +14,10 @@ and at two file-format bounds; filtered and partial chunks; virtual datasets; th
 external file cache (and its twin without the cache); multi-dataset I/O; strided,
 irregular reads across deflate chunks with conversion; the opening of a virtual
 dataset of many mappings; datasets flushed one by one (serially, a file per rank); a chunked dataset grown by
-H5Dset_extent and written step by step. Data rows
+H5Dset_extent and written step by step; point selections (read, encoded, projected);
+multi-dataset I/O of chunked and filtered datasets, also one collective transfer per
+chunk; serially, a file per rank (sec2): storage layouts (compact, external, filled,
+anonymous) and variable-length strings and sequences. Data rows
 have an MPI-IO twin (``api`` ``mpiio``: the same bytes through MPI-IO, the gate's
 canary). A row the HDF5 build
 cannot run (``multi-dataset`` before 1.14) is skipped with the kernel's own words.
@@ -84,6 +87,14 @@ ROWS = [
     Row('flush-datasets', nightly=True),
     # append: H5Dset_extent then a write, --objects steps
     Row('append', layout='chunked', nightly=True),
+    # chosen from the regression-prone functions the night missed (h5regress coverage
+    # prone; docs/corpus-and-coverage.md): point selections and their encoding (commits
+    # a5ffedb8, 52276f37), multi-dataset I/O of chunked and filtered datasets (93754cae),
+    # and, serially (sec2, a file per rank), storage layouts and variable-length data
+    Row('point-selections', layout='chunked', nightly=True),
+    Row('multi-chunk', layout='chunked', nightly=True),
+    Row('storage-kinds', nightly=True),
+    Row('vlen-strings', nightly=True),
     # MPI-IO twins of the collective contiguous data rows (the canaries)
     Row('compound-same', api='mpiio'),
     Row('compound-subset', api='mpiio'),

@@ -49,16 +49,6 @@ static void finish(run_t *r)
     buf = NULL;
 }
 
-static hid_t serial_fapl(const options_t *o)
-{
-    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (fapl >= 0 && H5Pset_libver_bounds(fapl, o->libver_low, H5F_LIBVER_LATEST) < 0) {
-        H5Pclose(fapl);
-        return -1;
-    }
-    return fapl;
-}
-
 static double value(long long j, long long i, int salt)
 {
     return member_value(j * 1000003LL + i, salt, M_VALUE_D);
@@ -71,7 +61,7 @@ static long long create_flush(const options_t *o, int salt)
     hsize_t n = (hsize_t)o->elements;
     long long flushed = 0;
     char name[32];
-    H5CHK(fapl, serial_fapl(o));
+    H5CHK(fapl, make_serial_fapl(o));
     H5CHK(fid, H5Fcreate(file_name, H5F_ACC_TRUNC, H5P_DEFAULT, fapl));
     H5CHK(space, H5Screate_simple(1, &n, NULL));
     for (long long j = 0; j < o->objects; j++) {
@@ -97,7 +87,7 @@ static int read_back(const options_t *o, int salt)
 {
     hid_t fapl = -1, fid = -1, d = -1;
     char name[32];
-    H5CHK(fapl, serial_fapl(o));
+    H5CHK(fapl, make_serial_fapl(o));
     H5CHK(fid, H5Fopen(file_name, H5F_ACC_RDONLY, fapl));
     for (long long j = 0; j < o->objects; j++) {
         snprintf(name, sizeof name, "d%06lld", j);

@@ -23,8 +23,8 @@
 
 /* 1.1.1: a full disk ends with its cause; 1.2.0: the loaded libhdf5 named (dladdr);
  * 1.3.0: both (they were made side by side from 1.1.0); 1.4.0: strided-chunks, vds-open,
- * flush-datasets, append */
-#define H5PATHS_VERSION "1.4.0"
+ * flush-datasets, append; 1.5.0: point-selections, multi-chunk, storage-kinds, vlen-strings */
+#define H5PATHS_VERSION "1.5.0"
 /* the headers' version (H5_VERS_STR is newer than 1.10) */
 #define H5PATHS_STR2(x) #x
 #define H5PATHS_STR(x) H5PATHS_STR2(x)
@@ -126,6 +126,10 @@ int phase_stop(run_t *r, const char *name, long long local_bytes, long long obje
 void note_io_mode(run_t *r, hid_t dxpl);
 int check_size(const char *path, long long min_bytes);
 hid_t make_fapl(const options_t *o);
+hid_t make_serial_fapl(const options_t *o);
+int unavailable_before_1_14(run_t *r);   /* prepare() of a path an older HDF5 lacks */
+int unavailable_iterate(run_t *r);
+void unavailable_finish(run_t *r);
 hid_t make_dxpl(const options_t *o);
 int any_errors(void);
 int close_written_file(hid_t *fid, const char *path);
@@ -175,5 +179,7 @@ extern const path_t flush_paths[];      /* flush.c */
 extern const path_t append_paths[];     /* append.c */
 extern const path_t efc_paths[];        /* efc.c */
 extern const path_t multi_paths[];      /* multi.c */
+extern const path_t selection_paths[];  /* selections.c */
+extern const path_t serial_paths[];     /* serial.c */
 
 #endif

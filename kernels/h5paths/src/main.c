@@ -23,7 +23,8 @@
 
 static const path_t *const families[] = {compound_paths, convert_paths, metadata_paths,
                                          chunked_paths, vds_paths, vdsopen_paths, efc_paths,
-                                         multi_paths, flush_paths, append_paths};
+                                         multi_paths, flush_paths, append_paths,
+                                         selection_paths, serial_paths};
 #define NFAMILIES (sizeof families / sizeof families[0])
 
 static const path_t *find_path(const char *name)

@@ -419,6 +419,29 @@ fail:
     return -1;
 }
 
+/* a path this HDF5 lacks: rank 0 says so, the kernel exits 2 */
+int unavailable_before_1_14(run_t *r)
+{
+    if (g_rank == 0)
+        fprintf(stderr, "h5paths: ERROR %s: not available in HDF5 %s\n",
+                r->o->path, H5PATHS_HEADER_VERSION);
+    return EXIT_UNAVAILABLE;
+}
+int unavailable_iterate(run_t *r) { (void)r; return -1; }
+void unavailable_finish(run_t *r) { (void)r; }
+
+/* one process per file: the default (sec2) driver, the row's format bounds */
+hid_t make_serial_fapl(const options_t *o)
+{
+    hid_t fapl = -1;
+    H5CHK(fapl, H5Pcreate(H5P_FILE_ACCESS));
+    H5DO(H5Pset_libver_bounds(fapl, o->libver_low, H5F_LIBVER_LATEST));
+    return fapl;
+fail:
+    H5QUIET(H5Pclose, fapl);
+    return -1;
+}
+
 hid_t make_dxpl(const options_t *o)
 {
     hid_t dxpl = -1;
