@@ -69,7 +69,9 @@ def test_a_perflog_line_that_does_not_fit_is_cut_back_and_named(small_fs):
 def test_run_suite_with_a_full_perflog_disk_fails_naming_the_file(tmp_path, small_fs):
     mnt = small_fs('256k')
     fill(mnt, leave=4096)
-    out = run_suite(['-n', 'fio_check.*direct', '--perflogdir', str(mnt)], tmp_path)
+    # 16 MiB: what fio writes does not matter here, only the perflog that cannot be
+    out = run_suite(['-n', 'fio_check.*direct', '-S', 'fio_check.size=16M', '--perflogdir',
+                     str(mnt)], tmp_path)
     log = mnt / 'local' / 'default' / 'fio_check.log'
     assert out.returncode == 4, out.stdout + out.stderr
     assert f'{log} could not be written (No space left on device' in out.stderr

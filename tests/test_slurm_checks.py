@@ -16,7 +16,7 @@ from h5regress import perflog
 from reframe_run import REPO, reframe_command, reframe_env, run_reframe
 
 # the SLURM tests bring up a real cluster and run jobs through it: minutes, so slow
-pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.beside]
 
 #: 1 and 2 nodes of FLASH-IO, fio on one node, IOR when it is installed
 CHECKS = r'fio_check.*direct|flashio_build_check.*hdf5-collective|ior_check.*HDF5-collective'
@@ -32,11 +32,15 @@ def job_scripts(workdir):
     return {p.parent.name: p.read_text() for p in (workdir / 'stage').rglob('rfm_job.sh')}
 
 
+def no_accounting(slurm_cluster, partition):
+    if partition.startswith('slurm') and slurm_cluster.accounting_error:
+        pytest.skip(f'no accounting for sacct: {slurm_cluster.accounting_error}')
+
+
 @pytest.mark.parametrize('partition', ['squeue-srun', 'squeue-mpirun', 'slurm-srun'])
 def test_checks_run_through_each_partition_on_1_and_2_nodes(slurm_cluster, partition,
                                                              tmp_path):
-    if partition.startswith('slurm') and slurm_cluster.accounting_error:
-        pytest.skip(f'no accounting for sacct: {slurm_cluster.accounting_error}')
+    no_accounting(slurm_cluster, partition)
     start = time.monotonic()
     out = run_reframe(['-c', 'reframe/checks', '--system', f'ci-slurm:{partition}',
                        '-n', CHECKS, '-r'], tmp_path, env=slurm_cluster.env)
@@ -83,19 +87,45 @@ def test_checks_run_inside_one_allocation(slurm_cluster, tmp_path):
         scripts
 
 
-@pytest.mark.parametrize('partition', ['squeue-srun', 'slurm-srun'])
+#: the partitions whose job SLURM kills: the squeue scheduler, and sacct's (accounting)
+KILLED_ON = ('squeue-srun', 'slurm-srun')
+
+
+@pytest.fixture(scope='module')
+def killed_runs(slurm_cluster, tmp_path_factory):
+    """The ReFrame run of each partition of KILLED_ON whose job SLURM kills, started
+    together: each job waits one to two minutes for SLURM to enforce its limit, and the
+    two jobs (one node each) wait at once. {partition: (its directory, its process)}."""
+    runs = {}
+    for partition in KILLED_ON:
+        if partition.startswith('slurm') and slurm_cluster.accounting_error:
+            continue
+        workdir = tmp_path_factory.mktemp(f'killed-{partition}')
+        # the job sleeps past its time limit of 1 minute before fio starts
+        cmd = reframe_command(['-c', 'reframe/checks/fio.py', '--system',
+                               f'ci-slurm:{partition}', '-n', 'fio_check.*direct', '-r',
+                               '-S', 'fio_check.time_limit=1m',
+                               '-S', 'fio_check.prerun_cmds=sleep 200'], workdir)
+        with open(workdir / 'stdout', 'w') as stdout, open(workdir / 'stderr', 'w') as err:
+            runs[partition] = workdir, subprocess.Popen(
+                cmd, cwd=REPO, env=reframe_env(workdir, slurm_cluster.env), stdout=stdout,
+                stderr=err)
+    yield runs
+    for _, proc in runs.values():
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.parametrize('partition', KILLED_ON)
 def test_a_job_slurm_kills_fails_with_the_reason_and_leaves_no_record(
-        slurm_cluster, partition, tmp_path):
-    if partition.startswith('slurm') and slurm_cluster.accounting_error:
-        pytest.skip(f'no accounting for sacct: {slurm_cluster.accounting_error}')
-    # the job sleeps past its time limit of 1 minute before fio starts
-    out = run_reframe(['-c', 'reframe/checks/fio.py', '--system', f'ci-slurm:{partition}',
-                       '-n', 'fio_check.*direct', '-r', '-S', 'fio_check.time_limit=1m',
-                       '-S', 'fio_check.prerun_cmds=sleep 200'],
-                      tmp_path, env=slurm_cluster.env)
-    assert out.returncode != 0
-    assert 'DUE TO TIME LIMIT' in out.stdout or 'TIMEOUT' in out.stdout, out.stdout[-3000:]
-    assert records_of(tmp_path) == []
+        slurm_cluster, killed_runs, partition):
+    no_accounting(slurm_cluster, partition)
+    workdir, proc = killed_runs[partition]
+    assert proc.wait(timeout=900) != 0
+    stdout = (workdir / 'stdout').read_text()
+    assert 'DUE TO TIME LIMIT' in stdout or 'TIMEOUT' in stdout, stdout[-3000:]
+    assert records_of(workdir) == []
 
 
 def test_with_slurm_down_a_clear_error_and_no_hang(slurm_cluster, tmp_path):
