@@ -11,7 +11,9 @@ range's bad end) with the bisect's builders (:class:`h5regress.bisectbuild.Spack
 bisect's runs (the nightly's pairs and gate, or simulated noise for the stand-in
 builder): pairs to the first look, more while the gate is undecided, up to the cap.
 ``--fix`` replays the fixing commit against its first parent (the bad code): it must
-not FAIL toward slower. The control is an A/A of the good commit against itself
+not FAIL toward slower, and the rows whose interval says faster are its recovery. A
+case with a fix but no regressing commit (a defect found as it was fixed) replays
+its fix alone. The control is an A/A of the good commit against itself
 (``--no-control``: none): a FAIL there is a false alarm.
 
 One result per case (``<results>/<case>.json``): per replay the gate's verdict per
@@ -79,10 +81,14 @@ def pairs_of(case: corpus.Case, fix: bool, control: bool) -> list[Pair]:
         good, bad = reg.first_parent, reg.sha
     elif isinstance(reg, corpus.CommitRange):
         good, bad = reg.good, reg.bad
+    elif fix and case.fix is not None:
+        # a defect no commit introduced (found as it was fixed): the fix is what can be
+        # replayed; the fix's first parent is the A/A control's commit
+        good, bad = case.fix.first_parent, None
     else:
         raise ReplayError(f'{case.path}: regressing_commit: no commit or range to replay '
-                          f'(unverified)')
-    out = [Pair(case.id, 'regression', good, bad)]
+                          f'(unverified; with a fix_commit, --fix replays the fix alone)')
+    out = [] if bad is None else [Pair(case.id, 'regression', good, bad)]
     if fix:
         if case.fix is None:
             raise ReplayError(f'{case.path}: fix_commit: none to replay (--fix)')
@@ -151,8 +157,15 @@ class Recording(bisectsearch.Runs):
 def row_results(gate_result: dict[str, Any]) -> list[dict[str, Any]]:
     """Each gated row: its verdict, ratio with interval, pairs and sensitivity."""
     return [{k: m.get(k) for k in ('key', 'label', 'verdict', 'ratio', 'ratio_lo', 'ratio_hi',
-                                    'perf_ratio', 'n_pairs', 'sensitivity')}
+                                    'perf_ratio', 'perf_lo', 'perf_hi', 'n_pairs',
+                                    'sensitivity')}
             for m in bisectsearch.judged_rows(gate_result, [])]
+
+
+def faster_rows(rows: list[dict[str, Any]]) -> list[str]:
+    """Labels of the rows whose performance interval lies above 1: faster (a fix's
+    recovery), time metrics included."""
+    return [r['label'] for r in rows if r.get('perf_lo') is not None and r['perf_lo'] > 1]
 
 
 def verdict_of(pair: Pair, rows: list[dict[str, Any]]) -> str:
@@ -189,7 +202,7 @@ def replay_pair(state: bisectsearch.State, builder: bisectbuild.Builder, runs: b
     rows = row_results(recorded.last)
     result = {'mode': pair.mode, 'baseline': pair.baseline, 'candidate': pair.candidate,
               'verdict': verdict_of(pair, rows), 'gate': recorded.last.get('overall'),
-              'pairs': step['pairs'], 'rows': rows,
+              'pairs': step['pairs'], 'rows': rows, 'faster_rows': faster_rows(rows),
               'builds': len(needed), 'builds_reused': len(reused),
               'build_seconds': round(sum(state.data['builds'][s].get('seconds', 0)
                                          for s in needed if s not in reused), 1),
@@ -250,6 +263,11 @@ def cell(replay: dict[str, Any] | None) -> str:
     row = worst_row(replay)
     ratio = '' if row is None or row.get('ratio') is None else \
         f' {row["ratio"]:.3f} [{row["ratio_lo"]:.3f}, {row["ratio_hi"]:.3f}]'
+    faster = replay.get('faster_rows') if replay['mode'] == 'fix' else None
+    if faster:
+        row = next(r for r in replay['rows'] if r['label'] == faster[0])
+        ratio += (f'; recovery seen: {len(faster)} row(s) faster, performance '
+                  f'{row["perf_ratio"]:.3f} [{row["perf_lo"]:.3f}, {row["perf_hi"]:.3f}]')
     return f'{replay["verdict"]}, {replay["pairs"]} pairs{ratio}, {replay["wall_seconds"]:.0f} s'
 
 
@@ -257,7 +275,7 @@ def catch_table(results: list[dict[str, Any]], corpus_size: int) -> str:
     """The catch-rate table of stored replay results (one per case)."""
     lines = ['| case | family | regression (worst row) | fix | A/A control | builds reused |',
              '|---|---|---|---|---|---|']
-    caught = replayed = false_fails = 0
+    caught = replayed = false_fails = fixes = recovered = 0
     for res in sorted(results, key=lambda r: r['case']):
         modes = res['replays']
         reg = modes.get('regression')
@@ -265,13 +283,16 @@ def catch_table(results: list[dict[str, Any]], corpus_size: int) -> str:
         caught += reg is not None and reg['verdict'] == 'caught'
         false_fails += sum(modes[m]['verdict'] == 'false FAIL' for m in ('fix', 'control')
                            if m in modes)
+        fixes += 'fix' in modes
+        recovered += bool(modes.get('fix', {}).get('faster_rows'))
         reused = sum(r['builds_reused'] for r in modes.values())
         builds = sum(r['builds'] for r in modes.values())
         lines.append(f'| {res["case"]} | {res["family"]} | {cell(reg)} | '
                      f'{cell(modes.get("fix"))} | {cell(modes.get("control"))} | '
                      f'{reused} of {builds} |')
     lines.append(f'\ncaught {caught} of {replayed} replayed case(s) ({corpus_size} in the '
-                 f'corpus); false FAILs on fix and A/A replays: {false_fails}')
+                 f'corpus); false FAILs on fix and A/A replays: {false_fails}; '
+                 f'recovery seen on {recovered} of {fixes} fix replay(s)')
     return '\n'.join(lines)
 
 
@@ -315,7 +336,8 @@ def build_parser() -> ArgParser:
 
 def chosen_cases(args) -> list[corpus.Case]:
     if args.all:
-        return [c for c in corpus.load_corpus(args.corpus) if c.regressing is not None]
+        return [c for c in corpus.load_corpus(args.corpus)
+                if c.regressing is not None or (args.fix and c.fix is not None)]
     if not args.cases:
         raise ReplayError('name a CASE (id or file) or give --all')
     return [corpus.load_case(c if c.endswith('.yaml') else args.corpus / f'{c}.yaml')

@@ -165,6 +165,33 @@ def test_replay_all_takes_the_cases_with_commits_and_a_case_without_is_an_error(
     assert replay.main(replay_cli(tmp_path)) == 4
 
 
+def test_a_case_with_only_a_fix_replays_the_fix_and_shows_its_recovery(tmp_path, capsys):
+    """A defect found as it was fixed (no regressing commit): --fix replays the fix
+    against its slow first parent, the A/A control is of that parent."""
+    slow, fixed = bisectbuild.make_standin_repo(tmp_path / 'repo', [0.25, 0.0])
+    (tmp_path / 'corpus').mkdir()
+    case = GOOD.replace('id: x', 'id: fixonly').replace(
+        '{range: {good: %s, bad: %s}}' % ('a' * 40, 'b' * 40), '{unverified: no commit}'
+    ).replace('fix_commit: null', f'fix_commit: {{sha: {fixed}, first_parent: {slow}}}')
+    (tmp_path / 'corpus' / 'fixonly.yaml').write_text(case)
+    assert replay.main(['fixonly', *replay_cli(tmp_path)]) == 4
+    assert 'with a fix_commit, --fix replays the fix alone' in capsys.readouterr().err
+    assert replay.main(['--all', '--fix', *replay_cli(tmp_path)]) == 0
+    out = json.loads((tmp_path / 'results' / 'fixonly.json').read_text())
+    assert set(out['replays']) == {'fix', 'control'}
+    fix, control = out['replays']['fix'], out['replays']['control']
+    assert (fix['baseline'], fix['candidate']) == (slow, fixed)
+    assert (control['baseline'], control['candidate']) == (slow, slow)
+    assert fix['verdict'] == control['verdict'] == 'no false FAIL'
+    assert fix['rows'][0]['perf_lo'] > 1 and fix['faster_rows'] == [fix['rows'][0]['label']]
+    assert control['faster_rows'] == []
+    table = replay.catch_table(replay.load_results(tmp_path / 'results'), 1)
+    assert '| fixonly | conversion | - | no false FAIL, ' in table
+    assert '; recovery seen: 1 row(s) faster, performance ' in table
+    assert 'caught 0 of 0 replayed case(s) (1 in the corpus); false FAILs on fix and A/A ' \
+           'replays: 0; recovery seen on 1 of 1 fix replay(s)' in table
+
+
 def test_a_source_tarball_leaves_out_the_blobs_a_clone_lacks(tmp_path):
     repo = tmp_path / 'repo'
     bisectbuild.make_standin_repo(repo, [0.0])
@@ -198,11 +225,14 @@ def test_every_stored_replay_is_of_a_replayed_case_and_its_commits():
     for res in results:
         case = cases[res['case']]
         assert case.status == 'replayed' and case.data.get('replays'), case.path
-        reg = res['replays']['regression']
-        wanted = replay.pairs_of(case, fix=False, control=False)[0]
-        assert (reg['baseline'], reg['candidate']) == (wanted.baseline, wanted.candidate)
-        assert reg['verdict'] in ('caught', 'missed') and reg['pairs'] >= 10
-        assert all(r['verdict'] in ('PASS', 'FAIL', 'INCONCLUSIVE', 'DEGRADED', 'ERROR',
-                                    'NO-SLOWDOWN-SEEN') for r in reg['rows'])
+        wanted = replay.pairs_of(case, fix='fix' in res['replays'], control=False)
+        assert {p.mode for p in wanted} <= set(res['replays']), case.path
+        for pair in wanted:     # the regression (a fix-only case: the fix) and any fix
+            done = res['replays'][pair.mode]
+            assert (done['baseline'], done['candidate']) == (pair.baseline, pair.candidate)
+            assert done['verdict'] in ('caught', 'missed', 'no false FAIL', 'false FAIL')
+            assert done['pairs'] >= 10
+            assert all(r['verdict'] in ('PASS', 'FAIL', 'INCONCLUSIVE', 'DEGRADED', 'ERROR',
+                                        'NO-SLOWDOWN-SEEN') for r in done['rows'])
     table = replay.catch_table(results, len(cases))
     assert f'of {len(results)} replayed case(s) ({len(cases)} in the corpus)' in table
