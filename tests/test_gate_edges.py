@@ -432,3 +432,17 @@ def test_an_interval_below_one_is_never_no_slowdown_seen():
     assert cfg['alpha'] < m['q'] <= 1 - cfg['confidence']
     assert m['verdict'] == 'INCONCLUSIVE' and 'slowdown suspected' in m['reason']
     assert res['exit_code'] == 2
+
+
+def test_an_interval_below_one_is_never_no_slowdown_seen_after_bh():
+    # a real night (1.14.1 -> 1.15.0, 7 rows, 20 pairs, load 3-21): compound-subset read
+    # 0.832 [0.705, 0.956] at 95 %, BH q=0.067 over 7 metrics, was NO-SLOWDOWN-SEEN
+    cfg = gate.load_config()
+    comp = stats.Comparison(n=20, estimate=math.log(0.832), lo=math.log(0.705),
+                            hi=math.log(0.956), p_worse=0.01, p_better=0.99,
+                            p_two_sided=0.02, method='signed-rank',
+                            walsh=tuple(sorted(math.log(0.832) + 0.05 * (i - 105) / 105
+                                               for i in range(210))))
+    verdict, reason, _ = gate.verdicts.judge(comp, 0.067, cfg, [10, 15, 20])
+    assert verdict == 'INCONCLUSIVE' and 'slowdown suspected' in reason
+    assert "interval of the ratio lies below 1" in reason

@@ -76,12 +76,9 @@ def judge(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
         return 'INCONCLUSIVE', (f'{SLOWER} (BH q={q:.2g}), not shown beyond the '
                                 f'{margin:.0%} margin (the {mconf:.1%} upper bound '
                                 f'{math.exp(upper):.3f} >= {1 - margin:.2f}): {more}'), up
-    suspect = suspect_level(cfg)
-    if q <= suspect:    # above alpha: a 95 % interval below 1, never "no slowdown seen"
-        at = (f'> {level:.2g}, the level of a look at {comp.n} of up to {looks[-1]} pairs'
-              if q <= alpha else
-              f'<= {suspect:.2g}, the level of a {cfg["confidence"]:.0%} interval')
-        return 'INCONCLUSIVE', f'slowdown suspected (q={q:.2g} {at}): {more}', None
+    suspected = _slowdown_suspected(comp, q, cfg, level, looks)
+    if suspected:
+        return 'INCONCLUSIVE', f'slowdown suspected ({suspected}): {more}', None
     if lower == -math.inf:
         return 'INCONCLUSIVE', f'too few pairs ({comp.n}) for a {1 - pass_level:.1%} bound', None
     # NO-SLOWDOWN-SEEN: no FAIL, no PASS, no sign of a slowdown (q > suspect_level),
@@ -91,6 +88,23 @@ def judge(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
                               f'of {-math.expm1(lower):.0%} or more would have been seen '
                               f'(the {1 - pass_level:.2%} lower bound {math.exp(lower):.3f} '
                               f'< {1 - margin:.2f}, so no PASS): {more}'), low
+
+
+def _slowdown_suspected(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
+                        level: float, looks: Sequence[int] | None) -> str | None:
+    """Why a metric that neither FAILs nor PASSes shows a sign of a slowdown, or None.
+    q at most the suspect level; or the drawn interval below 1 though q, adjusted over
+    the night's metrics, is above it: never "no slowdown seen" beside either."""
+    suspect = suspect_level(cfg)
+    if q <= suspect:
+        at = (f'> {level:.2g}, the level of a look at {comp.n} of up to {looks[-1]} pairs'
+              if q <= cfg['alpha'] and looks else
+              f'<= {suspect:.2g}, the level of a {cfg["confidence"]:.0%} interval')
+        return f'q={q:.2g} {at}'
+    if comp.hi < 0.0:
+        return (f'the {cfg["confidence"]:.0%} interval of the ratio lies below 1, upper end '
+                f'{math.exp(comp.hi):.3f}; BH q={q:.2g} over the night\'s metrics')
+    return None
 
 
 def _bound_row(bound: VerdictBound | None, higher_is_better: bool) -> dict[str, Any] | None:
@@ -120,8 +134,9 @@ def sensitivity(comp: stats.Comparison, cfg: Mapping[str, Any], looks: Sequence[
 
 def suspect_level(cfg: Mapping[str, Any]) -> float:
     """The q above which a metric shows no sign of a slowdown: the larger of alpha and
-    1 - ``confidence`` (the two-sided level of the interval the report draws), so
-    NO-SLOWDOWN-SEEN never stands beside an interval that itself says slower."""
+    1 - ``confidence`` (the two-sided level of the interval the report draws). A
+    metric's q is adjusted over the night's metrics, so :func:`judge` also checks the
+    drawn interval itself: NO-SLOWDOWN-SEEN never stands beside one below 1."""
     return max(float(cfg['alpha']), 1.0 - float(cfg['confidence']))
 
 
