@@ -250,6 +250,7 @@ def built_run(tmp_path_factory):
 
 @needs_mirror
 @pytest.mark.slow
+@pytest.mark.beside
 def test_every_build_check_passes(built_run):
     out, records, problems = built_run
     assert out.returncode == 0, out.stdout[-8000:] + out.stderr[-3000:]
@@ -263,6 +264,7 @@ def test_every_build_check_passes(built_run):
 
 @needs_mirror
 @pytest.mark.slow
+@pytest.mark.beside
 def test_records_of_every_tool_with_sane_values(built_run):
     _, records, _ = built_run
     by_tool = {}
@@ -292,6 +294,7 @@ def test_records_of_every_tool_with_sane_values(built_run):
 
 @needs_mirror
 @pytest.mark.slow
+@pytest.mark.beside
 def test_provenance_says_where_each_tool_came_from(built_run):
     _, records, _ = built_run
     tarballs = {'ior': 'hpc/ior.git', 'mdtest': 'hpc/ior.git', 'macsio': 'LLNL/MACSio.git',
@@ -321,6 +324,7 @@ def test_provenance_says_where_each_tool_came_from(built_run):
 
 @needs_mirror
 @pytest.mark.slow
+@pytest.mark.beside
 def test_h5bench_is_built_optimised(built_run):
     _, records, _ = built_run
     for r in (r for r in records if r.tool == 'h5bench'):

@@ -92,6 +92,7 @@ def darshan_or_skip():
 
 
 @pytest.mark.slow
+@pytest.mark.beside
 def test_a_real_darshan_shows_a_planted_doubling_of_the_writes(tmp_path):
     darshan_or_skip()
     src = manifest.default_path()

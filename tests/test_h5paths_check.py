@@ -219,6 +219,7 @@ SMALL = ['-S', 'h5paths_build_check.iterations=2', '-S', 'h5paths_build_check.si
 
 
 @pytest.mark.slow
+@pytest.mark.beside
 @pytest.mark.skipif(bool(_missing()), reason=f'needs {", ".join(_missing())} (Debian: cmake '
                     'libopenmpi-dev openmpi-bin libhdf5-openmpi-dev)')
 def test_every_row_built_from_this_tree_runs_on_local(tmp_path):
@@ -255,6 +256,7 @@ def test_every_row_built_from_this_tree_runs_on_local(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.beside
 @pytest.mark.skipif(bool(_missing()), reason=f'needs {", ".join(_missing())}')
 def test_a_row_on_a_full_scratch_fails_naming_enospc(full_fs, tmp_path):
     """The data directory on an 8 MiB tmpfs: the write hits ENOSPC (HDF5 1.10.8 then
@@ -285,6 +287,7 @@ def kernel_from_this_tree(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.beside
 @pytest.mark.skipif(bool(_missing()), reason=f'needs {", ".join(_missing())}')
 @pytest.mark.parametrize('args', [
     ['--path', 'compound-same', '--elements', '131072'],
@@ -336,6 +339,7 @@ def kernel_hdf5_1_14(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.beside
 @pytest.mark.skipif(bool(_missing()), reason=f'needs {", ".join(_missing())}')
 def test_the_metadata_path_on_a_full_file_system_ends_naming_enospc(
         kernel_hdf5_1_14, full_fs, tmp_path):

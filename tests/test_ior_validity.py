@@ -211,6 +211,7 @@ def test_ior_reads_on_local_are_cold_and_named_by_their_own_execution(ior_on_loc
 
 
 @pytest.mark.slow
+@pytest.mark.beside
 def test_mdtest_stat_and_read_on_one_node_are_labelled_cached(tmp_path):
     """mdtest stats and reads back the files it has just made: on one node that is this
     node's caches, and its records say so."""
@@ -246,6 +247,7 @@ def test_on_several_nodes_one_execution_reads_another_nodes_data():
 
 
 @pytest.mark.slow
+@pytest.mark.beside
 def test_without_a_drop_the_ior_reads_are_labelled_cached(tmp_path):
     """A partition that does not drop the page cache (``extras.drop_caches`` off, as a
     site without root sets it): every read repetition is labelled cached, the read

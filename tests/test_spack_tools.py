@@ -7,7 +7,10 @@ manifest is a failure. The ReFrame run sets ``$H5REGRESS_REQUIRE_TOOLS``: a chec
 whose tool the manifest lacks fails, naming the tool, instead of being skipped.
 
 Sizes are small (this is the plumbing: every tool, every build, every parser, real
-output), and one ReFrame run serves all the assertions.
+output), and one ReFrame run serves all the assertions. That run measures nothing (the
+envelopes of `local` are floors against absurd values): its tests are marked `beside`,
+and `.ci/run` runs them beside the fast tests. The short real night is a night: it runs
+after them, with the machine to itself.
 """
 
 import json
@@ -69,6 +72,7 @@ def real_run(tmp_path_factory):
     return builds, out, records, problems
 
 
+@pytest.mark.beside
 def test_every_check_passes_against_every_build(real_run):
     builds, out, records, problems = real_run
     assert len(builds) >= 2, f'the environment pins several HDF5 builds: {sorted(builds)}'
@@ -77,6 +81,7 @@ def test_every_check_passes_against_every_build(real_run):
     assert 'is not installed for HDF5 build' not in out.stdout
 
 
+@pytest.mark.beside
 def test_every_tool_has_records_of_every_build(real_run):
     builds, _, records, _ = real_run
     seen = Counter((r.tool, r.hdf5_build) for r in records)
@@ -89,6 +94,7 @@ def test_every_tool_has_records_of_every_build(real_run):
             assert seen[(tool, build)] > 0, f'no {tool} record of build {build}: {seen}'
 
 
+@pytest.mark.beside
 def test_the_async_rows_ran_through_the_connector_of_every_build(real_run):
     """The three ASYNC rows of each build with an ``async`` entry ran (none hung, none
     was skipped) through that entry's connector and h5bench."""
@@ -104,6 +110,7 @@ def test_the_async_rows_ran_through_the_connector_of_every_build(real_run):
             assert r.provenance['tool_path'] in b.async_io.tools.values(), r.provenance
 
 
+@pytest.mark.beside
 def test_records_name_the_spack_build_they_ran(real_run):
     builds, _, records, _ = real_run
     for r in records:
@@ -121,6 +128,7 @@ def test_records_name_the_spack_build_they_ran(real_run):
             assert not lib.startswith('1.10'), (r.tool, r.hdf5_build, lib)
 
 
+@pytest.mark.beside
 def test_both_builds_ran_on_the_same_cases(real_run):
     builds, _, records, _ = real_run
     cases = {}
