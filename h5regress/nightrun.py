@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from h5regress import buildid
+from h5regress import buildid, checkfiles
 from h5regress.cmdline import config_files
 from h5regress.gateconfig import GateConfig
 from h5regress.nightprocs import full_disk_note, log, run, stop_leftovers
@@ -252,6 +252,8 @@ def run_once(build: str, pair_id: str, args, env: dict, reports: Path | None = N
         cmd += ['--system', args.system]
     for setting in args.setvar:
         cmd += ['-S', setting]
+    # the pairs repeat this selection: after its first run, only its tests' check files
+    cmd = checkfiles.narrowed(cmd, env)
     result = run(cmd, env={**env, 'H5REGRESS_PAIR_ID': pair_id},
                  stdout=subprocess.DEVNULL if args.quiet else None)
     stop_leftovers(f'the ReFrame run of {pair_id} {build}')
@@ -261,6 +263,7 @@ def run_once(build: str, pair_id: str, args, env: dict, reports: Path | None = N
         raise RuntimeError(f'ReFrame left no readable report {report} (exit '
                            f'{result.returncode}; {getattr(err, "strerror", None) or err})'
                            f'{full_disk_note(args.out)}') from None
+    checkfiles.learn(cmd, env, report)
     if not cases:
         raise RuntimeError(f'no test of build {build} matched {" ".join(args.select)!r} '
                            f'(ReFrame exit {result.returncode})')

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 # nightprocs: the nightly's handling of children (process groups, signals, leftovers)
-from h5regress import atomic, nightprocs, nightrun, runreport, stats, tools
+from h5regress import atomic, checkfiles, nightprocs, nightrun, runreport, stats, tools
 from h5regress.cmdline import EXIT_ERROR, EXIT_USAGE, ArgParser, parse_args
 from h5regress.record import Record
 
@@ -135,12 +135,14 @@ def run_variant(variant: Variant, rep: int, build: str, study: Study, args) -> i
     env.setdefault('RFM_CONFIG_FILES', str(REPO / 'reframe' / 'config' / 'settings.py'))
     if study.sweep:
         env[SWEEP_ENV] = study.sweep
-    cmd = reframe_command(variant, build, report, args)
+    # a study's repetitions repeat a selection: after its first run, only its check files
+    cmd = checkfiles.narrowed(reframe_command(variant, build, report, args), env)
     if not args.quiet:
         print('h5regress study: $ ' + ' '.join(cmd), file=sys.stderr, flush=True)
     nightprocs._state.quiet = True             # its echo would say ci/nightly
     nightprocs.run(cmd, env=env, stdout=subprocess.DEVNULL if args.quiet else None)
     nightprocs.stop_leftovers(f'the ReFrame run of {variant.label}')
+    checkfiles.learn(cmd, env, report)
     try:
         return json.loads(report.read_text())['session_info']['num_cases']
     except (OSError, ValueError, KeyError):

@@ -107,6 +107,14 @@ def slurm_cluster(request):
     return cluster
 
 
+@pytest.fixture(autouse=True)
+def checkfiles_learnt_per_test(monkeypatch):
+    """What a ReFrame run of a test taught h5regress.checkfiles (the check files of a
+    selection) stays in that test: a fake run's report teaches nothing to another."""
+    from h5regress import checkfiles
+    monkeypatch.setattr(checkfiles, '_learnt', {})
+
+
 # ---------------------------------------------------------------------------
 # Real runs that several slow tests assert on (one run each per session; a test
 # that changes a run's output works on a copy).
