@@ -21,9 +21,10 @@ from collections.abc import Mapping, Sequence
 from h5regress import buildid, manifest
 from h5regress.nightrun import build_filter
 from h5regress.coverage import (PRONE_FILE, CoverageError, CoverageMap, RowCoverage,
-                                blind_spot_line, changed_functions, changed_ranges,
-                                git_diff, load_prone, map_summary, merge_maps, merge_rows,
-                                parse_gcovr_json, prone_commits, prone_functions, prone_report)
+                                blind_spot_line, changes_between, failing_rows_line,
+                                load_prone, map_summary, merge_maps, merge_rows,
+                                parse_gcovr_json, prone_commits, prone_functions, prone_report,
+                                replay_pair)
 
 
 # ------------------------------------------------------------------ collecting
@@ -244,12 +245,28 @@ def _cmd_run(args) -> int:
 
 def _cmd_diff(args) -> int:
     cmap = _read_map(args.map)
-    changed = changed_functions(
-        changed_ranges(git_diff(args.repo, args.good, args.bad, args.paths)), cmap)
-    for c in changed:
+    good, bad, failing = args.good, args.bad, None
+    if args.replay:
+        try:
+            result = json.loads(args.replay.read_text())
+        except OSError as err:
+            raise CoverageError(f'--replay {args.replay}: {err.strerror}') from None
+        except ValueError as err:
+            raise CoverageError(f'--replay {args.replay}: not JSON ({err})') from None
+        pair = replay_pair(result, args.mode, str(args.replay))
+        good, bad, failing = pair.baseline, pair.candidate, pair.failing
+    changes = changes_between(args.repo, good, bad, cmap, args.paths)
+    for c in changes.functions:
         print(json.dumps(dataclasses.asdict(c)) if args.json else
               f'{c.file}:{c.name}: {", ".join(c.rows) or "NOT EXERCISED"}')
-    print(blind_spot_line(changed), file=sys.stderr if args.json else sys.stdout)
+    summary = sys.stderr if args.json else sys.stdout
+    if changes.followed:
+        print(f'the map is of {cmap.commit[:12]}, not of {bad[:12]}: the changed lines were '
+              f'followed to it; {changes.lost} of them changed again since (not placed)',
+              file=summary)
+    print(blind_spot_line(changes.functions), file=summary)
+    if failing is not None:
+        print(failing_rows_line(changes.functions, failing, cmap.rows), file=summary)
     return 0
 
 
@@ -336,10 +353,16 @@ def _parser():
     d = sub.add_parser('diff', help='changed functions between two commits and the rows '
                                     'that execute them')
     d.add_argument('--map', required=True, type=pathlib.Path,
-                   help='coverage map of a build of --bad')
+                   help='coverage map of a build of --bad, or of a later (or earlier) commit: '
+                        'the changed lines are then followed to it')
     d.add_argument('--repo', required=True, help='git repository of the sources')
-    d.add_argument('--good', required=True)
-    d.add_argument('--bad', required=True)
+    d.add_argument('--good', help='the baseline commit')
+    d.add_argument('--bad', help='the candidate commit')
+    d.add_argument('--replay', type=pathlib.Path, metavar='RESULT',
+                   help='instead of --good/--bad: a replay result (regressions/replays/'
+                        'CASE.json), its two commits and the rows that FAILed')
+    d.add_argument('--mode', default='regression',
+                   help='the replay of RESULT to read (default regression; fix, control)')
     d.add_argument('--paths', nargs='+', default=['src'],
                    help="the repository's paths to diff (default: src, HDF5's library; a "
                         "public snapshot's missing test-data blobs stay out of it)")
@@ -359,10 +382,15 @@ def _parser():
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Exit codes: 0 done, 4 bad input or a failed step (named on stderr), 64 usage."""
-    from h5regress.cmdline import parse_args
+    from h5regress.cmdline import EXIT_USAGE, parse_args
     args, code = parse_args(_parser(), argv)
     if args is None:
         return code
+    commits = (args.good, args.bad) if args.action == 'diff' else ()
+    if commits and (all(commits) == bool(args.replay) or any(commits) != all(commits)):
+        print('h5regress coverage diff: error: give --good and --bad, or --replay RESULT',
+              file=sys.stderr)
+        return EXIT_USAGE
     try:
         if args.action == 'map':
             return _write_map(args.build, dict(map(_row_arg, args.row)), args.build_dir,

@@ -363,3 +363,70 @@ def test_the_coverage_run_keeps_its_build_as_the_night_does(tmp_path, monkeypatc
     keep = list(nightrun.build_filter('hdf5-1.15.0+x-cov'))
     assert cmd[cmd.index('-E'):cmd.index('-E') + 2] == keep
     assert cmd[cmd.index('-n') + 1] == 'h5paths_check'
+
+
+def _later_commit(repo, lines=4):
+    """A commit after ``bad`` that moves every function down by one function's length."""
+    src = repo / 'src' / 'H5x.c'
+    src.write_text(''.join(f'/* header {i} */\n' for i in range(lines)) + src.read_text())
+    _git(repo, 'commit', '-q', '-am', 'later')
+    return subprocess.run(['git', '-C', str(repo), 'rev-parse', 'HEAD'], capture_output=True,
+                          text=True).stdout.strip()
+
+
+def _map_of(path, commit, rows):
+    """A map of the later commit: f<i> on lines 5 + 4i .. 8 + 4i."""
+    extents = [coverage.FunctionExtent('src/H5x.c', f'f{i}', 5 + 4 * i, 8 + 4 * i)
+               for i in range(3)]
+    cmap = coverage.CoverageMap('hdf5-x-cov', {row: [
+        coverage.FunctionHit('src/H5x.c', f, 3, 2, 2) for f in fs] for row, fs in rows.items()},
+        extents, commit)
+    path.write_text(cmap.to_json())
+    return path
+
+
+def test_a_diff_against_a_map_of_a_later_commit_follows_the_changed_lines(tmp_path, capsys):
+    """The corpus's regressing commits are older than the pinned candidate the map is of:
+    the changed lines of --bad are followed to the map's commit, never read as its line
+    numbers (f0 and f1 there, but the change is to f1 and f2)."""
+    repo, good, bad = _two_commit_repo(tmp_path)
+    later = _later_commit(repo)
+    path = _map_of(tmp_path / 'map.json', later, {'t %hdf5_build=x-cov %benchmark=a': ['f1']})
+    assert coveragerun.main(['diff', '--map', str(path), '--repo', str(repo),
+                             '--good', good, '--bad', bad]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == ['src/H5x.c:f1: t %hdf5_build=x-cov %benchmark=a',
+                       'src/H5x.c:f2: NOT EXERCISED']
+    assert out[2] == (f'the map is of {later[:12]}, not of {bad[:12]}: the changed lines were '
+                      'followed to it; 0 of them changed again since (not placed)')
+    assert out[3].startswith('this candidate changes 2 HDF5 function(s) since the baseline; '
+                             "tonight's rows execute 1 of them; not exercised: f2")
+
+
+def test_a_replay_result_says_which_changed_functions_its_failing_rows_run(tmp_path, capsys):
+    repo, good, bad = _two_commit_repo(tmp_path)
+    later = _later_commit(repo)
+    path = _map_of(tmp_path / 'map.json', later, {
+        't %hdf5_build=x-cov %benchmark=a': ['f1'], 't %hdf5_build=x-cov %benchmark=b': ['f0']})
+    row = lambda bench, verdict: {  # noqa: E731
+        'key': 'abcdef0123|h5paths|read|bw', 'verdict': verdict,
+        'label': f't %benchmark={bench} read bw [abcdef]'}
+    result = tmp_path / 'case.json'
+    result.write_text(json.dumps({'replays': {'regression': {
+        'baseline': good, 'candidate': bad,
+        'rows': [row('a', 'FAIL'), row('b', 'INCONCLUSIVE'), row('c', 'FAIL')]}}}))
+    assert coveragerun.main(['diff', '--map', str(path), '--repo', str(repo),
+                             '--replay', str(result)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        'the FAILing row(s) a, c execute 1 of the 2 changed function(s): f1 (src/H5x.c); '
+        'not in the map: c')
+    assert coveragerun.main(['diff', '--map', str(path), '--repo', str(repo),
+                             '--replay', str(result), '--mode', 'fix']) == 4
+    assert "case.json: no replay 'fix' (it has: regression)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize('commits', [[], ['--good', 'a'], ['--good', 'a', '--bad', 'b',
+                                                           '--replay', 'r.json']])
+def test_a_diff_needs_both_commits_or_a_replay_result(commits, capsys):
+    assert coveragerun.main(['diff', '--map', 'm.json', '--repo', '.', *commits]) == 64
+    assert 'give --good and --bad, or --replay RESULT' in capsys.readouterr().err
