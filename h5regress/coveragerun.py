@@ -16,6 +16,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 
 from h5regress import buildid, manifest
@@ -58,8 +59,14 @@ def collect_row(gcda_root: pathlib.Path, build_dir: pathlib.Path,
         raise CoverageError(f'{gcda_root}: no .gcda counters (was the run made with '
                             f'GCOV_PREFIX={gcda_root} against a --coverage build?)')
     link_notes(gcda_root, build_dir)
-    out = subprocess.run([gcovr_command(), '--root', str(source_root), '--json', '-',
-                          str(gcda_root)], capture_output=True, text=True, check=False)
+    # gcov writes its .gcov files into its working directory, which gcovr makes the
+    # --object-directory, else --root: the build's source root, shared by every run of
+    # the build, where one run's clean-up removed another's files. A directory of
+    # this run's own keeps two mappings of one build apart.
+    with tempfile.TemporaryDirectory(prefix='h5regress-gcov-') as scratch:
+        out = subprocess.run([gcovr_command(), '--root', str(source_root),
+                              '--object-directory', scratch, '--json', '-', str(gcda_root)],
+                             capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise CoverageError(f'gcovr on {gcda_root} exited {out.returncode}: '
                             f'{out.stderr.strip()[-500:]}')

@@ -85,8 +85,17 @@ def _git(repo, *args):
                     *args], check=True, capture_output=True)
 
 
+def _gcov_logging_cwd(tmp_path, log):
+    """A gcov (gcovr's $GCOV) that notes where it runs on counters, then is gcov."""
+    wrapper = tmp_path / 'gcov-logging-cwd'
+    wrapper.write_text(f'#!/bin/sh\ncase "$*" in *.gcda*) pwd >> {log} ;; esac\n'
+                       f'exec {shutil.which("gcov")} "$@"\n')
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
 @pytest.mark.skipif(bool(_tools_missing()), reason=f'needs {_tools_missing()} (ci/setup)')
-def test_map_and_diff_on_a_real_coverage_build_of_the_kernel(tmp_path):
+def test_map_and_diff_on_a_real_coverage_build_of_the_kernel(tmp_path, monkeypatch):
     # "bad" is the kernel as it is (what the coverage build compiles); "good" differs in
     # prepare_subset (compound.c, run by the compound-subset row only) and in vds.c's
     # first function (run by neither row).
@@ -129,7 +138,15 @@ def test_map_and_diff_on_a_real_coverage_build_of_the_kernel(tmp_path):
             '-o', str(out)]
     for row in rows:
         argv += ['--row', row]
+    cwds = tmp_path / 'gcov-cwds'
+    monkeypatch.setenv('GCOV', _gcov_logging_cwd(tmp_path, cwds))
     assert coveragerun.main(argv) == 0
+    # gcov writes its .gcov files where it runs: never in the source root two mappings of
+    # the build share (one's clean-up removed the other's), but in a directory of each
+    # row's own, removed after
+    ran_in = {Path(line) for line in cwds.read_text().split()}
+    assert len(ran_in) == len(rows)
+    assert not any(d == repo or repo in d.parents or d.exists() for d in ran_in)
     cmap = coverage.CoverageMap.from_json(out.read_text(), str(out))
     assert cmap.rows_executing('src/compound.c', 'prepare_subset') == ['compound-subset']
     assert 'many-datasets' in cmap.rows_executing('src/metadata.c', 'create_datasets')
