@@ -347,19 +347,20 @@ def prone_functions(repo: str, commits: Sequence[Mapping[str, str]],
     return touched
 
 
-def map_summary(cmap: CoverageMap, prone: set[tuple[str, str]]) -> dict:
+def map_summary(cmap: CoverageMap, prone: set[tuple[str, str]], names: bool = True) -> dict:
     """The small form of a map, to commit: per row (its name without the build), the
     number of functions it executes and the regression-prone ones among them
-    (``file:function``); and how many of the prone set the rows execute together."""
+    (``file:function``; their number only without ``names``, for a map of many rows);
+    how many of the prone set the rows execute together, and those none executes."""
     rows, executed = {}, set()
     for row, hits in sorted(cmap.rows.items()):
         functions = {(h.file, h.name) for h in hits}
         executed |= functions
-        rows[row_name(row)] = {'functions': len(functions),
-                               'prone': sorted(f'{f}:{n}' for f, n in functions & prone)}
+        own = sorted(f'{f}:{n}' for f, n in functions & prone)
+        rows[row_name(row)] = {'functions': len(functions), 'prone': own if names else len(own)}
     return {'build': cmap.build, 'commit': cmap.commit, 'functions_seen': len(cmap.extents),
             'prone_functions': len(prone), 'prone_executed': len(executed & prone),
-            'rows': rows}
+            'prone_missed': sorted(f'{f}:{n}' for f, n in prone - executed), 'rows': rows}
 
 
 def prone_report(repo: str, commits: Sequence[Mapping[str, str]], cmap: CoverageMap

@@ -290,7 +290,8 @@ def _cmd_prone(args) -> int:
     lines, _ = prone_report(args.repo, commits, cmap)
     print('\n'.join(lines))
     if args.summary:
-        summary = map_summary(cmap, prone_functions(args.repo, commits, cmap))
+        summary = map_summary(cmap, prone_functions(args.repo, commits, cmap),
+                              names=not args.counts)
         args.summary.write_text(yaml.safe_dump(summary, sort_keys=False, width=100))
         print(f'{args.summary}: {len(summary["rows"])} row(s)')
     return 0
@@ -382,6 +383,8 @@ def _parser():
                    help='the rule and commits (default ci/regression-prone.yaml)')
     p.add_argument('--summary', type=pathlib.Path, help='also write the map\'s summary '
                    '(YAML: per row its number of functions and its regression-prone ones)')
+    p.add_argument('--counts', action='store_true', help='the summary gives each row\'s '
+                   'number of regression-prone functions, not their names (many rows)')
     p.add_argument('--refresh', metavar='HEAD', help='find the commits anew by the rule in '
                    'the first-parent history of HEAD and rewrite the file\'s list')
     return ap

@@ -282,9 +282,12 @@ def test_the_committed_summary_counts_each_rows_functions_and_its_prone_ones():
     prone = {('src/H5x.c', 'f1'), ('src/H5y.c', 'g'), ('src/H5z.c', 'h')}
     assert coverage.map_summary(cmap, prone) == {
         'build': 'hdf5-x-cov', 'commit': 'c0ffee', 'functions_seen': 0,
-        'prone_functions': 3, 'prone_executed': 2,
+        'prone_functions': 3, 'prone_executed': 2, 'prone_missed': ['src/H5z.c:h'],
         'rows': {'h5paths_check %benchmark=a': {'functions': 2, 'prone': ['src/H5x.c:f1']},
                  'h5paths_check %benchmark=b': {'functions': 1, 'prone': ['src/H5y.c:g']}}}
+    counted = coverage.map_summary(cmap, prone, names=False)['rows']
+    assert counted == {'h5paths_check %benchmark=a': {'functions': 2, 'prone': 1},
+                       'h5paths_check %benchmark=b': {'functions': 1, 'prone': 1}}
 
 
 def test_the_committed_summary_is_the_default_nights_rows_and_reaches_the_target():
