@@ -9,6 +9,7 @@ in a store the gate reads), and read each row's counters with gcovr.
 from __future__ import annotations
 
 import dataclasses
+import glob
 import json
 import os
 import pathlib
@@ -192,8 +193,24 @@ def run_rows(manifest_path: pathlib.Path, build: str, checks: str,
         names = stage_names(report.read_text(), str(report))
     except OSError as err:
         raise CoverageError(f'{report}: {err.strerror} (did ReFrame run?)') from None
-    return {row: out / 'gcda' / stage for stage, row in names.items()
-            if (out / 'gcda' / stage).is_dir()}
+    return row_counters(names, out / 'gcda')
+
+
+def row_counters(names: Mapping[str, str], gcda: pathlib.Path) -> dict[str, pathlib.Path]:
+    """{row: its counters' directory} of {stage directory name: row}. The wrappers name
+    it after the directory the tool ran in: the stage directory, or the data directory
+    ``<stage>-<run id>`` for the checks whose job runs the tool there (h5bench's
+    exerciser and metadata). A row whose counters are in several is refused, naming
+    them: its coverage would be split."""
+    out = {}
+    for stage, row in names.items():
+        found = [d for d in (gcda / stage, *gcda.glob(f'{glob.escape(stage)}-*')) if d.is_dir()]
+        if len(found) > 1:
+            raise CoverageError(f'{row}: counters in {len(found)} directories '
+                                f'({", ".join(d.name for d in found)}): one run per row')
+        if found:
+            out[row] = found[0]
+    return out
 
 
 # ------------------------------------------------------------------ command line

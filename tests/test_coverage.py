@@ -450,3 +450,26 @@ def test_a_replay_result_says_which_changed_functions_its_failing_rows_run(tmp_p
 def test_a_diff_needs_both_commits_or_a_replay_result(commits, capsys):
     assert coveragerun.main(['diff', '--map', 'm.json', '--repo', '.', *commits]) == 64
     assert 'give --good and --bad, or --replay RESULT' in capsys.readouterr().err
+
+
+def test_a_rows_counters_are_found_where_its_tool_ran(tmp_path, monkeypatch):
+    """The wrappers name a row's counters after the directory the tool runs in: the stage
+    directory, or for h5bench's exerciser and metadata checks the data directory
+    ``<stage>-<run id>``; both rows are mapped, a row without counters is left out."""
+    gcda = tmp_path / 'gcda'
+    for name in ('ior_check_2e8fc264', 'h5bench_metadata_check_9c4ea6e1-91f43c6db314',
+                 'h5bench_metadata_check_9c4ea6e10-0'):
+        (gcda / name).mkdir(parents=True)
+    names = {'ior_check_2e8fc264': 'ior', 'h5bench_metadata_check_9c4ea6e1': 'metadata',
+             'flashio_check_30d77567': 'flashio'}
+    report = {'runs': [{'testcases': [
+        {'stagedir': f'/stage/{stage}', 'display_name': row, 'result': 'pass'}
+        for stage, row in names.items()]}]}
+    monkeypatch.setattr(coveragerun.subprocess, 'run', lambda cmd, **kw: (
+        tmp_path / 'report.json').write_text(json.dumps(report)))
+    assert coveragerun.run_rows(tmp_path / 'm.json', 'hdf5-x-cov', '.', tmp_path) == {
+        'ior': gcda / 'ior_check_2e8fc264',
+        'metadata': gcda / 'h5bench_metadata_check_9c4ea6e1-91f43c6db314'}
+    (gcda / 'ior_check_2e8fc264-0a1b').mkdir()
+    with pytest.raises(coverage.CoverageError, match=r'ior: counters in 2 directories'):
+        coveragerun.row_counters(names, gcda)
