@@ -215,7 +215,8 @@ def row_counters(names: Mapping[str, str], gcda: pathlib.Path) -> dict[str, path
 
 # ------------------------------------------------------------------ command line
 def _row_arg(text: str) -> tuple[str, pathlib.Path]:
-    name, sep, path = text.partition('=')
+    # a ReFrame test's name holds '=' (its parameters): the directory is after the last
+    name, sep, path = text.rpartition('=')
     if not sep or not name or not path:
         raise CoverageError(f'--row {text!r}: give NAME=DIR (the GCOV_PREFIX of that row\'s run)')
     return name, pathlib.Path(path)

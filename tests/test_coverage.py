@@ -473,3 +473,13 @@ def test_a_rows_counters_are_found_where_its_tool_ran(tmp_path, monkeypatch):
     (gcda / 'ior_check_2e8fc264-0a1b').mkdir()
     with pytest.raises(coverage.CoverageError, match=r'ior: counters in 2 directories'):
         coveragerun.row_counters(names, gcda)
+
+
+def test_a_row_named_as_reframe_names_it_keeps_its_parameters(tmp_path, capsys):
+    """``map --row NAME=DIR`` with the night's name of a row (``%param=value`` words):
+    the directory is after the last '='."""
+    row = 'h5paths_check %num_nodes=1 %benchmark=append-hdf5-collective-chunked-earliest'
+    assert coveragerun.main(['map', '--build', 'x-cov', '--build-dir', str(tmp_path),
+                             '--source', str(tmp_path), '-o', str(tmp_path / 'm.json'),
+                             '--row', f'{row}={tmp_path}/none']) == 4
+    assert f'error: {tmp_path}/none: no .gcda counters' in capsys.readouterr().err
