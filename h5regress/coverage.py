@@ -84,6 +84,37 @@ def parse_gcovr_json(text: str, where: str = 'gcovr output') -> RowCoverage:
     return RowCoverage(hits, extents)
 
 
+def parse_gcov_json(text: str, source_root: str, where: str = 'gcov output') -> RowCoverage:
+    """gcov's JSON intermediate format (``gcov --json-format --stdout``, one document per
+    line, one per ``.gcda``) -> the row's coverage, the sources under ``source_root``
+    only (paths made relative to it, as gcovr's ``--root``). A function of a header
+    appears in each object that includes it: its calls and lines add up."""
+    root = source_root.rstrip('/') + '/'
+    calls: dict[tuple[str, str], int] = {}
+    spans: dict[tuple[str, str], tuple[int, int]] = {}
+    lines: dict[tuple[str, str], dict[int, int]] = {}
+    try:
+        for doc in (json.loads(line) for line in text.splitlines() if line.strip()):
+            for entry in doc['files']:
+                if not entry['file'].startswith(root):
+                    continue
+                name = entry['file'][len(root):]
+                for fn in entry['functions']:
+                    key = (name, fn['name'])
+                    calls[key] = calls.get(key, 0) + int(fn['execution_count'])
+                    spans[key] = (int(fn['start_line']), int(fn['end_line']))
+                for line in entry['lines']:
+                    own = lines.setdefault((name, line.get('function_name', '')), {})
+                    n = int(line['line_number'])
+                    own[n] = own.get(n, 0) + int(line['count'])
+    except (ValueError, KeyError, TypeError) as err:
+        raise CoverageError(f'{where}: not gcov JSON ({err!r})') from None
+    extents = [FunctionExtent(f, n, *spans[(f, n)]) for f, n in spans]
+    hits = [FunctionHit(f, n, c, sum(1 for v in lines.get((f, n), {}).values() if v > 0),
+                        len(lines.get((f, n), {}))) for (f, n), c in calls.items() if c > 0]
+    return RowCoverage(hits, extents)
+
+
 @dataclasses.dataclass
 class CoverageMap:
     """Per row, the functions it executed, and the extents of every function seen."""

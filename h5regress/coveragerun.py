@@ -25,8 +25,8 @@ from h5regress.nightrun import build_filter
 from h5regress.coverage import (PRONE_FILE, CoverageError, CoverageMap, RowCoverage,
                                 blind_spot_line, changes_between, failing_rows_line,
                                 load_prone, map_summary, merge_maps, merge_rows,
-                                parse_gcovr_json, prone_commits, prone_functions, prone_report,
-                                replay_pair)
+                                parse_gcov_json, parse_gcovr_json, prone_commits,
+                                prone_functions, prone_report, replay_pair)
 
 
 # ------------------------------------------------------------------ collecting
@@ -54,23 +54,33 @@ def gcovr_command() -> str:
 
 
 def collect_row(gcda_root: pathlib.Path, build_dir: pathlib.Path,
-                source_root: pathlib.Path) -> RowCoverage:
-    """A row's coverage from the counters one run left under ``gcda_root``."""
-    if not any(gcda_root.rglob('*.gcda')):
+                source_root: pathlib.Path, reader: str = 'gcov') -> RowCoverage:
+    """A row's coverage from the counters one run left under ``gcda_root``, read by gcov's
+    JSON (``reader='gcov'``) or by gcovr."""
+    counters = sorted(str(p) for p in gcda_root.rglob('*.gcda'))
+    if not counters:
         raise CoverageError(f'{gcda_root}: no .gcda counters (was the run made with '
                             f'GCOV_PREFIX={gcda_root} against a --coverage build?)')
     link_notes(gcda_root, build_dir)
     # gcov writes its .gcov files into its working directory, which gcovr makes the
     # --object-directory, else --root: the build's source root, shared by every run of
     # the build, where one run's clean-up removed another's files. A directory of
-    # this run's own keeps two mappings of one build apart.
+    # this run's own keeps two mappings of one build apart (gcov --stdout writes none).
     with tempfile.TemporaryDirectory(prefix='h5regress-gcov-') as scratch:
-        out = subprocess.run([gcovr_command(), '--root', str(source_root),
-                              '--object-directory', scratch, '--json', '-', str(gcda_root)],
-                             capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        raise CoverageError(f'gcovr on {gcda_root} exited {out.returncode}: '
-                            f'{out.stderr.strip()[-500:]}')
+        cmd = ([shutil.which('gcov') or 'gcov', '--json-format', '--stdout', *counters]
+               if reader == 'gcov' else
+               [gcovr_command(), '--root', str(source_root), '--object-directory', scratch,
+                '--json', '-', str(gcda_root)])
+        out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    # gcov says what it could not read on stderr and goes on: a counter without its
+    # notes would be a function silently missing from the map
+    unread = [line for line in out.stderr.splitlines()
+              if 'cannot open' in line or 'mismatch' in line]
+    if out.returncode != 0 or unread:
+        raise CoverageError(f'{reader} on {gcda_root} exited {out.returncode}: '
+                            f'{(unread[0] if unread else out.stderr.strip())[-500:]}')
+    if reader == 'gcov':
+        return parse_gcov_json(out.stdout, str(source_root.resolve()), f'gcov on {gcda_root}')
     return parse_gcovr_json(out.stdout, f'gcovr on {gcda_root}')
 
 
@@ -223,10 +233,11 @@ def _row_arg(text: str) -> tuple[str, pathlib.Path]:
 
 
 def _write_map(build: str, rows: Mapping[str, pathlib.Path], build_dir: pathlib.Path,
-               source: pathlib.Path, output: pathlib.Path, commit: str | None = None) -> int:
+               source: pathlib.Path, output: pathlib.Path, commit: str | None = None,
+               reader: str = 'gcov') -> int:
     if not rows:
         raise CoverageError('no row left counters: nothing to map')
-    cmap = merge_rows(build, {name: collect_row(path, build_dir, source)
+    cmap = merge_rows(build, {name: collect_row(path, build_dir, source, reader)
                               for name, path in rows.items()}, commit)
     tmp = output.with_name(output.name + '.tmp')
     tmp.write_text(cmap.to_json())
@@ -265,7 +276,7 @@ def _cmd_run(args) -> int:
     path, build = coverage_manifest(args.manifest, args.build, cov.prefix, out)
     rows = run_rows(path, build, args.checks, out, args.system)
     return _write_map(build, rows, cov.build_dir, cov.source, args.output or out / 'map.json',
-                      _commit_of(args.manifest, args.build))
+                      _commit_of(args.manifest, args.build), args.reader)
 
 
 def _cmd_diff(args) -> int:
@@ -345,6 +356,10 @@ def _add_map_parsers(sub) -> None:
                         'GCOV_PREFIX directory of its run (repeat)')
     m.add_argument('--commit', help='the HDF5 commit the coverage build compiled (recorded; '
                                     'diff, prone and the night need it)')
+    for p in (m, sub.choices['run']):
+        p.add_argument('--reader', choices=('gcov', 'gcovr'), default='gcov',
+                       help="what reads the counters: gcov's JSON (default; seconds a row) "
+                            'or gcovr (minutes a row under load)')
     g = sub.add_parser('merge', help='one map of several maps of one build and commit (a '
                                      'night\'s map and the map of rows added since)')
     g.add_argument('maps', nargs='+', type=pathlib.Path, help='maps; a row in several keeps '
@@ -422,7 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.action == 'map':
             return _write_map(args.build, dict(map(_row_arg, args.row)), args.build_dir,
-                              args.source, args.output, args.commit)
+                              args.source, args.output, args.commit, args.reader)
         return {'build': _cmd_build, 'run': _cmd_run, 'diff': _cmd_diff, 'prone': _cmd_prone,
                 'merge': _cmd_merge}[args.action](args)
     except CoverageError as err:

@@ -31,6 +31,28 @@ def test_gcovr_report_gives_executed_functions_and_every_extent():
     assert coverage.FunctionExtent('src/demo.c', 'cube', 4, 8) in row.extents
 
 
+def _gcov_doc(fn_calls, path='/b/src/src/H5x.h'):
+    return json.dumps({'format_version': '1', 'files': [{
+        'file': path,
+        'functions': [{'name': name, 'start_line': 3, 'end_line': 9, 'execution_count': n}
+                      for name, n in fn_calls],
+        'lines': [{'line_number': 4 + i, 'function_name': name, 'count': n * (i < 1)}
+                  for name, n in fn_calls for i in range(2)]}]})
+
+
+def test_gcovs_json_gives_executed_functions_and_adds_a_headers_objects():
+    """gcov --json-format --stdout: one document per object; a header's function in two
+    objects adds up, a source outside the root (the build tree's) is left out."""
+    text = '\n'.join([_gcov_doc([('inl', 2), ('cold', 0)]), _gcov_doc([('inl', 3)]),
+                      _gcov_doc([('gen', 1)], '/b/build/H5Tinit.c')])
+    row = coverage.parse_gcov_json(text, '/b/src')
+    assert row.hits == [coverage.FunctionHit('src/H5x.h', 'inl', 5, 1, 2)]
+    assert row.extents == [coverage.FunctionExtent('src/H5x.h', 'inl', 3, 9),
+                           coverage.FunctionExtent('src/H5x.h', 'cold', 3, 9)]
+    with pytest.raises(coverage.CoverageError, match='gcov on x: not gcov JSON'):
+        coverage.parse_gcov_json('{"files": [{"file": "/b/src/a.c"}]}', '/b/src', 'gcov on x')
+
+
 def test_a_report_that_is_not_gcovrs_is_named():
     with pytest.raises(coverage.CoverageError, match='counters.json: not a gcovr JSON'):
         coverage.parse_gcovr_json('{"x": 1}', 'counters.json')
@@ -138,15 +160,22 @@ def test_map_and_diff_on_a_real_coverage_build_of_the_kernel(tmp_path, monkeypat
             '-o', str(out)]
     for row in rows:
         argv += ['--row', row]
+    assert coveragerun.main(argv) == 0          # gcov's JSON
+    by_gcovr = tmp_path / 'gcovr.json'
     cwds = tmp_path / 'gcov-cwds'
     monkeypatch.setenv('GCOV', _gcov_logging_cwd(tmp_path, cwds))
-    assert coveragerun.main(argv) == 0
+    assert coveragerun.main([*argv, '-o', str(by_gcovr), '--reader', 'gcovr']) == 0
     # gcov writes its .gcov files where it runs: never in the source root two mappings of
     # the build share (one's clean-up removed the other's), but in a directory of each
     # row's own, removed after
     ran_in = {Path(line) for line in cwds.read_text().split()}
     assert len(ran_in) == len(rows)
     assert not any(d == repo or repo in d.parents or d.exists() for d in ran_in)
+    # the two readers agree on what each row executed
+    executed = lambda path: {r: sorted((h.file, h.name, h.calls) for h in hs)  # noqa: E731
+                             for r, hs in coverage.CoverageMap.from_json(
+                                 path.read_text(), str(path)).rows.items()}
+    assert executed(out) == executed(by_gcovr)
     cmap = coverage.CoverageMap.from_json(out.read_text(), str(out))
     assert cmap.rows_executing('src/compound.c', 'prepare_subset') == ['compound-subset']
     assert 'many-datasets' in cmap.rows_executing('src/metadata.c', 'create_datasets')
