@@ -512,3 +512,26 @@ def test_a_row_named_as_reframe_names_it_keeps_its_parameters(tmp_path, capsys):
                              '--source', str(tmp_path), '-o', str(tmp_path / 'm.json'),
                              '--row', f'{row}={tmp_path}/none']) == 4
     assert f'error: {tmp_path}/none: no .gcda counters' in capsys.readouterr().err
+
+
+def test_the_coverage_manifest_runs_no_tool_against_a_build_without_counters(tmp_path,
+                                                                             monkeypatch):
+    """The ASYNC rows' h5bench links the thread-safe HDF5 build (the manifest's
+    ``async`` entry), which has no coverage twin: the coverage manifest leaves it out
+    (those rows are skipped, saying why) instead of running them uncovered."""
+    (tmp_path / 'install' / 'lib').mkdir(parents=True)
+    (tmp_path / 'install' / 'lib' / 'libhdf5.so.1000').write_text('')
+    src = tmp_path / 'manifest.json'
+    src.write_text(json.dumps({'builds': {'hdf5-1.15.0': {
+        'hdf5': {'label': '1.15.0', 'variants': '+mpi', 'prefix': '/timed', 'commit': 'c0'},
+        'tools': {'h5bench_write': '/opt/h5bench/bin/h5bench_write'},
+        'darshan': {'prefix': '/opt/darshan'},
+        'async': {'tools': {'h5bench_write': '/opt/h5bench-async/bin/h5bench_write'}}}}}))
+    written = {}
+    monkeypatch.setattr(coveragerun.manifest, 'write',   # the schema's checks are not ours
+                        lambda path, data: written.setdefault(path, data) and path)
+    path, build = coveragerun.coverage_manifest(src, 'hdf5-1.15.0', tmp_path / 'install',
+                                                tmp_path / 'out')
+    entry = written[path]['builds'][build]
+    assert 'async' not in entry and 'darshan' not in entry
+    assert entry['tools']['h5bench_write'].startswith(str(tmp_path / 'out' / 'wrappers'))
