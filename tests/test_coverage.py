@@ -412,6 +412,8 @@ def test_the_coverage_run_keeps_its_build_as_the_night_does(tmp_path, monkeypatc
     keep = list(nightrun.build_filter('hdf5-1.15.0+x-cov'))
     assert cmd[cmd.index('-E'):cmd.index('-E') + 2] == keep
     assert cmd[cmd.index('-n') + 1] == 'h5paths_check'
+    # untimed: the coverage build's rows are never held to their reference envelopes
+    assert '--skip-performance-check' in cmd
 
 
 def _later_commit(repo, lines=4):
