@@ -334,6 +334,22 @@ def test_the_committed_summary_is_the_default_nights_rows_and_reaches_the_target
     assert summary['prone_executed'] / summary['prone_functions'] >= 0.8
 
 
+def test_the_map_of_every_row_holds_the_nights_rows_and_what_they_execute():
+    """ci/coverage-summary-all.yaml (every row of every check against the same coverage
+    build, ``prone --summary --counts``) holds the night's rows, each with the night's
+    number of regression-prone functions, and misses none the night executes."""
+    import yaml
+    ci = coverage.PRONE_FILE.parent
+    night = yaml.safe_load((ci / 'coverage-summary.yaml').read_text())
+    every = yaml.safe_load((ci / 'coverage-summary-all.yaml').read_text())
+    assert (every['build'], every['commit'], every['prone_functions']) == \
+        (night['build'], night['commit'], night['prone_functions'])
+    assert {r: len(v['prone']) for r, v in night['rows'].items()} == \
+        {r: every['rows'][r]['prone'] for r in night['rows']}
+    assert set(every['prone_missed']) <= set(night['prone_missed'])
+    assert every['prone_executed'] == every['prone_functions'] - len(every['prone_missed'])
+
+
 def test_the_shipped_regression_prone_file_loads():
     rule, commits = coverage.load_prone(coverage.PRONE_FILE)
     assert rule.paths == ('src',) and len(commits) >= 9
