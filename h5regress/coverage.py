@@ -3,10 +3,11 @@ between two commits that no row executes (issue 28).
 
 A coverage build of HDF5 (compiled with ``--coverage``, never used for timing) is
 run once per row with ``GCOV_PREFIX`` naming a directory of that row, so each
-row's counters (``.gcda``) land in a tree of their own. gcovr reads them (with
-the build's ``.gcno`` notes linked beside them) and says, per source file, which
-functions ran and which of their lines were hit. A function's extent comes from
-the same data: the lines gcov attributes to it (its first to its last line).
+row's counters (``.gcda``) land in a tree of their own. gcov (its JSON) or gcovr
+reads them (with the build's ``.gcno`` notes linked beside them) and says, per
+source file, which functions ran and which of their lines were hit. A function's
+extent comes from the same data: its start and end lines in gcov's JSON, the lines
+gcov attributes to it in gcovr's (its first to its last line).
 
 The diff of two commits (``git diff -U0``) gives the changed line ranges of each
 file on the new side; a function is changed when one of them meets its extent.

@@ -3,7 +3,7 @@
 The operations of issue 28 (:mod:`h5regress.coverage` holds the map, the diff and
 the regression-prone set): build a commit of HDF5 with ``--coverage`` from a Spack
 source mirror, run the checks' rows once against it through ReFrame (untimed, never
-in a store the gate reads), and read each row's counters with gcovr.
+in a store the gate reads), and read each row's counters with gcov's JSON (or gcovr).
 """
 
 from __future__ import annotations
