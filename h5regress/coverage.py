@@ -3,10 +3,11 @@ between two commits that no row executes (issue 28).
 
 A coverage build of HDF5 (compiled with ``--coverage``, never used for timing) is
 run once per row with ``GCOV_PREFIX`` naming a directory of that row, so each
-row's counters (``.gcda``) land in a tree of their own. gcovr reads them (with
-the build's ``.gcno`` notes linked beside them) and says, per source file, which
-functions ran and which of their lines were hit. A function's extent comes from
-the same data: the lines gcov attributes to it (its first to its last line).
+row's counters (``.gcda``) land in a tree of their own. gcov (its JSON) or gcovr
+reads them (with the build's ``.gcno`` notes linked beside them) and says, per
+source file, which functions ran and which of their lines were hit. A function's
+extent comes from the same data: its start and end lines in gcov's JSON, the lines
+gcov attributes to it in gcovr's (its first to its last line).
 
 The diff of two commits (``git diff -U0``) gives the changed line ranges of each
 file on the new side; a function is changed when one of them meets its extent.
@@ -81,6 +82,37 @@ def parse_gcovr_json(text: str, where: str = 'gcovr output') -> RowCoverage:
             if calls > 0:
                 hits.append(FunctionHit(name, fn['name'], calls,
                                         sum(1 for _, c in own if c > 0), len(own)))
+    return RowCoverage(hits, extents)
+
+
+def parse_gcov_json(text: str, source_root: str, where: str = 'gcov output') -> RowCoverage:
+    """gcov's JSON intermediate format (``gcov --json-format --stdout``, one document per
+    line, one per ``.gcda``) -> the row's coverage, the sources under ``source_root``
+    only (paths made relative to it, as gcovr's ``--root``). A function of a header
+    appears in each object that includes it: its calls and lines add up."""
+    root = source_root.rstrip('/') + '/'
+    calls: dict[tuple[str, str], int] = {}
+    spans: dict[tuple[str, str], tuple[int, int]] = {}
+    lines: dict[tuple[str, str], dict[int, int]] = {}
+    try:
+        for doc in (json.loads(line) for line in text.splitlines() if line.strip()):
+            for entry in doc['files']:
+                if not entry['file'].startswith(root):
+                    continue
+                name = entry['file'][len(root):]
+                for fn in entry['functions']:
+                    key = (name, fn['name'])
+                    calls[key] = calls.get(key, 0) + int(fn['execution_count'])
+                    spans[key] = (int(fn['start_line']), int(fn['end_line']))
+                for line in entry['lines']:
+                    own = lines.setdefault((name, line.get('function_name', '')), {})
+                    n = int(line['line_number'])
+                    own[n] = own.get(n, 0) + int(line['count'])
+    except (ValueError, KeyError, TypeError) as err:
+        raise CoverageError(f'{where}: not gcov JSON ({err!r})') from None
+    extents = [FunctionExtent(f, n, *spans[(f, n)]) for f, n in spans]
+    hits = [FunctionHit(f, n, c, sum(1 for v in lines.get((f, n), {}).values() if v > 0),
+                        len(lines.get((f, n), {}))) for (f, n), c in calls.items() if c > 0]
     return RowCoverage(hits, extents)
 
 
@@ -244,27 +276,74 @@ def git_diff(repo: str, good: str, bad: str, paths: Iterable[str] = (),
                '-M' if renames else '--no-renames', good, bad, '--', *paths)
 
 
-def functions_touched(repo: str, commit: str, cmap: CoverageMap,
-                      paths: Sequence[str] = ('src',)) -> set[tuple[str, str]]:
-    """The map's functions holding lines that ``commit`` changed (against its first
-    parent), each line followed to the map's commit; lines changed again since are
-    lost, so a function rewritten later counts only through its other lines."""
-    if not cmap.commit:
-        raise CoverageError(f'the map of {cmap.build} does not say its commit')
-    ranges = changed_ranges(git_diff(repo, f'{commit}^1', commit, paths))
+def resolve(repo: str, ref: str) -> str:
+    """The full sha of a commit named by ``ref`` (a short sha, a tag)."""
+    return git(repo, 'rev-parse', '--verify', f'{ref}^{{commit}}').strip()
+
+
+def follow_ranges(repo: str, ranges: Mapping[str, Sequence[tuple[int, int]]], commit: str,
+                  target: str, paths: Sequence[str] = ('src',)
+                  ) -> tuple[dict[str, list[tuple[int, int]]], int]:
+    """Line ranges of ``commit`` followed to the same lines of ``target`` (through
+    ``git diff commit target``, renames too), and how many of their lines ``target``
+    changed again (those are lost: they are no line of ``target``)."""
     forward = {old: (new, hunks) for (old, new), hunks in
-               parse_hunks(git_diff(repo, commit, cmap.commit, paths, renames=True)).items()}
-    by_file: dict[str, list[FunctionExtent]] = {}
-    for e in cmap.extents:
-        by_file.setdefault(e.file, []).append(e)
-    touched = set()
+               parse_hunks(git_diff(repo, commit, target, paths, renames=True)).items()}
+    out: dict[str, list[tuple[int, int]]] = {}
+    lost = 0
     for file, spans in ranges.items():
         new_file, hunks = forward.get(file, (file, []))
         for lo, hi in spans:
-            lines = {translate_line(hunks, n) for n in range(lo, hi + 1)} - {None}
-            touched |= {(e.file, e.name) for e in by_file.get(new_file or '', ())
-                        if any(e.first_line <= n <= e.last_line for n in lines)}
-    return touched
+            moved = [translate_line(hunks, n) for n in range(lo, hi + 1)]
+            lost += moved.count(None)
+            if new_file:
+                out.setdefault(new_file, []).extend(_runs(n for n in moved if n is not None))
+    return out, lost
+
+
+def _runs(lines: Iterable[int]) -> list[tuple[int, int]]:
+    """Ascending line numbers as ranges of consecutive lines."""
+    out: list[tuple[int, int]] = []
+    for n in lines:
+        if out and n == out[-1][1] + 1:
+            out[-1] = (out[-1][0], n)
+        else:
+            out.append((n, n))
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class ChangeSet:
+    """The map's functions that ``good`` -> ``bad`` changes, and how its changed lines
+    were placed on the map's commit: ``followed`` when the map is of a later commit than
+    ``bad`` (each line followed there), ``lost`` lines changed again since."""
+    functions: list[ChangedFunction]
+    followed: bool = False
+    lost: int = 0
+
+
+def changes_between(repo: str, good: str, bad: str, cmap: CoverageMap,
+                    paths: Sequence[str] = ('src',)) -> ChangeSet:
+    """The functions ``good`` -> ``bad`` changes, by the map's extents: directly when the
+    map is of ``bad`` (or says no commit), else with each changed line followed from
+    ``bad`` to the map's commit (a map of the pinned candidate serves a range before it;
+    a line changed again since is lost, so a function rewritten later counts only
+    through its other lines)."""
+    ranges = changed_ranges(git_diff(repo, good, bad, paths))
+    if not cmap.commit or resolve(repo, bad) == resolve(repo, cmap.commit):
+        return ChangeSet(changed_functions(ranges, cmap))
+    placed, lost = follow_ranges(repo, ranges, bad, cmap.commit, paths)
+    return ChangeSet(changed_functions(placed, cmap), True, lost)
+
+
+def functions_touched(repo: str, commit: str, cmap: CoverageMap,
+                      paths: Sequence[str] = ('src',)) -> set[tuple[str, str]]:
+    """The map's functions holding lines that ``commit`` changed (against its first
+    parent), each line followed to the map's commit (:func:`changes_between`)."""
+    if not cmap.commit:
+        raise CoverageError(f'the map of {cmap.build} does not say its commit')
+    return {(c.file, c.name) for c in
+            changes_between(repo, f'{commit}^1', commit, cmap, paths).functions}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -300,19 +379,20 @@ def prone_functions(repo: str, commits: Sequence[Mapping[str, str]],
     return touched
 
 
-def map_summary(cmap: CoverageMap, prone: set[tuple[str, str]]) -> dict:
+def map_summary(cmap: CoverageMap, prone: set[tuple[str, str]], names: bool = True) -> dict:
     """The small form of a map, to commit: per row (its name without the build), the
     number of functions it executes and the regression-prone ones among them
-    (``file:function``); and how many of the prone set the rows execute together."""
+    (``file:function``; their number only without ``names``, for a map of many rows);
+    how many of the prone set the rows execute together, and those none executes."""
     rows, executed = {}, set()
     for row, hits in sorted(cmap.rows.items()):
         functions = {(h.file, h.name) for h in hits}
         executed |= functions
-        rows[row_name(row)] = {'functions': len(functions),
-                               'prone': sorted(f'{f}:{n}' for f, n in functions & prone)}
+        own = sorted(f'{f}:{n}' for f, n in functions & prone)
+        rows[row_name(row)] = {'functions': len(functions), 'prone': own if names else len(own)}
     return {'build': cmap.build, 'commit': cmap.commit, 'functions_seen': len(cmap.extents),
             'prone_functions': len(prone), 'prone_executed': len(executed & prone),
-            'rows': rows}
+            'prone_missed': sorted(f'{f}:{n}' for f, n in prone - executed), 'rows': rows}
 
 
 def prone_report(repo: str, commits: Sequence[Mapping[str, str]], cmap: CoverageMap
@@ -351,6 +431,58 @@ def blind_spot_line(changed: Sequence[ChangedFunction], limit: int = 8) -> str:
         if len(top) > limit:
             names.append(f'{sum(n for _, n in top[limit:])} in {len(top) - limit} other files')
     return line + (f'; not exercised: {", ".join(names)}' if names else '')
+
+
+@dataclasses.dataclass(frozen=True)
+class ReplayPair:
+    """One replay of a corpus case (``h5regress replay``'s result): its two commits and
+    the rows its gate found slower (FAIL)."""
+    baseline: str
+    candidate: str
+    failing: tuple[str, ...]
+
+
+def replay_pair(result: Mapping, mode: str, where: str) -> ReplayPair:
+    """A replay result (``regressions/replays/<case>.json``) -> the pair of ``mode``
+    (``regression``, ``fix``, ``control``)."""
+    replays = result.get('replays') if isinstance(result, Mapping) else None
+    if not isinstance(replays, Mapping) or mode not in replays:
+        modes = ', '.join(replays) if isinstance(replays, Mapping) and replays else 'none'
+        raise CoverageError(f'{where}: no replay {mode!r} (it has: {modes})')
+    try:
+        failing = {_test_of(r['label'], r['key']) for r in replays[mode]['rows']
+                   if r['verdict'] == 'FAIL'}
+        return ReplayPair(replays[mode]['baseline'], replays[mode]['candidate'],
+                          tuple(sorted(failing)))
+    except KeyError as err:
+        raise CoverageError(f'{where}: the replay {mode!r} has no {err}') from None
+    except TypeError as err:
+        raise CoverageError(f'{where}: not a replay result ({err})') from None
+
+
+def _test_of(label: str, key: str) -> str:
+    """The test of a gate row's label (``<test> <operation> <metric> [<hash>]``, its key
+    ``<hash>|<tool>|<operation>|<metric>``); the label itself when it is not of that form."""
+    chash, _, operation, metric = (key.split('|') + ['', '', '', ''])[:4]
+    suffix = f' {operation} {metric} [{chash[:6]}]'
+    return label[:-len(suffix)] if label.endswith(suffix) else label
+
+
+def failing_rows_line(changed: Sequence[ChangedFunction], failing: Sequence[str],
+                      mapped: Iterable[str]) -> str:
+    """Which of the changed functions the rows that FAILed execute (rows are matched
+    without their build, :func:`row_name`; ``mapped``: the map's rows): the slowdown's
+    code when the diff names it."""
+    wanted = {row_name(r) for r in failing}
+    if not wanted:
+        return 'no row FAILed'
+    short = lambda names: ', '.join(sorted(r.split('%benchmark=')[-1] for r in names))  # noqa: E731
+    unmapped = wanted - {row_name(r) for r in mapped}
+    run = [c for c in changed if wanted & {row_name(r) for r in c.rows}]
+    line = (f'the FAILing row(s) {short(wanted)} execute {len(run)} of the {len(changed)} '
+            f'changed function(s)' + (': ' + ', '.join(f'{c.name} ({c.file})' for c in run)
+                                      if run else ''))
+    return line + (f'; not in the map: {short(unmapped)}' if unmapped else '')
 
 
 def row_name(test: str) -> str:

@@ -3,12 +3,13 @@
 The operations of issue 28 (:mod:`h5regress.coverage` holds the map, the diff and
 the regression-prone set): build a commit of HDF5 with ``--coverage`` from a Spack
 source mirror, run the checks' rows once against it through ReFrame (untimed, never
-in a store the gate reads), and read each row's counters with gcovr.
+in a store the gate reads), and read each row's counters with gcov's JSON (or gcovr).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import glob
 import json
 import os
 import pathlib
@@ -16,14 +17,16 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 
 from h5regress import buildid, manifest
 from h5regress.nightrun import build_filter
 from h5regress.coverage import (PRONE_FILE, CoverageError, CoverageMap, RowCoverage,
-                                blind_spot_line, changed_functions, changed_ranges,
-                                git_diff, load_prone, map_summary, merge_maps, merge_rows,
-                                parse_gcovr_json, prone_commits, prone_functions, prone_report)
+                                blind_spot_line, changes_between, failing_rows_line,
+                                load_prone, map_summary, merge_maps, merge_rows,
+                                parse_gcov_json, parse_gcovr_json, prone_commits,
+                                prone_functions, prone_report, replay_pair)
 
 
 # ------------------------------------------------------------------ collecting
@@ -51,17 +54,33 @@ def gcovr_command() -> str:
 
 
 def collect_row(gcda_root: pathlib.Path, build_dir: pathlib.Path,
-                source_root: pathlib.Path) -> RowCoverage:
-    """A row's coverage from the counters one run left under ``gcda_root``."""
-    if not any(gcda_root.rglob('*.gcda')):
+                source_root: pathlib.Path, reader: str = 'gcov') -> RowCoverage:
+    """A row's coverage from the counters one run left under ``gcda_root``, read by gcov's
+    JSON (``reader='gcov'``) or by gcovr."""
+    counters = sorted(str(p) for p in gcda_root.rglob('*.gcda'))
+    if not counters:
         raise CoverageError(f'{gcda_root}: no .gcda counters (was the run made with '
                             f'GCOV_PREFIX={gcda_root} against a --coverage build?)')
     link_notes(gcda_root, build_dir)
-    out = subprocess.run([gcovr_command(), '--root', str(source_root), '--json', '-',
-                          str(gcda_root)], capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        raise CoverageError(f'gcovr on {gcda_root} exited {out.returncode}: '
-                            f'{out.stderr.strip()[-500:]}')
+    # gcov writes its .gcov files into its working directory, which gcovr makes the
+    # --object-directory, else --root: the build's source root, shared by every run of
+    # the build, where one run's clean-up removed another's files. A directory of
+    # this run's own keeps two mappings of one build apart (gcov --stdout writes none).
+    with tempfile.TemporaryDirectory(prefix='h5regress-gcov-') as scratch:
+        cmd = ([shutil.which('gcov') or 'gcov', '--json-format', '--stdout', *counters]
+               if reader == 'gcov' else
+               [gcovr_command(), '--root', str(source_root), '--object-directory', scratch,
+                '--json', '-', str(gcda_root)])
+        out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    # gcov says what it could not read on stderr and goes on: a counter without its
+    # notes would be a function silently missing from the map
+    unread = [line for line in out.stderr.splitlines()
+              if 'cannot open' in line or 'mismatch' in line]
+    if out.returncode != 0 or unread:
+        raise CoverageError(f'{reader} on {gcda_root} exited {out.returncode}: '
+                            f'{(unread[0] if unread else out.stderr.strip())[-500:]}')
+    if reader == 'gcov':
+        return parse_gcov_json(out.stdout, str(source_root.resolve()), f'gcov on {gcda_root}')
     return parse_gcovr_json(out.stdout, f'gcovr on {gcda_root}')
 
 
@@ -144,6 +163,9 @@ def coverage_manifest(src: pathlib.Path, build: str, hdf5_prefix: pathlib.Path,
     entry['hdf5'].update(label=label, prefix=str(hdf5_prefix),
                          variants=entry['hdf5']['variants'] + ' +coverage')
     entry.pop('darshan', None)
+    # the ASYNC rows' h5bench links the thread-safe HDF5 build, which has no coverage
+    # twin: without the entry they are skipped saying why, never run uncovered
+    entry.pop('async', None)
     gcda = out / 'gcda'
     manifest.wrap_tools(entry['tools'], out / 'wrappers', [
         f'export GCOV_PREFIX={shlex.quote(str(gcda))}/"$(basename "$PWD")"',
@@ -172,6 +194,9 @@ def run_rows(manifest_path: pathlib.Path, build: str, checks: str,
     report = out / 'report.json'
     cmd = [str(pathlib.Path(sys.executable).with_name('reframe')), '-c',
            str(root / 'reframe' / 'checks'), '-n', checks, *build_filter(build),
+           # untimed: a coverage build at -O0 is slow by design, and a row that misses
+           # its reference envelope ran its code all the same
+           '--skip-performance-check',
            '-r', '-s', str(out / 'stage'), '-o', str(out / 'output'),
            '--report-file', str(report)]
     if system:
@@ -184,23 +209,41 @@ def run_rows(manifest_path: pathlib.Path, build: str, checks: str,
         names = stage_names(report.read_text(), str(report))
     except OSError as err:
         raise CoverageError(f'{report}: {err.strerror} (did ReFrame run?)') from None
-    return {row: out / 'gcda' / stage for stage, row in names.items()
-            if (out / 'gcda' / stage).is_dir()}
+    return row_counters(names, out / 'gcda')
+
+
+def row_counters(names: Mapping[str, str], gcda: pathlib.Path) -> dict[str, pathlib.Path]:
+    """{row: its counters' directory} of {stage directory name: row}. The wrappers name
+    it after the directory the tool ran in: the stage directory, or the data directory
+    ``<stage>-<run id>`` for the checks whose job runs the tool there (h5bench's
+    exerciser and metadata). A row whose counters are in several is refused, naming
+    them: its coverage would be split."""
+    out = {}
+    for stage, row in names.items():
+        found = [d for d in (gcda / stage, *gcda.glob(f'{glob.escape(stage)}-*')) if d.is_dir()]
+        if len(found) > 1:
+            raise CoverageError(f'{row}: counters in {len(found)} directories '
+                                f'({", ".join(d.name for d in found)}): one run per row')
+        if found:
+            out[row] = found[0]
+    return out
 
 
 # ------------------------------------------------------------------ command line
 def _row_arg(text: str) -> tuple[str, pathlib.Path]:
-    name, sep, path = text.partition('=')
+    # a ReFrame test's name holds '=' (its parameters): the directory is after the last
+    name, sep, path = text.rpartition('=')
     if not sep or not name or not path:
         raise CoverageError(f'--row {text!r}: give NAME=DIR (the GCOV_PREFIX of that row\'s run)')
     return name, pathlib.Path(path)
 
 
 def _write_map(build: str, rows: Mapping[str, pathlib.Path], build_dir: pathlib.Path,
-               source: pathlib.Path, output: pathlib.Path, commit: str | None = None) -> int:
+               source: pathlib.Path, output: pathlib.Path, commit: str | None = None,
+               reader: str = 'gcov') -> int:
     if not rows:
         raise CoverageError('no row left counters: nothing to map')
-    cmap = merge_rows(build, {name: collect_row(path, build_dir, source)
+    cmap = merge_rows(build, {name: collect_row(path, build_dir, source, reader)
                               for name, path in rows.items()}, commit)
     tmp = output.with_name(output.name + '.tmp')
     tmp.write_text(cmap.to_json())
@@ -239,17 +282,33 @@ def _cmd_run(args) -> int:
     path, build = coverage_manifest(args.manifest, args.build, cov.prefix, out)
     rows = run_rows(path, build, args.checks, out, args.system)
     return _write_map(build, rows, cov.build_dir, cov.source, args.output or out / 'map.json',
-                      _commit_of(args.manifest, args.build))
+                      _commit_of(args.manifest, args.build), args.reader)
 
 
 def _cmd_diff(args) -> int:
     cmap = _read_map(args.map)
-    changed = changed_functions(
-        changed_ranges(git_diff(args.repo, args.good, args.bad, args.paths)), cmap)
-    for c in changed:
+    good, bad, failing = args.good, args.bad, None
+    if args.replay:
+        try:
+            result = json.loads(args.replay.read_text())
+        except OSError as err:
+            raise CoverageError(f'--replay {args.replay}: {err.strerror}') from None
+        except ValueError as err:
+            raise CoverageError(f'--replay {args.replay}: not JSON ({err})') from None
+        pair = replay_pair(result, args.mode, str(args.replay))
+        good, bad, failing = pair.baseline, pair.candidate, pair.failing
+    changes = changes_between(args.repo, good, bad, cmap, args.paths)
+    for c in changes.functions:
         print(json.dumps(dataclasses.asdict(c)) if args.json else
               f'{c.file}:{c.name}: {", ".join(c.rows) or "NOT EXERCISED"}')
-    print(blind_spot_line(changed), file=sys.stderr if args.json else sys.stdout)
+    summary = sys.stderr if args.json else sys.stdout
+    if changes.followed:
+        print(f'the map is of {cmap.commit[:12]}, not of {bad[:12]}: the changed lines were '
+              f'followed to it; {changes.lost} of them changed again since (not placed)',
+              file=summary)
+    print(blind_spot_line(changes.functions), file=summary)
+    if failing is not None:
+        print(failing_rows_line(changes.functions, failing, cmap.rows), file=summary)
     return 0
 
 
@@ -266,7 +325,8 @@ def _cmd_prone(args) -> int:
     lines, _ = prone_report(args.repo, commits, cmap)
     print('\n'.join(lines))
     if args.summary:
-        summary = map_summary(cmap, prone_functions(args.repo, commits, cmap))
+        summary = map_summary(cmap, prone_functions(args.repo, commits, cmap),
+                              names=not args.counts)
         args.summary.write_text(yaml.safe_dump(summary, sort_keys=False, width=100))
         print(f'{args.summary}: {len(summary["rows"])} row(s)')
     return 0
@@ -302,6 +362,10 @@ def _add_map_parsers(sub) -> None:
                         'GCOV_PREFIX directory of its run (repeat)')
     m.add_argument('--commit', help='the HDF5 commit the coverage build compiled (recorded; '
                                     'diff, prone and the night need it)')
+    for p in (m, sub.choices['run']):
+        p.add_argument('--reader', choices=('gcov', 'gcovr'), default='gcov',
+                       help="what reads the counters: gcov's JSON (default; seconds a row) "
+                            'or gcovr (minutes a row under load)')
     g = sub.add_parser('merge', help='one map of several maps of one build and commit (a '
                                      'night\'s map and the map of rows added since)')
     g.add_argument('maps', nargs='+', type=pathlib.Path, help='maps; a row in several keeps '
@@ -336,10 +400,16 @@ def _parser():
     d = sub.add_parser('diff', help='changed functions between two commits and the rows '
                                     'that execute them')
     d.add_argument('--map', required=True, type=pathlib.Path,
-                   help='coverage map of a build of --bad')
+                   help='coverage map of a build of --bad, or of a later (or earlier) commit: '
+                        'the changed lines are then followed to it')
     d.add_argument('--repo', required=True, help='git repository of the sources')
-    d.add_argument('--good', required=True)
-    d.add_argument('--bad', required=True)
+    d.add_argument('--good', help='the baseline commit')
+    d.add_argument('--bad', help='the candidate commit')
+    d.add_argument('--replay', type=pathlib.Path, metavar='RESULT',
+                   help='instead of --good/--bad: a replay result (regressions/replays/'
+                        'CASE.json), its two commits and the rows that FAILed')
+    d.add_argument('--mode', default='regression',
+                   help='the replay of RESULT to read (default regression; fix, control)')
     d.add_argument('--paths', nargs='+', default=['src'],
                    help="the repository's paths to diff (default: src, HDF5's library; a "
                         "public snapshot's missing test-data blobs stay out of it)")
@@ -352,6 +422,8 @@ def _parser():
                    help='the rule and commits (default ci/regression-prone.yaml)')
     p.add_argument('--summary', type=pathlib.Path, help='also write the map\'s summary '
                    '(YAML: per row its number of functions and its regression-prone ones)')
+    p.add_argument('--counts', action='store_true', help='the summary gives each row\'s '
+                   'number of regression-prone functions, not their names (many rows)')
     p.add_argument('--refresh', metavar='HEAD', help='find the commits anew by the rule in '
                    'the first-parent history of HEAD and rewrite the file\'s list')
     return ap
@@ -359,14 +431,19 @@ def _parser():
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Exit codes: 0 done, 4 bad input or a failed step (named on stderr), 64 usage."""
-    from h5regress.cmdline import parse_args
+    from h5regress.cmdline import EXIT_USAGE, parse_args
     args, code = parse_args(_parser(), argv)
     if args is None:
         return code
+    commits = (args.good, args.bad) if args.action == 'diff' else ()
+    if commits and (all(commits) == bool(args.replay) or any(commits) != all(commits)):
+        print('h5regress coverage diff: error: give --good and --bad, or --replay RESULT',
+              file=sys.stderr)
+        return EXIT_USAGE
     try:
         if args.action == 'map':
             return _write_map(args.build, dict(map(_row_arg, args.row)), args.build_dir,
-                              args.source, args.output, args.commit)
+                              args.source, args.output, args.commit, args.reader)
         return {'build': _cmd_build, 'run': _cmd_run, 'diff': _cmd_diff, 'prone': _cmd_prone,
                 'merge': _cmd_merge}[args.action](args)
     except CoverageError as err:

@@ -31,6 +31,28 @@ def test_gcovr_report_gives_executed_functions_and_every_extent():
     assert coverage.FunctionExtent('src/demo.c', 'cube', 4, 8) in row.extents
 
 
+def _gcov_doc(fn_calls, path='/b/src/src/H5x.h'):
+    return json.dumps({'format_version': '1', 'files': [{
+        'file': path,
+        'functions': [{'name': name, 'start_line': 3, 'end_line': 9, 'execution_count': n}
+                      for name, n in fn_calls],
+        'lines': [{'line_number': 4 + i, 'function_name': name, 'count': n * (i < 1)}
+                  for name, n in fn_calls for i in range(2)]}]})
+
+
+def test_gcovs_json_gives_executed_functions_and_adds_a_headers_objects():
+    """gcov --json-format --stdout: one document per object; a header's function in two
+    objects adds up, a source outside the root (the build tree's) is left out."""
+    text = '\n'.join([_gcov_doc([('inl', 2), ('cold', 0)]), _gcov_doc([('inl', 3)]),
+                      _gcov_doc([('gen', 1)], '/b/build/H5Tinit.c')])
+    row = coverage.parse_gcov_json(text, '/b/src')
+    assert row.hits == [coverage.FunctionHit('src/H5x.h', 'inl', 5, 1, 2)]
+    assert row.extents == [coverage.FunctionExtent('src/H5x.h', 'inl', 3, 9),
+                           coverage.FunctionExtent('src/H5x.h', 'cold', 3, 9)]
+    with pytest.raises(coverage.CoverageError, match='gcov on x: not gcov JSON'):
+        coverage.parse_gcov_json('{"files": [{"file": "/b/src/a.c"}]}', '/b/src', 'gcov on x')
+
+
 def test_a_report_that_is_not_gcovrs_is_named():
     with pytest.raises(coverage.CoverageError, match='counters.json: not a gcovr JSON'):
         coverage.parse_gcovr_json('{"x": 1}', 'counters.json')
@@ -85,8 +107,17 @@ def _git(repo, *args):
                     *args], check=True, capture_output=True)
 
 
+def _gcov_logging_cwd(tmp_path, log):
+    """A gcov (gcovr's $GCOV) that notes where it runs on counters, then is gcov."""
+    wrapper = tmp_path / 'gcov-logging-cwd'
+    wrapper.write_text(f'#!/bin/sh\ncase "$*" in *.gcda*) pwd >> {log} ;; esac\n'
+                       f'exec {shutil.which("gcov")} "$@"\n')
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
 @pytest.mark.skipif(bool(_tools_missing()), reason=f'needs {_tools_missing()} (ci/setup)')
-def test_map_and_diff_on_a_real_coverage_build_of_the_kernel(tmp_path):
+def test_map_and_diff_on_a_real_coverage_build_of_the_kernel(tmp_path, monkeypatch):
     # "bad" is the kernel as it is (what the coverage build compiles); "good" differs in
     # prepare_subset (compound.c, run by the compound-subset row only) and in vds.c's
     # first function (run by neither row).
@@ -129,7 +160,22 @@ def test_map_and_diff_on_a_real_coverage_build_of_the_kernel(tmp_path):
             '-o', str(out)]
     for row in rows:
         argv += ['--row', row]
-    assert coveragerun.main(argv) == 0
+    assert coveragerun.main(argv) == 0          # gcov's JSON
+    by_gcovr = tmp_path / 'gcovr.json'
+    cwds = tmp_path / 'gcov-cwds'
+    monkeypatch.setenv('GCOV', _gcov_logging_cwd(tmp_path, cwds))
+    assert coveragerun.main([*argv, '-o', str(by_gcovr), '--reader', 'gcovr']) == 0
+    # gcov writes its .gcov files where it runs: never in the source root two mappings of
+    # the build share (one's clean-up removed the other's), but in a directory of each
+    # row's own, removed after
+    ran_in = {Path(line) for line in cwds.read_text().split()}
+    assert len(ran_in) == len(rows)
+    assert not any(d == repo or repo in d.parents or d.exists() for d in ran_in)
+    # the two readers agree on what each row executed
+    executed = lambda path: {r: sorted((h.file, h.name, h.calls) for h in hs)  # noqa: E731
+                             for r, hs in coverage.CoverageMap.from_json(
+                                 path.read_text(), str(path)).rows.items()}
+    assert executed(out) == executed(by_gcovr)
     cmap = coverage.CoverageMap.from_json(out.read_text(), str(out))
     assert cmap.rows_executing('src/compound.c', 'prepare_subset') == ['compound-subset']
     assert 'many-datasets' in cmap.rows_executing('src/metadata.c', 'create_datasets')
@@ -265,9 +311,12 @@ def test_the_committed_summary_counts_each_rows_functions_and_its_prone_ones():
     prone = {('src/H5x.c', 'f1'), ('src/H5y.c', 'g'), ('src/H5z.c', 'h')}
     assert coverage.map_summary(cmap, prone) == {
         'build': 'hdf5-x-cov', 'commit': 'c0ffee', 'functions_seen': 0,
-        'prone_functions': 3, 'prone_executed': 2,
+        'prone_functions': 3, 'prone_executed': 2, 'prone_missed': ['src/H5z.c:h'],
         'rows': {'h5paths_check %benchmark=a': {'functions': 2, 'prone': ['src/H5x.c:f1']},
                  'h5paths_check %benchmark=b': {'functions': 1, 'prone': ['src/H5y.c:g']}}}
+    counted = coverage.map_summary(cmap, prone, names=False)['rows']
+    assert counted == {'h5paths_check %benchmark=a': {'functions': 2, 'prone': 1},
+                       'h5paths_check %benchmark=b': {'functions': 1, 'prone': 1}}
 
 
 def test_the_committed_summary_is_the_default_nights_rows_and_reaches_the_target():
@@ -283,6 +332,22 @@ def test_the_committed_summary_is_the_default_nights_rows_and_reaches_the_target
     mapped = {row.split('%benchmark=')[1] for row in summary['rows']}
     assert mapped == night
     assert summary['prone_executed'] / summary['prone_functions'] >= 0.8
+
+
+def test_the_map_of_every_row_holds_the_nights_rows_and_what_they_execute():
+    """ci/coverage-summary-all.yaml (every row of every check against the same coverage
+    build, ``prone --summary --counts``) holds the night's rows, each with the night's
+    number of regression-prone functions, and misses none the night executes."""
+    import yaml
+    ci = coverage.PRONE_FILE.parent
+    night = yaml.safe_load((ci / 'coverage-summary.yaml').read_text())
+    every = yaml.safe_load((ci / 'coverage-summary-all.yaml').read_text())
+    assert (every['build'], every['commit'], every['prone_functions']) == \
+        (night['build'], night['commit'], night['prone_functions'])
+    assert {r: len(v['prone']) for r, v in night['rows'].items()} == \
+        {r: every['rows'][r]['prone'] for r in night['rows']}
+    assert set(every['prone_missed']) <= set(night['prone_missed'])
+    assert every['prone_executed'] == every['prone_functions'] - len(every['prone_missed'])
 
 
 def test_the_shipped_regression_prone_file_loads():
@@ -363,3 +428,128 @@ def test_the_coverage_run_keeps_its_build_as_the_night_does(tmp_path, monkeypatc
     keep = list(nightrun.build_filter('hdf5-1.15.0+x-cov'))
     assert cmd[cmd.index('-E'):cmd.index('-E') + 2] == keep
     assert cmd[cmd.index('-n') + 1] == 'h5paths_check'
+    # untimed: the coverage build's rows are never held to their reference envelopes
+    assert '--skip-performance-check' in cmd
+
+
+def _later_commit(repo, lines=4):
+    """A commit after ``bad`` that moves every function down by one function's length."""
+    src = repo / 'src' / 'H5x.c'
+    src.write_text(''.join(f'/* header {i} */\n' for i in range(lines)) + src.read_text())
+    _git(repo, 'commit', '-q', '-am', 'later')
+    return subprocess.run(['git', '-C', str(repo), 'rev-parse', 'HEAD'], capture_output=True,
+                          text=True).stdout.strip()
+
+
+def _map_of(path, commit, rows):
+    """A map of the later commit: f<i> on lines 5 + 4i .. 8 + 4i."""
+    extents = [coverage.FunctionExtent('src/H5x.c', f'f{i}', 5 + 4 * i, 8 + 4 * i)
+               for i in range(3)]
+    cmap = coverage.CoverageMap('hdf5-x-cov', {row: [
+        coverage.FunctionHit('src/H5x.c', f, 3, 2, 2) for f in fs] for row, fs in rows.items()},
+        extents, commit)
+    path.write_text(cmap.to_json())
+    return path
+
+
+def test_a_diff_against_a_map_of_a_later_commit_follows_the_changed_lines(tmp_path, capsys):
+    """The corpus's regressing commits are older than the pinned candidate the map is of:
+    the changed lines of --bad are followed to the map's commit, never read as its line
+    numbers (f0 and f1 there, but the change is to f1 and f2)."""
+    repo, good, bad = _two_commit_repo(tmp_path)
+    later = _later_commit(repo)
+    path = _map_of(tmp_path / 'map.json', later, {'t %hdf5_build=x-cov %benchmark=a': ['f1']})
+    assert coveragerun.main(['diff', '--map', str(path), '--repo', str(repo),
+                             '--good', good, '--bad', bad]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[:2] == ['src/H5x.c:f1: t %hdf5_build=x-cov %benchmark=a',
+                       'src/H5x.c:f2: NOT EXERCISED']
+    assert out[2] == (f'the map is of {later[:12]}, not of {bad[:12]}: the changed lines were '
+                      'followed to it; 0 of them changed again since (not placed)')
+    assert out[3].startswith('this candidate changes 2 HDF5 function(s) since the baseline; '
+                             "tonight's rows execute 1 of them; not exercised: f2")
+
+
+def test_a_replay_result_says_which_changed_functions_its_failing_rows_run(tmp_path, capsys):
+    repo, good, bad = _two_commit_repo(tmp_path)
+    later = _later_commit(repo)
+    path = _map_of(tmp_path / 'map.json', later, {
+        't %hdf5_build=x-cov %benchmark=a': ['f1'], 't %hdf5_build=x-cov %benchmark=b': ['f0']})
+    row = lambda bench, verdict: {  # noqa: E731
+        'key': 'abcdef0123|h5paths|read|bw', 'verdict': verdict,
+        'label': f't %benchmark={bench} read bw [abcdef]'}
+    result = tmp_path / 'case.json'
+    result.write_text(json.dumps({'replays': {'regression': {
+        'baseline': good, 'candidate': bad,
+        'rows': [row('a', 'FAIL'), row('b', 'INCONCLUSIVE'), row('c', 'FAIL')]}}}))
+    assert coveragerun.main(['diff', '--map', str(path), '--repo', str(repo),
+                             '--replay', str(result)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        'the FAILing row(s) a, c execute 1 of the 2 changed function(s): f1 (src/H5x.c); '
+        'not in the map: c')
+    assert coveragerun.main(['diff', '--map', str(path), '--repo', str(repo),
+                             '--replay', str(result), '--mode', 'fix']) == 4
+    assert "case.json: no replay 'fix' (it has: regression)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize('commits', [[], ['--good', 'a'], ['--good', 'a', '--bad', 'b',
+                                                           '--replay', 'r.json']])
+def test_a_diff_needs_both_commits_or_a_replay_result(commits, capsys):
+    assert coveragerun.main(['diff', '--map', 'm.json', '--repo', '.', *commits]) == 64
+    assert 'give --good and --bad, or --replay RESULT' in capsys.readouterr().err
+
+
+def test_a_rows_counters_are_found_where_its_tool_ran(tmp_path, monkeypatch):
+    """The wrappers name a row's counters after the directory the tool runs in: the stage
+    directory, or for h5bench's exerciser and metadata checks the data directory
+    ``<stage>-<run id>``; both rows are mapped, a row without counters is left out."""
+    gcda = tmp_path / 'gcda'
+    for name in ('ior_check_2e8fc264', 'h5bench_metadata_check_9c4ea6e1-91f43c6db314',
+                 'h5bench_metadata_check_9c4ea6e10-0'):
+        (gcda / name).mkdir(parents=True)
+    names = {'ior_check_2e8fc264': 'ior', 'h5bench_metadata_check_9c4ea6e1': 'metadata',
+             'flashio_check_30d77567': 'flashio'}
+    report = {'runs': [{'testcases': [
+        {'stagedir': f'/stage/{stage}', 'display_name': row, 'result': 'pass'}
+        for stage, row in names.items()]}]}
+    monkeypatch.setattr(coveragerun.subprocess, 'run', lambda cmd, **kw: (
+        tmp_path / 'report.json').write_text(json.dumps(report)))
+    assert coveragerun.run_rows(tmp_path / 'm.json', 'hdf5-x-cov', '.', tmp_path) == {
+        'ior': gcda / 'ior_check_2e8fc264',
+        'metadata': gcda / 'h5bench_metadata_check_9c4ea6e1-91f43c6db314'}
+    (gcda / 'ior_check_2e8fc264-0a1b').mkdir()
+    with pytest.raises(coverage.CoverageError, match=r'ior: counters in 2 directories'):
+        coveragerun.row_counters(names, gcda)
+
+
+def test_a_row_named_as_reframe_names_it_keeps_its_parameters(tmp_path, capsys):
+    """``map --row NAME=DIR`` with the night's name of a row (``%param=value`` words):
+    the directory is after the last '='."""
+    row = 'h5paths_check %num_nodes=1 %benchmark=append-hdf5-collective-chunked-earliest'
+    assert coveragerun.main(['map', '--build', 'x-cov', '--build-dir', str(tmp_path),
+                             '--source', str(tmp_path), '-o', str(tmp_path / 'm.json'),
+                             '--row', f'{row}={tmp_path}/none']) == 4
+    assert f'error: {tmp_path}/none: no .gcda counters' in capsys.readouterr().err
+
+
+def test_the_coverage_manifest_runs_no_tool_against_a_build_without_counters(tmp_path,
+                                                                             monkeypatch):
+    """The ASYNC rows' h5bench links the thread-safe HDF5 build (the manifest's
+    ``async`` entry), which has no coverage twin: the coverage manifest leaves it out
+    (those rows are skipped, saying why) instead of running them uncovered."""
+    (tmp_path / 'install' / 'lib').mkdir(parents=True)
+    (tmp_path / 'install' / 'lib' / 'libhdf5.so.1000').write_text('')
+    src = tmp_path / 'manifest.json'
+    src.write_text(json.dumps({'builds': {'hdf5-1.15.0': {
+        'hdf5': {'label': '1.15.0', 'variants': '+mpi', 'prefix': '/timed', 'commit': 'c0'},
+        'tools': {'h5bench_write': '/opt/h5bench/bin/h5bench_write'},
+        'darshan': {'prefix': '/opt/darshan'},
+        'async': {'tools': {'h5bench_write': '/opt/h5bench-async/bin/h5bench_write'}}}}}))
+    written = {}
+    monkeypatch.setattr(coveragerun.manifest, 'write',   # the schema's checks are not ours
+                        lambda path, data: written.setdefault(path, data) and path)
+    path, build = coveragerun.coverage_manifest(src, 'hdf5-1.15.0', tmp_path / 'install',
+                                                tmp_path / 'out')
+    entry = written[path]['builds'][build]
+    assert 'async' not in entry and 'darshan' not in entry
+    assert entry['tools']['h5bench_write'].startswith(str(tmp_path / 'out' / 'wrappers'))
