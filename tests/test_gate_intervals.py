@@ -118,3 +118,13 @@ def test_a_wrong_intervals_key_is_an_error_naming_it(tmp_path):
     site.write_text('intervals: bonferoni\n')
     with pytest.raises(gate.ConfigError, match="'intervals' must be one of simultaneous"):
         gate.load_config(site)
+
+
+def test_the_gate_text_prints_the_interval_the_verdict_read():
+    res = twelve_metric_night(JUST_BELOW)
+    m = first(res)
+    text = gate.format_text(res)
+    assert 'intervals: simultaneous 95 % over 12 metrics (each 99.58 %)' in text
+    assert (f'ratio {m["ratio"]:.3f} [{m["interval"]["ratio_lo"]:.3f}, '
+            f'{m["interval"]["ratio_hi"]:.3f}]') in text
+    assert res['config']['intervals'] == 'simultaneous'
