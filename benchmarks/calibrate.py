@@ -89,6 +89,7 @@ Usage: python3 benchmarks/calibrate.py [--reps 4000] [--quick] [--real]
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import math
@@ -399,13 +400,14 @@ FIRST_LOOK_DESIGNS = (('signed rank, rho 3', 0, 3.0), ('t < 15 pairs, rho 3', 15
 
 def many_metric_night(noise: Noise, ratios: list[float], cfg: dict,
                       pooled: stats.PooledVariance | None, looks: list[int],
-                      first_only: bool = False) -> tuple[list[str], int]:
+                      first_only: bool = False) -> tuple[list[str], int, list[bool]]:
     """One night of ``len(ratios)`` gated metrics (true ratios), the loop at ``looks``:
     per look the night's pooled variances (``gate.night_pools``: scaled when the night
     is noisier than its history), each metric through ``gate.compare_pairs``, Benjamini-Hochberg across
-    them, ``gate.decide`` (what ``decide_all`` does); the night stops at the first
-    look that is not INCONCLUSIVE (any FAIL, or all PASS). Returns the verdicts of
-    the last look and its pairs (``first_only``: the first look's)."""
+    them, ``gate.decide`` with the night's drawn interval (what ``decide_all`` does);
+    the night stops at the first look that is not INCONCLUSIVE (any FAIL, or all
+    PASS). Returns the verdicts of the last look, its pairs (``first_only``: the
+    first look's) and whether each metric's drawn interval lies below 1."""
     base: list[list[float]] = [[] for _ in ratios]
     cand: list[list[float]] = [[] for _ in ratios]
     for k in looks:
@@ -420,24 +422,31 @@ def many_metric_night(noise: Noise, ratios: list[float], cfg: dict,
         comps = [gate.compare_pairs(b, c, True, cfg, pool)[0]
                  for b, c, pool in zip(base, cand, pools)]
         qs = stats.benjamini_hochberg([comp.p_worse for comp in comps])
-        verdicts = [gate.decide(comp, q, cfg, looks, k)[0] for comp, q in zip(comps, qs)]
+        drawn = gate.drawn_interval(qs, cfg)
+        verdicts = [gate.decide(comp, q, cfg, looks, k, drawn)[0] for comp, q in zip(comps, qs)]
         if first_only or 'FAIL' in verdicts or all(v == 'PASS' for v in verdicts):
             break
-    return verdicts, k
+    below = [comp.upper((1 + drawn.confidence) / 2) < 0 for comp in comps]
+    return verdicts, k, below
 
 
 def first_look_cell(model, ratio: float, cfg: dict, nights: int, metrics: int,
                     first_only: bool, rng: random.Random) -> dict[str, float]:
     """Rates over nights: any FAIL (the loop's false FAIL when ``ratio`` is 1), the
-    slowed metric (the first) FAILed, and at the first look."""
+    slowed metric (the first) FAILed, and at the first look; the slowed metric's
+    drawn interval below 1 (``shown``); nights with a PASS beside a drawn interval
+    below 1 (``pass_below``)."""
     _, tonight, history = model
     noise = tonight(rng)
     past = history(rng) if history else None
-    out = {'night_fail': 0, 'slowed_fail': 0, 'at_first': 0, 'all_pass': 0, 'no_slowdown': 0}
+    out = {'night_fail': 0, 'slowed_fail': 0, 'at_first': 0, 'all_pass': 0, 'no_slowdown': 0,
+           'shown': 0, 'pass_below': 0}
     for _ in range(nights):
         pooled = past_nights(past, cfg=cfg) if past else None
-        verdicts, k = many_metric_night(noise, [ratio] + [1.0] * (metrics - 1), cfg, pooled,
-                                        LOOKS, first_only)
+        verdicts, k, below = many_metric_night(noise, [ratio] + [1.0] * (metrics - 1), cfg,
+                                               pooled, LOOKS, first_only)
+        out['shown'] += below[0]
+        out['pass_below'] += any(v == 'PASS' and b for v, b in zip(verdicts, below))
         out['night_fail'] += 'FAIL' in verdicts
         out['slowed_fail'] += verdicts[0] == 'FAIL'
         out['at_first'] += verdicts[0] == 'FAIL' and k == LOOKS[0]
@@ -483,7 +492,11 @@ def section_first_look(nights: int, seed: int, metrics: int = 12,
           f'nights with any FAIL when nothing changed; "x1.5 @10": the slowed metric FAILs '
           f'at the first look; "10 % @<=20": within the loop.')
     print(f'{"design":<22}{"noise":<22}{"A/A FAIL":>9}{"A/A PASS":>9}{"PASS|NSS":>9}'
-          f'{"x1.5 @10":>9}{"x1.25 @10":>10}{"x1.25 @<=20":>12}{"10% @<=20":>10}')
+          f'{"x1.5 @10":>9}{"x1.25 @10":>10}{"x1.25 @<=20":>12}{"10% @<=20":>10}'
+          f'{"A/A PASS<1":>11}{"10% <1":>8}')
+    print(f'(intervals drawn: {CFG.get("intervals")}; "A/A PASS<1": A/A nights with a PASS '
+          f'beside a drawn interval below 1; "10% <1": the 10 % slowed metric\'s drawn '
+          f'interval below 1 at the loop\'s end)')
     first_look_ceiling(metrics)
     rows = []
     saved = stats.look_level.__defaults__
@@ -503,8 +516,8 @@ def section_first_look(nights: int, seed: int, metrics: int = 12,
                 print(f'{label:<22}{model[0]:<22}{r["aa"]["night_fail"]:>9.2%}'
                       f'{r["aa"]["all_pass"]:>9.1%}{r["aa"]["no_slowdown"]:>9.1%}'
                       f'{r["big"]["at_first"]:>9.1%}{r["mid"]["at_first"]:>10.1%}'
-                      f'{r["mid"]["slowed_fail"]:>12.1%}{r["ten"]["slowed_fail"]:>10.1%}',
-                      flush=True)
+                      f'{r["mid"]["slowed_fail"]:>12.1%}{r["ten"]["slowed_fail"]:>10.1%}'
+                      f'{r["aa"]["pass_below"]:>11.2%}{r["ten"]["shown"]:>8.1%}', flush=True)
         finally:
             stats.look_level.__defaults__ = saved
     return rows
@@ -554,6 +567,40 @@ def _yuen_p(d, trim: float):
     return special.stdtr(n - 2 * g - 1, tm / se)
 
 
+def _huber_t(d, k: float = 1.345):
+    """Huber's M-estimate of the mean of each row of ``d`` (MAD scale, 30 reweighting
+    steps) over its sandwich standard error."""
+    import numpy as np
+    d = np.atleast_2d(np.asarray(d, dtype=float))
+    mu = np.median(d, axis=-1, keepdims=True)
+    s = np.maximum(1.4826 * np.median(np.abs(d - mu), axis=-1, keepdims=True), 1e-12)
+    for _ in range(30):
+        r = np.abs(d - mu) / s
+        w = np.where(r <= k, 1.0, k / np.maximum(r, 1e-12))
+        mu = (w * d).sum(-1, keepdims=True) / w.sum(-1, keepdims=True)
+    r = (d - mu) / s
+    slope = np.maximum((np.abs(r) <= k).mean(-1), 1e-3)
+    se = s[..., 0] * np.sqrt((np.clip(r, -k, k) ** 2).mean(-1) / slope ** 2 / d.shape[-1])
+    return mu[..., 0] / se
+
+
+@functools.lru_cache(maxsize=4)
+def _huber_null(n: int, draws: int = 2_000_000, seed: int = 1):
+    """The sorted null law of :func:`_huber_t` at ``n`` pairs, from normal samples (the
+    statistic does not depend on the location or scale of the noise)."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    return np.sort(np.concatenate([_huber_t(rng.normal(size=(draws // 10, n)))
+                                   for _ in range(10)]))
+
+
+def _huber_p(d) -> float:
+    """One-sided p (slowdown) of the Huber t of ``d``, from its simulated null law."""
+    import numpy as np
+    null = _huber_null(len(d))
+    return float(np.searchsorted(null, _huber_t(d)[0], side='right') / len(null))
+
+
 def _gap_removed(lb, lc, cfg):
     """Pair log-ratios with each run's high mode moved down by the modes' gap (each
     build's own split, the gap the mean of both builds' gaps), the level of each
@@ -570,7 +617,8 @@ def _gap_removed(lb, lc, cfg):
 def section_first_look_options(nights: int, seed: int, metrics: int = 12, n: int = 10) -> None:
     """The first look's test of tonight's pairs, options with numbers: Student's t
     (today), Yuen's trimmed t (10 and 20 %), and for two-mode runs the t test on the
-    pairs with the modes' gap taken out of each high-mode run. Per noise model: nights
+    pairs with the modes' gap taken out of each high-mode run; Huber's M-estimate
+    (MAD scale) over its standard error, its null law simulated. Per noise model: nights
     with any metric at BH q <= the first look's level (A/A: the first look's false
     FAIL, the margin left aside, so an upper bound), and the 1.5x-slowed metric's."""
     import numpy as np
@@ -588,7 +636,8 @@ def section_first_look_options(nights: int, seed: int, metrics: int = 12, n: int
                  'Yuen 10 %': lambda lb, lc: float(_yuen_p(np.array(
                      [c - b for b, c in zip(lb, lc)]), 0.1)),
                  'Yuen 20 %': lambda lb, lc: float(_yuen_p(np.array(
-                     [c - b for b, c in zip(lb, lc)]), 0.2))}
+                     [c - b for b, c in zip(lb, lc)]), 0.2)),
+                 'Huber t, MAD': lambda lb, lc: _huber_p([c - b for b, c in zip(lb, lc)])}
         if 'modes' in label:
             tests['t, gap removed'] = lambda lb, lc: stats.student_t(
                 _gap_removed(lb, lc, CFG) or [c - b for b, c in zip(lb, lc)]).p_worse
@@ -976,6 +1025,9 @@ def main() -> int:
                     help='override history_variance.consistency_level '
                          f'({CFG["history_variance"]["consistency_level"]})')
     ap.add_argument('--no-modes', action='store_true', help='turn the two-mode check off')
+    ap.add_argument('--intervals', choices=gate.INTERVAL_KINDS,
+                    help=f'override intervals ({CFG["intervals"]} in ci/gate.yaml): how each '
+                         f'metric\'s drawn interval is adjusted for the night\'s metrics')
     ap.add_argument('--only-modes', action='store_true',
                     help='run only the two-mode nights (section 8)')
     ap.add_argument('--modes-nights', type=int, default=1000,
@@ -1003,6 +1055,8 @@ def main() -> int:
         CFG['history_variance']['consistency_level'] = args.consistency_level
     if args.no_modes:
         CFG['modes']['enabled'] = False
+    if args.intervals is not None:
+        CFG['intervals'] = args.intervals
     for key in ('share_level', 'centre_tolerance'):
         if getattr(args, key) is not None:
             CFG['modes'][key] = getattr(args, key)

@@ -47,6 +47,10 @@ CHECKS_DIR = REPO / 'reframe' / 'checks'
 RULE_KEYS = ('gated', 'canary', 'control')
 RULE_FIELDS = frozenset({'tool', 'operation', 'metric', 'params'})
 #: keys holding a fraction in (0, 1)
+#: how each metric's drawn interval is adjusted for the night's metrics
+#: (h5regress.gate.verdicts.DrawnInterval)
+INTERVAL_KINDS = ('simultaneous', 'fcr', 'marginal')
+
 FRACTION_KEYS = ('margin', 'alpha', 'confidence', 'hdf5_overhead')
 
 
@@ -66,6 +70,7 @@ class GateConfig(MutableMapping):
     margin_confidence: float
     alpha: float
     confidence: float
+    intervals: str
     min_pairs: int
     looks: list[int] | None
     tonight_t_test: dict[str, int]
@@ -215,6 +220,9 @@ def _check(cfg: dict[str, Any], path: Path) -> None:
     if isinstance(mc, bool) or not isinstance(mc, (int, float)) or not 0.5 <= mc < 1:
         raise ConfigError(f"{path}: key 'margin_confidence' must be a number in [0.5, 1), "
                           f'got {mc!r}')
+    if cfg.get('intervals') not in INTERVAL_KINDS:
+        raise ConfigError(f"{path}: key 'intervals' must be one of {', '.join(INTERVAL_KINDS)}, "
+                          f"got {cfg.get('intervals')!r}")
     if cfg.get('looks') is not None:
         try:
             cfg['looks'] = looks_arg(cfg['looks'])

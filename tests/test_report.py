@@ -171,8 +171,9 @@ def test_first_screen_holds_verdict_forest_and_where(gated_night):
     assert lines == [pytest.approx(0.95), 1.0]
     fail = next(t for t in fig.data if t.name == 'FAIL')
     m = next(m for m in gated if m['verdict'] == 'FAIL')
-    assert fail.x[0] - fail.error_x.arrayminus[0] == pytest.approx(m['ratio_lo'])
-    assert fail.x[0] + fail.error_x.array[0] == pytest.approx(m['ratio_hi'])
+    # the interval the verdict read: adjusted for the night's 2 gated metrics (issue 25)
+    assert fail.x[0] - fail.error_x.arrayminus[0] == pytest.approx(m['interval']['ratio_lo'])
+    assert fail.x[0] + fail.error_x.array[0] == pytest.approx(m['interval']['ratio_hi'])
 
 
 def _with_provenance(recs):
@@ -396,8 +397,9 @@ def test_fail_sentence_says_the_slowdown_in_words(gated_night):
     m = next(m for m in res['metrics'] if m['role'] == 'gated' and m['verdict'] == 'FAIL')
     text = report.summary(res)
     # was: 'ior_check HDF5-collective-ssf write bw_mean [ior-HD] (ratio 0.682 [0.628, 0.722])'
+    iv = m['interval']      # the interval the verdict read (issue 25)
     assert (f'ior HDF5-collective-ssf write: writes take {1 / m["ratio"]:.2f}x as long '
-            f'(performance {(1 - m["ratio_hi"]) * 100:.0f}-{(1 - m["ratio_lo"]) * 100:.0f} % '
+            f'(performance {(1 - iv["ratio_hi"]) * 100:.0f}-{(1 - iv["ratio_lo"]) * 100:.0f} % '
             f'lower), 20 pairs; the verdict used the upper bound {m["fail_bound"]:.3f} at 95 %'
             ) in text
     assert m['label'] not in text
@@ -426,7 +428,7 @@ def test_forest_numbers_stand_beside_the_plot(gated_night):
     assert all(t.mode == 'markers' for t in fig.data)
     right = [a.text for a in fig.layout.annotations if a.xref == 'paper' and a.x == 1.0]
     for m in (m for m in res['metrics'] if m['role'] == 'gated'):
-        assert any(t.startswith(f'{m["ratio"]:.3f} [{m["ratio_lo"]:.3f}, ') and
+        assert any(t.startswith(f'{m["ratio"]:.3f} [{m["interval"]["ratio_lo"]:.3f}, ') and
                    f'<b>{report.verdict_word(m["verdict"])}</b>' in t for t in right), \
             (m['label'], right)
 
@@ -441,12 +443,12 @@ def test_forest_keeps_room_for_the_no_change_label_on_a_night_far_below_one(gate
     for m in far['metrics']:
         if m['role'] == 'gated':
             m.update(ratio=0.077, ratio_lo=0.062, ratio_hi=0.098, perf_ratio=0.077,
-                     perf_lo=0.062, perf_hi=0.098)
+                     perf_lo=0.062, perf_hi=0.098, interval=None)
     near = copy.deepcopy(res)
     for m in near['metrics']:
         if m['role'] == 'gated':
             m.update(ratio=1.0, ratio_lo=0.96, ratio_hi=1.04, perf_ratio=1.0, perf_lo=0.96,
-                     perf_hi=1.04)
+                     perf_hi=1.04, interval=None)
     for night in (far, res, near):
         xmin, xmax = report.forest_figure(night).layout.xaxis.range
         # a quarter of the width holds the label (the simulated FAIL night's 0.31 did)

@@ -115,7 +115,8 @@ from h5regress.cmdline import (  # noqa: F401
     EXIT_CODES, EXIT_DEGRADED, EXIT_ERROR, EXIT_FAIL, EXIT_INCONCLUSIVE, EXIT_NO_SLOWDOWN_SEEN,
     EXIT_PASS, EXIT_USAGE, ArgParser, GATE_CONFIG_HELP, UsageError, parse_args)
 from h5regress.gateconfig import (  # noqa: F401
-    CONFIG_FILE, REFERENCES_DIR, ConfigError, GateConfig, load_config, looks_arg)
+    CONFIG_FILE, INTERVAL_KINDS, REFERENCES_DIR, ConfigError, GateConfig, load_config,
+    looks_arg)
 from h5regress.record import (  # noqa: F401
     Record, read_jsonl)
 from h5regress.gate.records import (  # noqa: F401
@@ -129,7 +130,8 @@ from h5regress.gate.comparing import (  # noqa: F401
     _value_ratio, _variance_choice, compare, compare_pairs, night_pools, pair_log_ratios,
     pooled_from_history)
 from h5regress.gate.verdicts import (  # noqa: F401
-    NO_SLOWDOWN_SEEN, SLOWER, VerdictBound, decide, decide_all, fail_confidence, is_slower,
+    NO_SLOWDOWN_SEEN, SLOWER, DrawnInterval, VerdictBound, decide, decide_all, drawn_interval,
+    fail_confidence, is_slower,
     judge, pairs_for_pass, sensitivity)
 from h5regress.gate.night import (  # noqa: F401
     _canary_ratios, _ceiling, _change_points, _degraded, _envelope, _signature, annotate,

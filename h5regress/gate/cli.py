@@ -67,7 +67,7 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
         'baseline_commit': base_commit, 'candidate_commit': cand_commit, 'a_a': aa,
         'injected_slowdown': injected_slowdown or None,
         'config': {k: cfg[k] for k in ('margin', 'margin_confidence', 'alpha', 'confidence',
-                                       'min_pairs', 'hdf5_overhead')}
+                                       'intervals', 'min_pairs', 'hdf5_overhead')}
         | {'looks': looks, 'pairs_run': pairs_run},
         'metrics': [m.row for m in comparisons], 'counts': tonight.counts,
         'problems': tonight.problems[:50], 'problem_count': len(tonight.problems),
@@ -78,14 +78,17 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
 
 # ------------------------------------------------------------------ output
 def format_text(result: Mapping[str, Any]) -> str:
+    rows = [m for m in result['metrics'] if m['role'] == 'gated']
+    label = next((m['interval']['label'] for m in rows if m.get('interval')), None)
     out = [f'h5regress gate: night {result["night"]}: {result["candidate"]} '
            f'({result.get("candidate_commit") or "?"}) vs {result["baseline"]} '
-           f'({result.get("baseline_commit") or "?"})']
-    rows = [m for m in result['metrics'] if m['role'] == 'gated']
+           f'({result.get("baseline_commit") or "?"})'
+           + (f'; intervals: {label}' if label else '')]
     for m in sorted(rows, key=lambda m: (m['verdict'] != 'FAIL', m['label'])):
         ratio = '-' if m['ratio'] is None else f'{m["ratio"]:.3f}'
-        lo = '-' if m['ratio_lo'] is None else f'{m["ratio_lo"]:.3f}'
-        hi = '-' if m['ratio_hi'] is None else f'{m["ratio_hi"]:.3f}'
+        drawn = m.get('interval') or m     # the interval the verdict read (issue 25)
+        lo, hi = ('-' if drawn.get(k) is None else f'{drawn[k]:.3f}' for k in ('ratio_lo',
+                                                                                'ratio_hi'))
         need = (f'; a PASS would need ~{m["pairs_for_pass"]} pairs at this noise'
                 if m['verdict'] in ('INCONCLUSIVE', NO_SLOWDOWN_SEEN) and not m.get('slower')
                 and m.get('pairs_for_pass') else '')

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from h5regress import stats
+from h5regress.gateconfig import INTERVAL_KINDS
 from h5regress.gate.comparing import MetricComparison, NOT_FLUSHED, _fmt_ratio, _value_ratio
 
 
@@ -25,15 +26,59 @@ class VerdictBound:
         return dataclasses.asdict(self)
 
 
+@dataclasses.dataclass(frozen=True)
+class DrawnInterval:
+    """The two-sided interval of the ratio that each metric of a family (the night's
+    gated metrics) draws and that its verdict reads: ``confidence`` per metric, so
+    that the ``metrics`` intervals together hold ``family_confidence`` (``kind``
+    ``simultaneous``: Bonferroni, each at 1 - (1 - family_confidence) / metrics;
+    ``fcr``: Benjamini-Yekutieli's false-coverage-rate intervals, each at 1 - (1 -
+    family_confidence) * max(selected, 1) / metrics, ``selected`` the metrics whose
+    q is at most :func:`suspect_level`; ``marginal``: each at family_confidence)."""
+    kind: str
+    confidence: float
+    family_confidence: float
+    metrics: int
+    selected: int | None = None
+
+    @property
+    def label(self) -> str:
+        """What the report says of the interval it draws."""
+        family = f'{self.family_confidence * 100:g} %'
+        if self.kind == 'marginal' or self.metrics <= 1:
+            return family
+        each = f'each {self.confidence * 100:.4g} %'
+        if self.kind == 'fcr':
+            return (f'{family} false-coverage-rate over {self.metrics} metrics '
+                    f'({each}, {self.selected} suspected)')
+        return f'simultaneous {family} over {self.metrics} metrics ({each})'
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), 'label': self.label}
+
+
+def drawn_interval(qs: Sequence[float], cfg: Mapping[str, Any]) -> DrawnInterval:
+    """The interval every metric of a family of BH q values ``qs`` draws and reads."""
+    kind = cfg.get('intervals') or 'simultaneous'
+    if kind not in INTERVAL_KINDS:
+        raise ValueError(f'intervals must be one of {INTERVAL_KINDS}, got {kind!r}')
+    family, m = float(cfg['confidence']), max(len(qs), 1)
+    selected = sum(q <= suspect_level(cfg) for q in qs) if kind == 'fcr' else None
+    share = {'marginal': 1.0, 'simultaneous': 1.0 / m,
+             'fcr': max(selected or 0, 1) / m}[kind]
+    return DrawnInterval(kind, 1.0 - (1.0 - family) * share, family, len(qs), selected)
+
+
 def decide(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
-           looks: Sequence[int] | None, pairs_run: int | None = None) -> tuple[str, str]:
+           looks: Sequence[int] | None, pairs_run: int | None = None,
+           drawn: DrawnInterval | None = None) -> tuple[str, str]:
     """Verdict and reason for one judged metric (:func:`judge`, without its bound)."""
-    return judge(comp, q, cfg, looks, pairs_run)[:2]
+    return judge(comp, q, cfg, looks, pairs_run, drawn)[:2]
 
 
 def judge(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
-          looks: Sequence[int] | None, pairs_run: int | None = None
-          ) -> tuple[str, str, VerdictBound | None]:
+          looks: Sequence[int] | None, pairs_run: int | None = None,
+          drawn: DrawnInterval | None = None) -> tuple[str, str, VerdictBound | None]:
     """Verdict, reason and the bound compared with 1 - m for one judged metric; m =
     margin, ``q`` its BH-adjusted p-value of a slowdown.
 
@@ -47,7 +92,10 @@ def judge(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
       ``confidence`` interval at a single or the last look; stricter at an early
       look, so a loop of looks keeps the error of a wrong PASS);
     * INCONCLUSIVE otherwise; "significantly slower, not shown beyond the margin"
-      is one (``slower`` in the row), and more pairs decide.
+      is one (``slower`` in the row), and more pairs decide. Never
+      NO-SLOWDOWN-SEEN when the interval the row draws (``drawn``: the family's,
+      adjusted for its number of metrics; None: the marginal ``confidence`` one)
+      lies below 1 ("slowdown suspected"); a PASS beside one says so.
     """
     margin, alpha = cfg['margin'], cfg['alpha']
     log_floor = math.log(1.0 - margin)
@@ -65,18 +113,18 @@ def judge(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
                                   pairs_run=pairs_run)
     lower = comp.lower(1.0 - pass_level)
     low = VerdictBound('lower', 1.0 - pass_level, math.exp(lower))
+    drawn = drawn or DrawnInterval('marginal', cfg['confidence'], cfg['confidence'], 1)
+    drawn_hi = comp.upper((1.0 + drawn.confidence) / 2.0)
     if lower > log_floor:
-        early = '' if not looks or max(comp.n, pairs_run or 0) >= looks[-1] else \
-            f' (the stricter bound of an early look at {comp.n} of up to {looks[-1]} pairs)'
-        return 'PASS', (f'{1 - pass_level:.2%} lower bound of the ratio {math.exp(lower):.3f} '
-                        f'> {1 - margin:.2f}{early}'), low
+        return 'PASS', _pass_reason(comp.n, looks, pairs_run, low, margin,
+                                    None if drawn_hi >= 0.0 else drawn), low
     more = ('more pairs decide' if looks and max(comp.n, pairs_run or 0) < looks[-1] else
             'undecided at the last look' if looks else 'more pairs decide')
     if q <= level:
         return 'INCONCLUSIVE', (f'{SLOWER} (BH q={q:.2g}), not shown beyond the '
                                 f'{margin:.0%} margin (the {mconf:.1%} upper bound '
                                 f'{math.exp(upper):.3f} >= {1 - margin:.2f}): {more}'), up
-    suspected = _slowdown_suspected(comp, q, cfg, level, looks)
+    suspected = _slowdown_suspected(comp, q, cfg, level, looks, (drawn, drawn_hi))
     if suspected:
         return 'INCONCLUSIVE', f'slowdown suspected ({suspected}): {more}', None
     if lower == -math.inf:
@@ -90,20 +138,36 @@ def judge(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
                               f'< {1 - margin:.2f}, so no PASS): {more}'), low
 
 
+def _pass_reason(n: int, looks: Sequence[int] | None, pairs_run: int | None,
+                 low: VerdictBound, margin: float, below: DrawnInterval | None) -> str:
+    """Why a metric PASSes; ``below``: the drawn interval, when it lies below 1. PASS
+    says "within the margin", not "no slowdown": a slowdown measured inside the
+    margin PASSes, and its reason says it is one."""
+    early = '' if not looks or max(n, pairs_run or 0) >= looks[-1] else \
+        f' (the stricter bound of an early look at {n} of up to {looks[-1]} pairs)'
+    slower = '' if below is None else \
+        f'; slower, within the margin: the {below.label} interval lies below 1'
+    return (f'{low.confidence:.2%} lower bound of the ratio {low.perf_ratio:.3f} '
+            f'> {1 - margin:.2f}{early}{slower}')
+
+
 def _slowdown_suspected(comp: stats.Comparison, q: float, cfg: Mapping[str, Any],
-                        level: float, looks: Sequence[int] | None) -> str | None:
+                        level: float, looks: Sequence[int] | None,
+                        drawn: tuple[DrawnInterval, float]) -> str | None:
     """Why a metric that neither FAILs nor PASSes shows a sign of a slowdown, or None.
-    q at most the suspect level; or the drawn interval below 1 though q, adjusted over
-    the night's metrics, is above it: never "no slowdown seen" beside either."""
+    q at most the suspect level; or the drawn interval (:class:`DrawnInterval` and
+    its upper end) below 1 though q is above it: never "no slowdown seen" beside
+    either."""
     suspect = suspect_level(cfg)
     if q <= suspect:
         at = (f'> {level:.2g}, the level of a look at {comp.n} of up to {looks[-1]} pairs'
               if q <= cfg['alpha'] and looks else
               f'<= {suspect:.2g}, the level of a {cfg["confidence"]:.0%} interval')
         return f'q={q:.2g} {at}'
-    if comp.hi < 0.0:
-        return (f'the {cfg["confidence"]:.0%} interval of the ratio lies below 1, upper end '
-                f'{math.exp(comp.hi):.3f}; BH q={q:.2g} over the night\'s metrics')
+    interval, upper = drawn
+    if upper < 0.0:
+        return (f'the {interval.label} interval of the ratio lies below 1, upper end '
+                f'{math.exp(upper):.3f}; BH q={q:.2g} over the night\'s metrics')
     return None
 
 
@@ -115,6 +179,21 @@ def _bound_row(bound: VerdictBound | None, higher_is_better: bool) -> dict[str, 
         return None
     return {**bound.as_dict(), 'perf_ratio': _fmt_ratio(bound.perf_ratio),
             'ratio': _fmt_ratio(bound.perf_ratio if higher_is_better else 1 / bound.perf_ratio)}
+
+
+def _interval_row(comp: stats.Comparison, drawn: DrawnInterval, higher_is_better: bool
+                  ) -> dict[str, Any]:
+    """The row's ``interval``: the interval the report draws and the verdict read
+    (:class:`DrawnInterval`), as performance ratios (``perf_lo``, ``perf_hi``) and as
+    ratios of the values (``ratio_lo``, ``ratio_hi``, as the row's own marginal
+    ``ratio_lo``/``ratio_hi``); None where an end is infinite."""
+    one_sided = (1.0 + drawn.confidence) / 2.0
+    lo, hi = comp.lower(one_sided), comp.upper(one_sided)
+    values = (lo, hi) if higher_is_better else (-hi, -lo)
+    return {**drawn.as_dict(),
+            'perf_lo': _fmt_ratio(math.exp(lo)), 'perf_hi': _fmt_ratio(math.exp(hi)),
+            'ratio_lo': _fmt_ratio(math.exp(values[0])),
+            'ratio_hi': _fmt_ratio(math.exp(values[1]))}
 
 
 def sensitivity(comp: stats.Comparison, cfg: Mapping[str, Any], looks: Sequence[int] | None,
@@ -190,9 +269,12 @@ def decide_all(metrics: Sequence[MetricComparison], cfg: Mapping[str, Any],
         judged = [m for m in metrics if m.role in family and m.comp is not None
                   and not m.row['flush_conflict']]
         qs = stats.benjamini_hochberg([m.comp.p_worse for m in judged])
+        drawn = drawn_interval(qs, cfg)
         for m, q in zip(judged, qs):
             m.row['q'] = q
-            m.row['verdict'], m.row['reason'], bound = judge(m.comp, q, cfg, looks, pairs_run)
+            m.row['verdict'], m.row['reason'], bound = judge(m.comp, q, cfg, looks, pairs_run,
+                                                             drawn)
+            m.row['interval'] = _interval_row(m.comp, drawn, m.row['higher_is_better'])
             m.row['verdict_bound'] = _bound_row(bound, m.row['higher_is_better'])
             m.row['slower'] = is_slower(m.row['verdict'], m.row['reason'])
             m.row['sensitivity'] = sensitivity(m.comp, cfg, looks, pairs_run)
@@ -211,7 +293,8 @@ def decide_all(metrics: Sequence[MetricComparison], cfg: Mapping[str, Any],
     for m in metrics:
         row = m.row
         row.setdefault('q', None)
-        for k in ('fail_bound', 'noise_sigma', 'pairs_for_pass', 'sensitivity', 'verdict_bound'):
+        for k in ('fail_bound', 'noise_sigma', 'pairs_for_pass', 'sensitivity', 'verdict_bound',
+                  'interval'):
             row.setdefault(k, None)
         row.setdefault('slower', False)
         if 'verdict' not in row:

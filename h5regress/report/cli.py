@@ -19,7 +19,7 @@ from h5regress.report.context import find_context
 from h5regress.report.markdown import markdown, summary_markdown
 from h5regress.report.page import index_html, to_html
 from h5regress.report.text import (NO_SLOWDOWN_SEEN, _interval, _num, _ratio, _rows,
-                                   no_slowdown_text)
+                                   drawn_interval, no_slowdown_text)
 from h5regress.report.links import REPO_URL_ENV, repo_url
 from h5regress.report.site import SiteError, publish
 
@@ -32,7 +32,7 @@ def junit(result: Mapping[str, Any]) -> str:
     for m in _rows(result, 'gated'):
         name = quoteattr(m['label'])
         cls = quoteattr(f'h5regress.gate.{m["tool"]}')
-        detail = (f'ratio {_ratio(m["ratio"])} {_interval(m["ratio_lo"], m["ratio_hi"])}, '
+        detail = (f'ratio {_ratio(m["ratio"])} {_interval(*drawn_interval(m))}, '
                   f'{m["n_pairs"]} pairs, q={_num(m["q"], 2)}: {m["reason"]}')
         body = ''
         if degraded:

@@ -14,8 +14,8 @@ from h5regress.report.context import (BUILD_COLUMNS, WHERE_COLUMNS, build_rows, 
 from h5regress.report.plots import _fig_html, forest_figure, history_figure, plotly_js
 from h5regress.report.text import (MEASURED_RATES, NO_SLOWDOWN_SEEN, WORD_VERDICTS, _COLORS,
                                    _interval, _perf, _ratio, _rows, _rule, _skipped_text, _tables,
-                                   _title, blind_spot_text, change_point_text, short_label,
-                                   summary, verdict_word)
+                                   _title, blind_spot_text, change_point_text, drawn_interval,
+                                   interval_label, short_label, summary, verdict_word)
 from h5regress.report.links import anchor, fail_links, links_html
 
 
@@ -105,14 +105,15 @@ def first_screen(result: Mapping[str, Any], ctx: Mapping[str, Any], url: str = '
     if blind_spot_text(result):
         out.append(f'<p class="summary" id="blind-spots">{e(blind_spot_text(result))}</p>')
     out += ['</div>', '<div class="wide">',
-           '<h3>Tonight per gated metric: ratio and 95% interval against the margin</h3>']
+           f'<h3>Tonight per gated metric: ratio and {e(interval_label(result))} interval '
+           f'against the margin</h3>']
     if _rows(result, 'gated'):
         out.append(_fig_html(forest_figure(result), 'forest', False))
     else:
         out.append('<div id="forest" class="note">(no gated metric)</div>')
     out.append(f'<p class="note">Each diamond is tonight\'s performance ratio candidate/baseline '
                f'(Hodges-Lehmann estimate over the pairs; time metrics inverted, so below 1 is '
-               f'always slower), the bar its {cfg["confidence"]:.0%} interval. Red zone: below '
+               f'always slower), the bar its {e(interval_label(result))} interval. Red zone: below '
                f'1 − margin ({1 - cfg["margin"]:.2f}). {e(_rule(cfg, rates=False))}.</p>'
                f'<details class="note"><summary>What the verdicts mean in numbers</summary>'
                f'{e(MEASURED_RATES)}</details></div>')
@@ -144,7 +145,7 @@ def _history_section(result: Mapping[str, Any], history: hist_mod.History) -> li
     for i, m in enumerate(gated):
         out.append(f'<div class="plot"><div><b>{e(m["label"])}</b> {_badge(m["verdict"])} '
                    f'<span class="note">ratio {_ratio(m["ratio"])} '
-                   f'{_interval(m["ratio_lo"], m["ratio_hi"])} (tonight)</span></div>')
+                   f'{_interval(*drawn_interval(m))} (tonight)</span></div>')
         out.append(_fig_html(history_figure(m, history, result), f'history-{i}'))
         out.append('</div>')
     return out

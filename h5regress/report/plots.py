@@ -9,7 +9,7 @@ from typing import Any
 from h5regress import history as hist_mod
 from h5regress import stats
 from h5regress.report.text import (NO_SLOWDOWN_SEEN, _COLORS, _finite, _interval, _num, _perf,
-                                   _ratio, _rows, short_label, verdict_word)
+                                   _ratio, _rows, interval_label, short_label, verdict_word)
 
 
 _TEMPLATE = 'none'      # plotly's default template would add ~10 KiB per figure
@@ -98,8 +98,9 @@ def forest_figure(result: Mapping[str, Any]) -> Any:
     fig.update_layout(
         template=_TEMPLATE, height=130 + 62 * len(gated), showlegend=False,
         margin={'l': 10, 'r': 150, 't': 28, 'b': 50}, font={'size': 13}, hovermode='closest',
-        xaxis={'range': [xmin, xmax], 'title': {'text': 'performance ratio cand/base, 95% '
-               'interval (an early look decides on a stricter bound: see hover)',
+        xaxis={'range': [xmin, xmax], 'title': {'text': f'performance ratio cand/base, '
+               f'{interval_label(result)} interval (an early look decides on a stricter '
+               'bound: see hover)',
                'standoff': 8}, 'showgrid': True, 'gridcolor': '#eaeef2'},
         yaxis={'automargin': True, 'categoryorder': 'array',
                'categoryarray': [_wrap(short_label(m)) for m in gated],

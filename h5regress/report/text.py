@@ -104,7 +104,7 @@ def _verdict_cells(m: Mapping[str, Any], degraded: bool) -> list[str]:
         verdict = f'({verdict}, not judged: degraded night)'
     arrow = '↑' if m['higher_is_better'] else '↓'
     return [m['label'], m.get('system') or '–', _num(m['base_median']), _num(m['cand_median']),
-            f'{m["unit"]} {arrow}', _ratio(m['ratio']), _interval(m['ratio_lo'], m['ratio_hi']),
+            f'{m["unit"]} {arrow}', _ratio(m['ratio']), _interval(*drawn_interval(m)),
             str(m['n_pairs']), _num(m['q'], 2), _envelope(m), sensitivity_pct(m), verdict]
 
 
@@ -117,7 +117,8 @@ def _tables(result: Mapping[str, Any]) -> list[Table]:
                 'baseline, candidate = medians of each build\'s runs tonight; ratio = '
                 'candidate / baseline of the values, the Hodges-Lehmann estimate over the '
                 'pairs (a median of per-pair ratios: it need not equal the quotient of the two '
-                'medians), with its 95% interval; ↑ higher is better, ↓ lower is better; '
+                f'medians), with its {interval_label(result)} interval; ↑ higher is better, '
+                '↓ lower is better; '
                 'q = Benjamini-Hochberg adjusted one-sided p-value of a slowdown; envelope = '
                 'candidate median against the reference envelope.'))
     out += _machine_tables(result)
@@ -371,8 +372,31 @@ def blind_spot_text(result: Mapping[str, Any]) -> str:
     return f'Coverage: not known ({cov["reason"]}).' if cov.get('reason') else ''
 
 
+def drawn_interval(m: Mapping[str, Any]) -> tuple[Any, Any]:
+    """(lo, hi) of the ratio of the values a metric's row draws: the interval its
+    verdict read (the gate's ``interval``, adjusted for the night's number of
+    metrics), else the row's own (a gate.json written before, a history line)."""
+    iv = m.get('interval')
+    if isinstance(iv, Mapping):
+        return iv.get('ratio_lo'), iv.get('ratio_hi')
+    return m.get('ratio_lo'), m.get('ratio_hi')
+
+
+def interval_label(result: Mapping[str, Any]) -> str:
+    """What the drawn intervals are: the gate's words ("simultaneous 95 % over 12
+    metrics ..."), or the confidence alone for a gate.json written before."""
+    for m in result.get('metrics') or ():
+        if m.get('role') == 'gated' and isinstance(m.get('interval'), Mapping):
+            return str(m['interval'].get('label'))
+    return f'{(result.get("config") or {}).get("confidence", 0.95):.0%}'
+
+
 def _perf(m: Mapping[str, Any]) -> tuple[Any, Any, Any]:
-    """(ratio, lo, hi) of the performance, candidate/baseline (< 1: slower)."""
+    """(ratio, lo, hi) of the performance, candidate/baseline (< 1: slower); the
+    drawn interval (:func:`drawn_interval`)."""
+    iv = m.get('interval')
+    if m.get('perf_ratio') is not None and isinstance(iv, Mapping):
+        return m['perf_ratio'], iv.get('perf_lo'), iv.get('perf_hi')
     if m.get('perf_ratio') is not None:
         return m['perf_ratio'], m.get('perf_lo'), m.get('perf_hi')
     r, lo, hi = m.get('ratio'), m.get('ratio_lo'), m.get('ratio_hi')
