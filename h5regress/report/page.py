@@ -16,7 +16,7 @@ from h5regress.report.text import (MEASURED_RATES, NO_SLOWDOWN_SEEN, WORD_VERDIC
                                    _interval, _perf, _ratio, _rows, _rule, _skipped_text, _tables,
                                    _title, blind_spot_text, change_point_text, short_label,
                                    summary, verdict_word)
-from h5regress.report.links import anchor, fail_links, links_html
+from h5regress.report.links import anchor, fail_links, links_html, records_href
 
 
 # ------------------------------------------------------------------ HTML
@@ -117,9 +117,10 @@ def first_screen(result: Mapping[str, Any], ctx: Mapping[str, Any], url: str = '
                f'<details class="note"><summary>What the verdicts mean in numbers</summary>'
                f'{e(MEASURED_RATES)}</details></div>')
     perf = ''
-    if ctx.get('perflogs'):
-        href = ctx['perflogs'].replace('\\', '/')
-        perf = f'<p class="note">perflogs: <a href="../{e(href)}/">{e(href)}</a></p>'
+    href = records_href(ctx)
+    if href:
+        name = ctx.get('perflogs') or ctx.get('perflogs_dir')
+        perf = f'<p class="note">perflogs: <a href="{e(href)}">{e(str(name))}</a></p>'
     out += ['<div><h3>Builds</h3>', _html_table(BUILD_COLUMNS, build_rows(result, ctx), 'builds'),
             perf, f'<p class="note">{e(_skipped_text(result))}</p></div>',
             '<div class="wide"><h3>Where</h3>',

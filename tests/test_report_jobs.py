@@ -1,0 +1,187 @@
+"""The report on a real night's layout (issue 29): the launcher line in "Where", a FAIL's
+job script and output, its records, a reproduce command that runs its case only, and a
+merge-request summary whose words a reader can search.
+
+The night is laid out as ``ci/nightly --out NIGHT`` leaves it: ReFrame's run reports in
+``NIGHT/reports/<attempt>/``, its output in ``NIGHT/output/<system>/<partition>/<environ>/
+<case>/`` (job script ``rfm_job.sh``, ``rfm_job.out``, ``rfm_job.err``), the records'
+provenance naming the job script by its bare file name, as a real night's does.
+"""
+
+import copy
+import json
+import re
+import types
+from html import unescape
+from pathlib import Path
+
+from reframe.frontend.filters import have_any_name
+
+from h5regress import history, perflog, report
+from h5regress.report import links
+from h5regress.report.text import short_label
+
+from test_report import CAND, _section, _with_provenance, gated_night, night  # noqa: F401
+
+ATTEMPT = 'a1'
+#: where ReFrame wrote the night (the night's directory has moved since: copied, served)
+WROTE_AT = '/nights/gone/output'
+EXE = '/spack/opt/ior-abc/bin/ior'
+
+
+def _job_script(command: str) -> str:
+    """A job script as checkjob writes it: the probe names the tool as an option's
+    value before the launcher line runs it."""
+    return ('#!/bin/bash\nexport OMPI_MCA_io=ompio\n'
+            f'/venv/bin/python3 -m h5regress.probe h5r-probe.json --binary {EXE}\n'
+            'touch h5r-tool-start\n'
+            f'mpirun -np 2 {command}\nh5r_rc=$?\n'
+            'if [ "$h5r_rc" -eq 0 ]; then for r in $(seq 3); do sync; '
+            f'mpirun -np 2 {EXE} -a HDF5 -r || h5r_rc=$?; done; fi\n')
+
+
+def _real_night(tmp_path: Path):
+    """Tonight's records of the gated_night FAIL, with a real night's job files: one
+    output directory per test case and build, a run report per build."""
+    recs = _with_provenance(night(15, ratio_slow=0.7, seed=15))
+    nightdir = tmp_path / 'night'
+    cases = {}
+    for r in recs:
+        r.pair_id = f'{ATTEMPT}-p{r.pair_id.rsplit("-", 1)[1]}'
+        r.provenance['command_line'] = f'{EXE} -a HDF5 -w -o /scratch/{r.run_id}'
+        r.provenance['job_script'] = 'rfm_job.sh'          # as a real record says it
+        case = f'ior_check_{r.config_hash}_{r.hdf5_build}'
+        outdir = nightdir / 'output' / 'local' / 'default' / 'gnu' / case
+        outdir.mkdir(parents=True, exist_ok=True)
+        (outdir / 'rfm_job.sh').write_text(_job_script(r.provenance['command_line']))
+        (outdir / 'rfm_job.out').write_text('h5regress-exit-code: 0\n')
+        (outdir / 'rfm_job.err').write_text('')
+        cases.setdefault(r.hdf5_build, {})[r.run_id] = {
+            'run_id': r.run_id, 'outputdir': f'{WROTE_AT}/local/default/gnu/{case}',
+            'job_stdout': 'rfm_job.out', 'job_stderr': 'rfm_job.err'}
+    reports = nightdir / 'reports' / ATTEMPT
+    reports.mkdir(parents=True)
+    for build, by_run in cases.items():
+        (reports / f'{ATTEMPT}-p01-{build}.json').write_text(json.dumps({
+            'session_info': {'prefix_output': WROTE_AT},
+            'runs': [{'testcases': list(by_run.values())}]}))
+    return recs, nightdir
+
+
+def _context(res, recs, nightdir, monkeypatch):
+    """What the report finds in the night's directory (its perflogs read as ``recs``)."""
+    (nightdir / 'perflogs' / ATTEMPT).mkdir(parents=True, exist_ok=True)
+    monkeypatch.setattr(perflog, 'read', lambda paths: (recs, []))
+    return report.find_context(res, nightdir)
+
+
+def test_where_shows_the_launcher_line_as_the_job_ran_it(gated_night, tmp_path,
+                                                         monkeypatch):
+    res, _, _ = gated_night
+    res = {**copy.deepcopy(res), 'attempt': ATTEMPT}
+    recs, nightdir = _real_night(tmp_path)
+    rows = report.where_rows(res, _context(res, recs, nightdir, monkeypatch))
+    col = report.WHERE_COLUMNS.index(next(c for c in report.WHERE_COLUMNS
+                                          if c.startswith('command')))
+    assert len(rows) == 2
+    for row in rows:
+        assert row[col].startswith(f'mpirun -np 2 {EXE} -a HDF5 -w -o /scratch/'), row[col]
+
+
+def test_launcher_is_read_from_the_line_that_runs_the_tool():
+    from h5regress.report import jobs
+    script = _job_script(f'{EXE} -a HDF5 -w')
+    assert jobs.launcher_of(script, f'{EXE} -a HDF5 -w') == 'mpirun -np 2'
+    # a postrun execution's command carries its launcher: nothing to add
+    assert jobs.launcher_of(script, f'mpirun -np 2 {EXE} -a HDF5 -r') == ''
+    # named only as the probe's --binary: no line runs it
+    assert jobs.launcher_of(f'probe --binary {EXE}\n', EXE) is None
+    assert jobs.launcher_of(f'srun --mpi=pmix {EXE} -x 1\n', f'{EXE} -x 1') == \
+        'srun --mpi=pmix'
+
+
+def test_a_fail_links_its_job_script_and_output_where_the_night_keeps_them(
+        gated_night, tmp_path, monkeypatch):
+    res, _, root = gated_night
+    res = {**copy.deepcopy(res), 'attempt': ATTEMPT}
+    recs, nightdir = _real_night(tmp_path)
+    out = nightdir / 'report'
+    files = report.write_all(res, history.load(root / 'hist'), out,
+                             _context(res, recs, nightdir, monkeypatch))
+    hrefs = [unescape(h) for h in
+             re.findall(r'href="([^"]+)"', _section(files['html'].read_text(), 'fail-links'))]
+    named = {Path(h).name: h for h in hrefs}
+    for name in ('rfm_job.sh', 'rfm_job.out', 'rfm_job.err'):
+        assert name in named, hrefs
+        assert not named[name].startswith('file:'), named[name]
+        target = (out / named[name]).resolve()
+        assert target.is_file() and CAND in str(target)       # the candidate's run
+    assert 'file://rfm_job.sh' not in hrefs
+
+
+def test_records_link_reaches_the_perflogs_from_wherever_the_report_is_written(gated_night,
+                                                                               tmp_path):
+    res, _, _ = gated_night
+    res = {**copy.deepcopy(res), 'attempt': ATTEMPT}
+    nightdir = tmp_path / 'night'
+    (nightdir / 'perflogs' / ATTEMPT).mkdir(parents=True)
+    (nightdir / 'gate.json').write_text(json.dumps(res))
+    out = tmp_path / 'elsewhere' / 'qs-report'
+    assert report.main_report([str(nightdir / 'gate.json'), '--out', str(out)]) == 0
+    page = out / 'report.html'
+    hrefs = [unescape(h) for h in re.findall(r'href="([^"]+)"', page.read_text())
+             if 'perflogs' in h]
+    assert hrefs
+    for h in hrefs:
+        assert (out / h).resolve() == (nightdir / 'perflogs' / ATTEMPT).resolve(), h
+
+
+def _case(name):
+    """A test case as ReFrame's name filter sees it."""
+    return types.SimpleNamespace(check=types.SimpleNamespace(
+        display_name=name, unique_name=name.split()[0], hashcode='0', variant_num=0))
+
+
+def test_reproduce_runs_the_failing_case_on_both_builds_only():
+    row = 'compound-subset-hdf5-collective-contiguous-earliest-warm'
+    name = 'h5paths_check %num_nodes=1 %tasks_per_node=2 %hdf5_build={} %benchmark={}'
+    m = {'key': 'bae53cf69961a6fd|h5paths|read|bw', 'tool': 'h5paths',
+         'test_class': 'h5paths_check', 'test': name.format('hdf5-1.14.1', row),
+         'perf_ratio': 0.652478}
+    res = {'baseline': 'hdf5-1.14.1', 'candidate': 'hdf5-1.15.0',
+           'baseline_commit': '577c1925', 'candidate_commit': 'b382a8ef'}
+    command = links.reproduce_command(res, m, 'https://github.com/HDFGroup/hdf5')
+    pattern = re.search(r"ci/run-suite -n '([^']+)'", command).group(1)
+    selects = have_any_name([pattern])
+    assert selects(_case(name.format('hdf5-1.14.1', row)))
+    assert selects(_case(name.format('hdf5-1.15.0', row)))
+    for other in ('compound-subset-hdf5-collective-contiguous-earliest',
+                  'compound-superset-hdf5-collective-contiguous-earliest-warm',
+                  'many-datasets-hdf5-collective-contiguous-earliest'):
+        assert not selects(_case(name.format('hdf5-1.15.0', other))), other
+    # the bisect as ci/nightly --bisect runs it: this case, its tool, tonight's ratio
+    assert f"--checks '{pattern}' --tool h5paths" in command
+    assert command.endswith('--bad-ratio 0.652478')
+
+
+def test_merge_request_summary_breaks_no_word_across_lines(gated_night):
+    """A real night's h5paths rows are 50-61 characters long; broken at column 59,
+    a Markdown list item renders them 'compound-superset-hdf5-collect ive-...'."""
+    res, _, _ = gated_night
+    rows = ['compound-superset-hdf5-collective-contiguous-earliest-warm',
+            'convert-float-double-hdf5-collective-contiguous-earliest-warm']
+    res = copy.deepcopy(res)
+    gated = [m for m in res['metrics'] if m['role'] == 'gated']
+    for m, row in zip(gated, rows):
+        m.update(tool='h5paths', operation='read', metric='bw', params={'case': row})
+    text = report.summary_markdown(res)
+    assert max(len(line) for line in text.splitlines()) < 60
+    words = text.split()
+    for m, row in zip(gated, rows):
+        shown = [w for w in words if w.startswith(row.split('-')[0] + '-')]
+        assert shown, (row, text)
+        for w in shown:
+            w = w.rstrip(',:')
+            assert w == row or ('…' in w and row.startswith(w.split('…')[0])
+                                and row.endswith(w.split('…')[1])), (w, text)
+    assert short_label(gated[0]).split()[1] == rows[0]       # the report keeps it whole
