@@ -185,3 +185,21 @@ def test_merge_request_summary_breaks_no_word_across_lines(gated_night):
             assert w == row or ('…' in w and row.startswith(w.split('…')[0])
                                 and row.endswith(w.split('…')[1])), (w, text)
     assert short_label(gated[0]).split()[1] == rows[0]       # the report keeps it whole
+
+
+def test_data_per_run_of_an_ior_read_is_one_execution_of_it():
+    """The check writes with one execution of ``-i 3`` and reads with three of ``-i 1``
+    (params say repetitions 3 for both): a real night's read rows said 960.0 MiB, three
+    times what one read execution reads."""
+    from h5regress.record import Record
+    from h5regress.report.context import _data_bytes
+    params = {'blockSize': 167772160, 'segmentCount': 1, 'numTasks': 2, 'repetitions': 3}
+    base = f'{EXE} -a HDF5 -b 167772160 -t 16777216 -s 1 -i {{}} -C -F -e {{}} -k -o f'
+    got = {}
+    for op, reps, flag, launcher in (('write', 3, '-w', ''), ('read', 1, '-r', 'mpirun -np 2 ')):
+        rec = Record(tool='ior', operation=op, metric='bw_mean', value=1.0, unit='MiB/s',
+                     higher_is_better=True, params=params,
+                     provenance={'command_line': launcher + base.format(reps, flag)},
+                     hdf5_build='b', config_hash='c', run_id='r', timestamp='t')
+        got[op] = _data_bytes(rec)
+    assert got == {'write': 3 * 320 * 2 ** 20, 'read': 320 * 2 ** 20}

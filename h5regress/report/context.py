@@ -112,13 +112,17 @@ def _num(*values: Any) -> float | None:
     return next((float(v) for v in values if _finite(v)), None)
 
 
-def _ior_bytes(params: Mapping[str, Any]) -> float | None:
-    """IOR: block x segments x tasks (its aggregate file size), once per repetition."""
+def _ior_bytes(params: Mapping[str, Any], command: Any = None) -> float | None:
+    """IOR: block x segments x tasks (its aggregate file size), once per repetition of
+    this execution: its command's ``-i`` when it says (the check reads with one
+    execution of ``-i 1`` per repetition), else the check's repetitions."""
     block, segments = _num(params.get('blockSize')), _num(params.get('segmentCount'))
     tasks = _num(params.get('numTasks'), params.get('num_ranks'))
     if block is None or segments is None or tasks is None:
         return None
-    return block * segments * tasks * (_num(params.get('repetitions')) or 1)
+    said = re.search(r'(?:^|\s)-i\s+(\d+)(?=\s|$)', str(command or ''))
+    reps = float(said.group(1)) if said else _num(params.get('repetitions'))
+    return block * segments * tasks * (reps or 1)
 
 
 def _files_bytes(files: Any, operation: str) -> float | None:
@@ -161,7 +165,8 @@ def _data_bytes(rec: Record, sizes: Mapping[tuple[str, str, str], float] | None 
     reported = (sizes or {}).get((rec.run_id, rec.hdf5_build, rec.operation))
     if reported:
         return reported
-    for found in (_files_bytes(prov.get('files'), rec.operation), _ior_bytes(params), _mdtest_bytes(params)):
+    for found in (_files_bytes(prov.get('files'), rec.operation),
+                  _ior_bytes(params, _command(rec)), _mdtest_bytes(params)):
         if found:
             return found
     for w in prov.get('warnings') or []:
