@@ -203,3 +203,15 @@ def test_data_per_run_of_an_ior_read_is_one_execution_of_it():
                      hdf5_build='b', config_hash='c', run_id='r', timestamp='t')
         got[op] = _data_bytes(rec)
     assert got == {'write': 3 * 320 * 2 ** 20, 'read': 320 * 2 ** 20}
+
+
+def test_builds_give_each_builds_spack_spec(gated_night):
+    """The baseline's Spack spec was nowhere in the report (Where gives the candidate's)."""
+    res, _, _ = gated_night
+    man = {'builds': {b: {'hdf5': {'version': v, 'variants': '+mpi~threadsafe',
+                                   'hash': f'{v}abcdefgh'}}
+                      for b, v in ((res['baseline'], '1.14.6'), (res['candidate'], '2.0'))}}
+    ctx = report.collect_context(res, [], man)
+    assert report.BUILD_COLUMNS[-1].startswith('Spack spec')
+    assert [r[-1] for r in report.build_rows(res, ctx)] == [
+        'hdf5@1.14.6 +mpi~threadsafe /1.14.6a', 'hdf5@2.0 +mpi~threadsafe /2.0abcd']

@@ -255,11 +255,12 @@ def _hdf5_version(result: Mapping[str, Any], side: str, ctx: Mapping[str, Any]) 
     return '–'
 
 
-BUILD_COLUMNS = ('build', 'build id', 'HDF5 commit', 'HDF5 library version (as the tool saw it)')
+BUILD_COLUMNS = ('build', 'build id', 'HDF5 commit', 'HDF5 library version (as the tool saw it)',
+                 'Spack spec (HDF5)')
 
 
 def build_rows(result: Mapping[str, Any], ctx: Mapping[str, Any]) -> list[list[str]]:
     return [[name, str(result[side]), _commit_label(result, side, ctx),
-             _hdf5_version(result, side, ctx)]
+             _hdf5_version(result, side, ctx), spack_spec(result, ctx, side)]
             for name, side in (('baseline', 'baseline'), ('candidate (tonight)', 'candidate'))]
 

@@ -36,6 +36,7 @@ h1 .badge{font-size:20px;padding:3px 14px}
 #first-screen{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:8px 24px}
 #first-screen .wide{grid-column:1 / span 2}
 td code.cmd{display:inline-block;white-space:pre-wrap;word-break:break-all;font-size:12px}
+#where code.cmd{min-width:32em}#where td:last-child{overflow-wrap:anywhere;min-width:12em}
 """
 
 #: what a column holds, shown under its name (HTML) and under the table (Markdown)
