@@ -215,3 +215,30 @@ def test_builds_give_each_builds_spack_spec(gated_night):
     assert report.BUILD_COLUMNS[-1].startswith('Spack spec')
     assert [r[-1] for r in report.build_rows(res, ctx)] == [
         'hdf5@1.14.6 +mpi~threadsafe /1.14.6a', 'hdf5@2.0 +mpi~threadsafe /2.0abcd']
+
+
+def test_the_darshan_rerun_keeps_its_job_files_apart_from_the_nights(gated_night, tmp_path,
+                                                                     monkeypatch):
+    """After a FAIL the nightly reruns the FAIL's test case under Darshan; with the
+    night's ReFrame output directory, ReFrame replaced the job script and output the
+    report links with the Darshan run's."""
+    from h5regress import darshan, nightly
+    res, _, _ = gated_night
+    out = tmp_path / 'night'
+    out.mkdir()
+    (out / 'gate.json').write_text(json.dumps(res))
+    seen = []
+    monkeypatch.setattr(nightly, 'run_once', lambda build, pair_id, args, env, reports=None,
+                        output=None: seen.append((reports, output)) or 0)
+
+    def night_diff(result, manifest_path, darshan_out, run_check):
+        for build in (result['baseline'], result['candidate']):
+            run_check(build, 'ior_check %hdf5_build=x', 'darshan-m0', {})
+        return {'available': False, 'reason': 'test'}
+    monkeypatch.setattr(darshan, 'night_diff', night_diff)
+    args = nightly.NightRequest(out=out, history=None, select=('-t', 'nightly'), attempt='a1')
+    nightly.after_fail(tmp_path / 'manifest.json', args, {})
+    assert len(seen) == 2
+    for reports, output in seen:
+        assert reports == out / 'darshan' / 'reports'
+        assert output is not None and Path(output).resolve() != (out / 'output').resolve()
