@@ -121,19 +121,22 @@ def test_a_fail_links_its_job_script_and_output_where_the_night_keeps_them(
 
 def test_records_link_reaches_the_perflogs_from_wherever_the_report_is_written(gated_night,
                                                                                tmp_path):
-    res, _, _ = gated_night
+    res, _, root = gated_night
     res = {**copy.deepcopy(res), 'attempt': ATTEMPT}
     nightdir = tmp_path / 'night'
     (nightdir / 'perflogs' / ATTEMPT).mkdir(parents=True)
     (nightdir / 'gate.json').write_text(json.dumps(res))
     out = tmp_path / 'elsewhere' / 'qs-report'
     assert report.main_report([str(nightdir / 'gate.json'), '--out', str(out)]) == 0
-    page = out / 'report.html'
-    hrefs = [unescape(h) for h in re.findall(r'href="([^"]+)"', page.read_text())
-             if 'perflogs' in h]
-    assert hrefs
-    for h in hrefs:
-        assert (out / h).resolve() == (nightdir / 'perflogs' / ATTEMPT).resolve(), h
+    site = tmp_path / 'site'          # the night's page in a dashboard
+    assert report.main_publish(['--history', str(root / 'hist'), '--out', str(site),
+                                '--night', str(nightdir)]) == 0
+    for page in (out / 'report.html', site / 'nights' / res['night'] / 'report.html'):
+        hrefs = [unescape(h) for h in re.findall(r'href="([^"]+)"', page.read_text())
+                 if 'perflogs' in h]
+        assert hrefs, page
+        for h in hrefs:
+            assert (page.parent / h).resolve() == (nightdir / 'perflogs' / ATTEMPT).resolve(), h
 
 
 def _case(name):
