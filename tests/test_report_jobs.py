@@ -245,3 +245,24 @@ def test_the_darshan_rerun_keeps_its_job_files_apart_from_the_nights(gated_night
     for reports, output in seen:
         assert reports == out / 'darshan' / 'reports'
         assert output is not None and Path(output).resolve() != (out / 'output').resolve()
+
+
+def test_a_real_nights_no_slowdown_sentence_does_not_list_every_metric(gated_night):
+    """The 22 gated metrics of the real 2026-11-27 night made the first screen's
+    sentence (and summary.md's paragraph) list all 22 sensitivities; the verdicts'
+    table and summary.md's list say each one."""
+    res, _, _ = gated_night
+    res = copy.deepcopy(res)
+    gated = [m for m in res['metrics'] if m['role'] == 'gated']
+    many = [copy.deepcopy(gated[0]) for _ in range(22)]
+    for i, m in enumerate(many):
+        m.update(key=f'k{i}', label=f'h5paths_check %benchmark=row-{i}', tool='h5paths',
+                 params={'case': f'row-{i}'}, operation='read', metric='bw',
+                 verdict='NO-SLOWDOWN-SEEN', sensitivity=0.05 + i / 100)
+    res['metrics'] = [m for m in res['metrics'] if m['role'] != 'gated'] + many
+    res['overall'] = 'NO-SLOWDOWN-SEEN'
+    text = report.summary(res)
+    assert 'a slowdown of 26 % or more would have been seen' in text
+    assert 'h5paths row-21 read the least sensitive' in text
+    assert sum(f'row-{i} ' in text for i in range(22)) == 1, text
+    assert len(text) < 400
