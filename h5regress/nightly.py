@@ -390,8 +390,10 @@ def after_fail(manifest_path: Path, args, env: dict) -> None:
 
     def run_check(build, test, pair_id, extra):
         one = dataclasses.replace(args, select=checks_selection(tests_regex([test])))
-        # its report beside its logs: never one of the attempt's, which the gate reads
-        run_once(build, pair_id, one, {**env, **extra}, args.out / 'darshan' / 'reports')
+        # its report beside its logs: never one of the attempt's, which the gate reads;
+        # its job files too: ReFrame would replace the FAIL's, which the report links
+        run_once(build, pair_id, one, {**env, **extra}, args.out / 'darshan' / 'reports',
+                 args.out / 'darshan' / 'output')
 
     # the verdict stands whatever happens here: a failure is said, never an ERROR night
     try:

@@ -240,14 +240,17 @@ def choose_builds(builds: dict, args) -> tuple[str, str]:
     return baseline, candidate
 
 
-def run_once(build: str, pair_id: str, args, env: dict, reports: Path | None = None) -> int:
+def run_once(build: str, pair_id: str, args, env: dict, reports: Path | None = None,
+             output: Path | None = None) -> int:
     """One ReFrame run of the selected checks for one build; its run report goes to
-    ``reports`` (default: the attempt's, which its gate reads)."""
+    ``reports`` (default: the attempt's, which its gate reads), ReFrame's output
+    (job scripts, stdout, stderr) to ``output`` (default: the night's ``output/``,
+    which the report links)."""
     report = (reports or attempt_reports(args)) / f'{pair_id}-{build}.json'
     report.parent.mkdir(parents=True, exist_ok=True)
     cmd = [Path(sys.executable).with_name('reframe'), '-c', REPO / 'reframe' / 'checks',
-           *build_filter(build, args.select), '-r',
-           '-s', args.out / 'stage', '-o', args.out / 'output', '--report-file', report]
+           *build_filter(build, args.select), '-r', '-s', args.out / 'stage',
+           '-o', output or args.out / 'output', '--report-file', report]
     if args.system:
         cmd += ['--system', args.system]
     for setting in args.setvar:

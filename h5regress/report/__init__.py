@@ -20,7 +20,9 @@ builds are stand-ins). Output in one directory:
 every night of the history, linking ``SITE/<night>/report.html`` where a
 night's report was kept.
 
-Modules: ``text`` (words and tables), ``context`` (where, builds),
+Modules: ``text`` (words and tables), ``context`` (where, builds), ``jobs`` (each
+run's job script, output and launcher line, from the night's run reports),
+``links`` (a FAIL's links and reproduce command),
 ``markdown``, ``plots``, ``page`` (HTML), ``cli`` (JUnit, files, command line).
 """
 

@@ -75,7 +75,8 @@ def write_all(result: Mapping[str, Any], history: hist_mod.History | None,
     ``outdir`` (``../perflogs/<attempt>/``, ``../manifest.json``)."""
     outdir = Path(outdir)
     history = history or hist_mod.History()
-    ctx = ctx or find_context(result, outdir.parent)
+    # the page's links to a run's files are relative to where it is written
+    ctx = {'link_base': str(outdir.resolve()), **(ctx or find_context(result, outdir.parent))}
     files = {'md': outdir / 'report.md', 'html': outdir / 'report.html',
              'junit': outdir / 'junit.xml', 'summary': outdir / 'summary.md'}
     url = repo_url(url)

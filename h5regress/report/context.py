@@ -11,6 +11,7 @@ from typing import Any
 from h5regress import history as hist_mod
 from h5regress import perflog
 from h5regress.record import Record
+from h5regress.report.jobs import JobFiles, launchers, read_job_files
 from h5regress.report.text import _finite, _rows, short_label
 
 
@@ -22,10 +23,15 @@ def _of_attempt(pair_id: Any, attempt: str) -> bool:
 
 def collect_context(result: Mapping[str, Any], records: Sequence[Record] = (),
                     manifest: Mapping[str, Any] | None = None,
-                    perflogs: str | None = None) -> dict[str, Any]:
+                    perflogs: str | None = None,
+                    jobs: Mapping[str, JobFiles] | None = None,
+                    launched: Mapping[tuple[str, str], str | None] | None = None
+                    ) -> dict[str, Any]:
     """What the gate result does not carry, from tonight's records and the manifest:
-    the records of each metric (provenance: node list, file system, data, command)
-    and whether the builds are stand-ins (their commit is this repository's)."""
+    the records of each metric (provenance: node list, file system, data, command),
+    each run's job files by run id (``jobs``), the launcher of each (run id, command)
+    as its job script ran it (``launched``) and
+    whether the builds are stand-ins (their commit is this repository's)."""
     by_key: dict[str, list[Record]] = {}
     builds = (result.get('baseline'), result.get('candidate'))
     for r in records:
@@ -39,7 +45,24 @@ def collect_context(result: Mapping[str, Any], records: Sequence[Record] = (),
         str(((mbuilds.get(b) or {}).get('hdf5') or {}).get('variants', '')).startswith('stand-in')
         for b in builds) or all('standin' in str(b) for b in builds)
     return {'records': by_key, 'manifest': manifest or {}, 'standin': standin,
-            'perflogs': perflogs}
+            'perflogs': perflogs, 'jobs': dict(jobs or {}), 'launched': dict(launched or {})}
+
+
+def _command(rec: Record) -> Any:
+    prov = rec.provenance or {}
+    return prov.get('command_line') or prov.get('command')
+
+
+def find_jobs(result: Mapping[str, Any], night_dir: Path | None, records: Sequence[Record]
+              ) -> tuple[dict[str, JobFiles], dict[tuple[str, str], str | None]]:
+    """Each run's job files, from the run reports the nightly leaves in
+    ``<night_dir>/reports/<attempt>/`` (its ReFrame output in ``<night_dir>/output``),
+    and the launcher of each record's command in its job script."""
+    if night_dir is None or not result.get('attempt'):
+        return {}, {}
+    jobs = read_job_files(night_dir / 'reports' / str(result['attempt']), night_dir / 'output')
+    return jobs, launchers(jobs, ((r.run_id, str(_command(r))) for r in records
+                                  if r.run_id in jobs and _command(r)))
 
 
 def find_context(result: Mapping[str, Any], night_dir: Path | None,
@@ -67,7 +90,11 @@ def find_context(result: Mapping[str, Any], night_dir: Path | None,
             rel = str(Path(perflogs).resolve().relative_to(night_dir.resolve()))
         except ValueError:
             rel = None
-    return collect_context(result, records, man if isinstance(man, dict) else None, rel)
+    ctx = collect_context(result, records, man if isinstance(man, dict) else None, rel,
+                          *find_jobs(result, night_dir, records))
+    # where they are, for a link from wherever the page is written
+    ctx['perflogs_dir'] = str(Path(perflogs).resolve()) if perflogs else None
+    return ctx
 
 
 def _bytes(n: Any) -> str:
@@ -85,13 +112,17 @@ def _num(*values: Any) -> float | None:
     return next((float(v) for v in values if _finite(v)), None)
 
 
-def _ior_bytes(params: Mapping[str, Any]) -> float | None:
-    """IOR: block x segments x tasks (its aggregate file size), once per repetition."""
+def _ior_bytes(params: Mapping[str, Any], command: Any = None) -> float | None:
+    """IOR: block x segments x tasks (its aggregate file size), once per repetition of
+    this execution: its command's ``-i`` when it says (the check reads with one
+    execution of ``-i 1`` per repetition), else the check's repetitions."""
     block, segments = _num(params.get('blockSize')), _num(params.get('segmentCount'))
     tasks = _num(params.get('numTasks'), params.get('num_ranks'))
     if block is None or segments is None or tasks is None:
         return None
-    return block * segments * tasks * (_num(params.get('repetitions')) or 1)
+    said = re.search(r'(?:^|\s)-i\s+(\d+)(?=\s|$)', str(command or ''))
+    reps = float(said.group(1)) if said else _num(params.get('repetitions'))
+    return block * segments * tasks * (reps or 1)
 
 
 def _files_bytes(files: Any, operation: str) -> float | None:
@@ -134,7 +165,8 @@ def _data_bytes(rec: Record, sizes: Mapping[tuple[str, str, str], float] | None 
     reported = (sizes or {}).get((rec.run_id, rec.hdf5_build, rec.operation))
     if reported:
         return reported
-    for found in (_files_bytes(prov.get('files'), rec.operation), _ior_bytes(params), _mdtest_bytes(params)):
+    for found in (_files_bytes(prov.get('files'), rec.operation),
+                  _ior_bytes(params, _command(rec)), _mdtest_bytes(params)):
         if found:
             return found
     for w in prov.get('warnings') or []:
@@ -164,7 +196,16 @@ def _nodes(m: Mapping[str, Any], rec: Record | None) -> tuple[str, str]:
 
 
 WHERE_COLUMNS = ('metric', 'system:partition', 'nodes × ranks', 'node list', 'file system',
-                 'data per run', 'command (one candidate run)', 'Spack spec (candidate HDF5)')
+                 'data per run', 'command (one candidate run, with its launcher)',
+                 'Spack spec (candidate HDF5)')
+
+
+def launched_command(rec: Record, ctx: Mapping[str, Any]) -> str:
+    """A run's command line as its job ran it: the launcher from its job script (when
+    the night's run reports and output are at hand) before the tool's command."""
+    command = str(_command(rec) or '–')
+    launcher = (ctx.get('launched') or {}).get((rec.run_id, command))
+    return f'{launcher} {command}' if launcher else command
 
 
 def spack_spec(result: Mapping[str, Any], ctx: Mapping[str, Any], side: str = 'candidate') -> str:
@@ -183,14 +224,17 @@ def where_rows(result: Mapping[str, Any], ctx: Mapping[str, Any]) -> list[list[s
     for m in _rows(result, 'gated'):
         recs = ctx['records'].get(m['key']) or []
         cand = [r for r in recs if r.hdf5_build == result['candidate']] or recs
-        rec = cand[0] if cand else None
+        # a run whose job script is at hand (ReFrame empties a case's output while
+        # it runs again), for the launcher
+        launched = ctx.get('launched') or {}
+        rec = next((r for r in cand if launched.get((r.run_id, str(_command(r))))),
+                   cand[0] if cand else None)
         prov = (rec.provenance or {}) if rec else {}
         count, nodelist = _nodes(m, rec)
-        command = prov.get('command_line') or prov.get('command') or '–'
         rows.append([short_label(m), m.get('system') or '–', count, nodelist,
                      str(prov.get('fs_type') or '–'),
                      _bytes(_data_bytes(rec, sizes)) if rec else '–',
-                     str(command), spack_spec(result, ctx)])
+                     launched_command(rec, ctx) if rec else '–', spack_spec(result, ctx)])
     return rows
 
 
@@ -211,11 +255,12 @@ def _hdf5_version(result: Mapping[str, Any], side: str, ctx: Mapping[str, Any]) 
     return '–'
 
 
-BUILD_COLUMNS = ('build', 'build id', 'HDF5 commit', 'HDF5 library version (as the tool saw it)')
+BUILD_COLUMNS = ('build', 'build id', 'HDF5 commit', 'HDF5 library version (as the tool saw it)',
+                 'Spack spec (HDF5)')
 
 
 def build_rows(result: Mapping[str, Any], ctx: Mapping[str, Any]) -> list[list[str]]:
     return [[name, str(result[side]), _commit_label(result, side, ctx),
-             _hdf5_version(result, side, ctx)]
+             _hdf5_version(result, side, ctx), spack_spec(result, ctx, side)]
             for name, side in (('baseline', 'baseline'), ('candidate (tonight)', 'candidate'))]
 

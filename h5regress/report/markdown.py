@@ -66,9 +66,28 @@ def markdown(result: Mapping[str, Any], ctx: Mapping[str, Any] | None = None,
 SUMMARY_COLUMNS = 59
 
 
+def _fit(word: str, room: int) -> str:
+    """A word too long for a line, its middle elided: a Markdown renderer joins a
+    word broken across lines with a space ('collect ive'), which no reader can search."""
+    parts = word.split('-')
+    lo = hi = len(parts) // 2               # whole middle parts of a row name go first
+    while len(word) > room and (lo > 1 or hi < len(parts) - 1):
+        if hi - lo <= 0 or (hi < len(parts) - 1 and hi - len(parts) // 2 <= len(parts) // 2 - lo):
+            hi += 1
+        else:
+            lo -= 1
+        word = '-'.join(parts[:lo] + ['…'] + parts[hi:])
+    if len(word) <= room:
+        return word
+    tail = (room - 1) // 2
+    return word[:room - 1 - tail] + '…' + word[-tail:]
+
+
 def _fill(text: str, first: str = '', rest: str = '  ') -> list[str]:
+    room = SUMMARY_COLUMNS - max(len(first), len(rest))
+    text = ' '.join(_fit(w, room) for w in text.split())
     return textwrap.wrap(text, SUMMARY_COLUMNS, initial_indent=first, subsequent_indent=rest,
-                         break_long_words=True, break_on_hyphens=False)
+                         break_long_words=False, break_on_hyphens=False)
 
 
 def _metric_line(m: Mapping[str, Any]) -> str:
@@ -79,8 +98,9 @@ def _metric_line(m: Mapping[str, Any]) -> str:
         return f'{word}: {short_label(m)}, a slowdown of {sensitivity_pct(m)} or more would ' \
                'have been seen'
     r, lo, hi = _perf(m)
+    pairs = m.get('n_pairs')
     return f'{word}: {short_label(m)}, ratio {_ratio(r)} {_interval(lo, hi)}, ' \
-           f'{m.get("n_pairs")} pairs'
+           f'{pairs} pair{"" if pairs == 1 else "s"}'
 
 
 def summary_markdown(result: Mapping[str, Any]) -> str:

@@ -16,7 +16,7 @@ from h5regress.report.text import (MEASURED_RATES, NO_SLOWDOWN_SEEN, WORD_VERDIC
                                    _interval, _perf, _ratio, _rows, _rule, _skipped_text, _tables,
                                    _title, blind_spot_text, change_point_text, drawn_interval,
                                    interval_label, short_label, summary, verdict_word)
-from h5regress.report.links import anchor, fail_links, links_html
+from h5regress.report.links import anchor, fail_links, links_html, records_href
 
 
 # ------------------------------------------------------------------ HTML
@@ -36,6 +36,7 @@ h1 .badge{font-size:20px;padding:3px 14px}
 #first-screen{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:8px 24px}
 #first-screen .wide{grid-column:1 / span 2}
 td code.cmd{display:inline-block;white-space:pre-wrap;word-break:break-all;font-size:12px}
+#where code.cmd{min-width:32em}#where td:last-child{overflow-wrap:anywhere;min-width:12em}
 """
 
 #: what a column holds, shown under its name (HTML) and under the table (Markdown)
@@ -118,9 +119,10 @@ def first_screen(result: Mapping[str, Any], ctx: Mapping[str, Any], url: str = '
                f'<details class="note"><summary>What the verdicts mean in numbers</summary>'
                f'{e(MEASURED_RATES)}</details></div>')
     perf = ''
-    if ctx.get('perflogs'):
-        href = ctx['perflogs'].replace('\\', '/')
-        perf = f'<p class="note">perflogs: <a href="../{e(href)}/">{e(href)}</a></p>'
+    href = records_href(ctx)
+    if href:
+        name = ctx.get('perflogs') or ctx.get('perflogs_dir')
+        perf = f'<p class="note">perflogs: <a href="{e(href)}">{e(str(name))}</a></p>'
     out += ['<div><h3>Builds</h3>', _html_table(BUILD_COLUMNS, build_rows(result, ctx), 'builds'),
             perf, f'<p class="note">{e(_skipped_text(result))}</p></div>',
             '<div class="wide"><h3>Where</h3>',

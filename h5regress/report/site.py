@@ -254,9 +254,9 @@ def render_night(night_dir: Path, history_dir: str, out: Path, url: str) -> Path
     if not isinstance(result, dict) or 'metrics' not in result or 'night' not in result:
         raise SiteError(f'{gate_json}: not a gate result (no "metrics"/"night")')
     history = hist_mod.load(history_dir, exclude_night=result['night'])
-    page = to_html(result, history, find_context(result, night_dir), url,
-                   plotly_src='../../plotly.min.js')
     path = out / 'nights' / str(result['night']) / 'report.html'
+    ctx = {**find_context(result, night_dir), 'link_base': str(path.parent.resolve())}
+    page = to_html(result, history, ctx, url, plotly_src='../../plotly.min.js')
     atomic.write_text(path, page)
     return path
 
