@@ -300,7 +300,8 @@ def _package_ast(name: str) -> ast.Module:
 
 
 def _class_assignments(tree: ast.Module) -> dict:
-    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef))
+    # the package's class is the module's last: any base it builds on comes first
+    cls = [n for n in tree.body if isinstance(n, ast.ClassDef)][-1]
     return {t.id: n.value for n in cls.body if isinstance(n, ast.Assign)
             for t in n.targets if isinstance(t, ast.Name)}
 
