@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "delay_common.h"
+
 static double fraction = -1.0;
 static long fixed_us = 0;
 /* totals for H5REGRESS_DELAY_LOG, in nanoseconds (atomic: MPI-IO may write from threads) */
@@ -39,33 +41,19 @@ static void init(void)
 {
     if (fraction >= 0.0)
         return;
-    const char *f = getenv("H5REGRESS_DELAY_FRACTION");
-    const char *u = getenv("H5REGRESS_DELAY_US");
-    fraction = f ? atof(f) : 0.0;
-    if (fraction < 0.0)
-        fraction = 0.0;
-    fixed_us = u ? atol(u) : 0;
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
+    read_delay_settings(&fraction, &fixed_us);
 }
 
 static void delay(double elapsed)
 {
-    double d = elapsed * fraction + fixed_us * 1e-6;
+    double d = delay_seconds(elapsed, fraction, fixed_us);
     if (d <= 0.0)
         return;
     double start = now();
     /* spin for short delays: nanosleep's overshoot (timer slack, ~50-100 us)
      * would dominate and make the injected slowdown larger than asked */
     if (d < 2e-3) {
-        double end = start + d;
-        while (now() < end)
-            ;
+        spin_until(start + d);
     } else {
         struct timespec ts;
         ts.tv_sec = (time_t)d;

@@ -28,6 +28,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "delay_common.h"
+
 #ifndef DELAYED
 #define DELAYED H5T_convert
 #endif
@@ -42,12 +44,7 @@ static fn8_t real = NULL;
 
 static void init(void)
 {
-    const char *f = getenv("H5REGRESS_DELAY_FRACTION");
-    const char *u = getenv("H5REGRESS_DELAY_US");
-    fraction = f ? atof(f) : 0.0;
-    if (fraction < 0.0)
-        fraction = 0.0;
-    fixed_us = u ? atol(u) : 0;
+    read_delay_settings(&fraction, &fixed_us);
     real = (fn8_t)dlsym(RTLD_NEXT, STR(DELAYED));
     if (!real) {
         fprintf(stderr, "hdf5_delay_shim: %s not found after the shim: %s\n", STR(DELAYED),
@@ -56,22 +53,13 @@ static void init(void)
     }
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void delay(double elapsed)
 {
-    double d = elapsed * fraction + fixed_us * 1e-6;
+    double d = delay_seconds(elapsed, fraction, fixed_us);
     if (d <= 0.0)
         return;
     /* spin: the conversions last micro- to milliseconds, below nanosleep's slack */
-    double end = now() + d;
-    while (now() < end)
-        ;
+    spin_until(now() + d);
 }
 
 long DELAYED(long a, long b, long c, long d, long e, long f, long g, long h)

@@ -1,17 +1,17 @@
 """The tools built by ReFrame fixtures, for machines without the Spack environment.
 
-Like ReFrame's hpctestlib ``osu_build_run``: each tool
-has a build test here, used by its checks as a fixture with ``scope='environment'``,
-so that one run builds each tool once per partition and environment:
+Like ReFrame's hpctestlib ``osu_build_run``: a tool's build test (a :class:`ToolBuild`)
+stands beside its check, used by its checks as a fixture with ``scope='environment'``,
+so that one run builds each tool once per partition and environment. Here are the
+bases and the builds more than one check file shares:
 
-- :class:`build_ior`: IOR and mdtest (IOR's tree ships mdtest), autotools;
-- :class:`build_json_cwx` and :class:`build_macsio`: MACSio's JSON library
-  (autotools), then MACSio with its HDF5 plugin (CMake), two fixtures chained;
-- :class:`build_h5bench`: h5bench's write, read, exerciser and metadata benchmarks
-  (CMake), optimised (h5bench's CMakeLists.txt forces a Debug build: the build
-  drops that line; the compile line is checked and recorded);
-- :class:`KernelBuild`: this project's kernels (``kernels/flash-io``,
-  ``kernels/h5paths``), built from this tree with CMake.
+- :class:`ToolBuild`: a third-party tool from the commit its Spack pin names (MACSio's
+  and json-cwx's builds are in ``reframe/checks/macsio.py``, h5bench's in
+  :mod:`h5regress.h5benchbase`);
+- :class:`build_ior`: IOR and mdtest (IOR's tree ships mdtest), autotools: the ior
+  and mdtest checks share it;
+- :class:`KernelBuild`: this project's kernels (``kernels/<name>``), built from this
+  tree with CMake.
 
 A tool's build is of the commit ``spack-env/spack.yaml`` pins, from the site's source
 mirror or the upstream archive (:mod:`h5regress.sources`), against the parallel HDF5
@@ -29,19 +29,17 @@ on PATH, the build check when it is not.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
-import shlex
 import shutil
 
 import reframe as rfm
 import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
-from reframe.core.builtins import fixture, run_after, run_before, sanity_function, variable
+from reframe.core.builtins import run_after, run_before, sanity_function, variable
 from reframe.core.exceptions import BuildError, SkipTestError
 
-from h5regress import manifest, sources, tools
+from h5regress import sources, tools
 
 #: the build output's line with the build's wall time in milliseconds
 BUILD_TIME_MARK = 'h5regress-build-milliseconds:'
@@ -329,114 +327,6 @@ class build_ior(ToolBuild):
         self.build_system.build_opts = ['V=1']
 
 
-class build_json_cwx(ToolBuild):
-    """json-cwx, MACSio's JSON library: ``autogen.sh``, configure, make, make install."""
-
-    package = 'json-cwx'
-    products = {'libjson-cwx': 'install/lib/libjson-cwx.a',
-                'json.h': 'install/include/json-cwx/json.h'}
-    main_source = 'json_object.c'
-    uses_hdf5 = False
-    # Spack's recipe builds it serially
-    build_jobs = 1
-    build_system = 'Autotools'
-
-    @run_before('compile')
-    def configure(self):
-        self.prebuild_cmds += ['cd json-cwx/json-cwx', './autogen.sh']
-        # static: MACSio must not load it from this stage directory, which goes
-        # once MACSio is built
-        self.build_system.config_opts = [f'--prefix={self.install_prefix}',
-                                         '--disable-shared']
-        self.build_system.build_opts = ['V=1']
-        self.postbuild_cmds = ['make install'] + self.postbuild_cmds
-
-    @property
-    def install_prefix(self) -> str:
-        return os.path.join(self.stagedir, 'install')
-
-
-class build_macsio(ToolBuild):
-    """MACSio with its HDF5 plugin (CMake), on json-cwx built by its own fixture."""
-
-    json_cwx = fixture(build_json_cwx, scope='environment')
-
-    package = 'macsio'
-    products = {'macsio': 'macsio/build/macsio/macsio'}
-    main_source = 'macsio_main.c'
-    build_type = 'Release'
-    build_system = 'CMake'
-
-    @run_before('compile')
-    def configure(self):
-        self.prebuild_cmds += ['cd macsio']
-        self.build_system.builddir = 'build'
-        opts = [f'-DCMAKE_BUILD_TYPE={self.build_type}', '-DENABLE_SILO_PLUGIN=OFF',
-                '-DENABLE_HDF5_PLUGIN=ON',
-                # MACSio's FindHDF5 looks under the prefix; the found files are given too
-                f'-DHDF5_INCLUDE_DIRS={self.hdf5.include_dir}',
-                f'-DHDF5_LIBRARIES={self.hdf5.library}',
-                f'-DWITH_JSON-CWX_PREFIX={self.json_cwx.install_prefix}',
-                f'-DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath,{self.hdf5.lib_dir}']
-        if self.hdf5.prefix:
-            opts.append(f'-DWITH_HDF5_PREFIX={self.hdf5.prefix}')
-        self.build_system.config_opts = [shlex.quote(o) for o in opts]
-        self.build_system.build_opts = ['VERBOSE=1']
-
-    def provenance(self) -> dict:
-        prov = super().provenance()
-        dep = self.json_cwx.provenance()
-        prov['tool_dependencies'] = {
-            'json-cwx': {k.replace('tool_', ''): v for k, v in dep.items()}}
-        return prov
-
-
-class build_h5bench(ToolBuild):
-    """h5bench's write, read, exerciser and metadata benchmarks (CMake), optimised."""
-
-    package = 'h5bench'
-    products = {name: f'h5bench/build/{name}' for name in
-                ('h5bench_write', 'h5bench_read', 'h5bench_exerciser', 'h5bench_hdf5_iotest')}
-    main_source = 'h5bench_write.c'
-    #: h5bench's CMakeLists.txt sets Debug (-g, no optimisation); the build drops that
-    build_type = 'Release'
-    #: hdf5_iotest (the metadata benchmark) creates and writes its datasets inside
-    #: assert(): Release's -DNDEBUG would leave an empty file
-    keep_asserts = True
-    build_system = 'CMake'
-
-    #: the line of h5bench's CMakeLists.txt that forces a Debug build
-    FORCED_DEBUG = 'set(CMAKE_BUILD_TYPE Debug)'
-
-    @run_before('compile')
-    def configure(self):
-        cmakelists = 'h5bench/CMakeLists.txt'
-        # a basic regular expression: the parentheses are literal
-        edit = f's/^{self.FORCED_DEBUG}$/# h5regress: the build type comes from the command line/'
-        self.prebuild_cmds += [
-            f'sed -i {shlex.quote(edit)} {cmakelists}',
-            'cd h5bench',
-            # h5bench includes and links from $HDF5_HOME/include and /lib
-            f'export HDF5_HOME={shlex.quote(self.hdf5.prefix)}' if self.hdf5.prefix else ':',
-        ]
-        self.patches = [f'{cmakelists}: dropped "{self.FORCED_DEBUG}"']
-        self.build_system.builddir = 'build'
-        opts = [f'-DCMAKE_BUILD_TYPE={self.build_type}', '-DH5BENCH_METADATA=ON',
-                '-DH5BENCH_EXERCISER=ON']
-        if self.keep_asserts:
-            # the build type's optimisation without its -DNDEBUG
-            opts += [f'-DCMAKE_{lang}_FLAGS_{self.build_type.upper()}=-O3'
-                     for lang in ('C', 'CXX')]
-        subfiling = os.path.join(self.hdf5.include_dir, 'H5FDsubfiling.h')
-        if os.path.exists(subfiling):
-            # h5bench looks for the header in HDF5_INCLUDE_DIRS only (as the Spack package)
-            opts += [f'-DH5FDsubfiling_H={subfiling}', '-DHAVE_SUBFILING_VFD=ON']
-        self.build_system.config_opts = opts
-        self.build_system.cppflags = [f'-I{self.hdf5.include_dir}']
-        self.build_system.ldflags = self.hdf5_link_flags()
-        self.build_system.build_opts = ['VERBOSE=1']
-
-
 # ----------------------------------------------------------------------------- the checks
 
 def _sibling(test, suffix_from: str, suffix_to: str) -> str:
@@ -493,64 +383,3 @@ class Prebuilt(rfm.RegressionTestPlugin):
 
     def companion_binary(self, name: str) -> str:
         return tools.find(name, self.resolved_tool.build).path
-
-
-# ------------------------------------------------------------------ asynchronous I/O
-
-#: HDF5_VOL_CONNECTOR as h5bench's documentation sets it: the async connector
-#: stacked on the native one
-ASYNC_VOL_CONNECTOR = 'async under_vol=0;under_info={}'
-
-
-@dataclasses.dataclass(frozen=True)
-class AsyncRun:
-    """How an ASYNC row runs: its tool (the build's h5bench built with the connector,
-    against the thread-safe HDF5 of the same commit), its environment, and what its
-    records say of the connector."""
-
-    tool: tools.Tool
-    env_vars: dict[str, str]
-    provenance: dict[str, object]
-
-
-def async_run(tool: tools.Tool) -> AsyncRun | None:
-    """The ASYNC run of ``tool``'s build from the manifest's ``async`` entry; None when
-    the manifest has none for it (tools from PATH: the partition names the plugin
-    directory). Raises :class:`tools.ToolNotFound` when the entry lacks the tool."""
-    path = manifest.configured_path() if tool.source == 'spack-manifest' else None
-    build = manifest.load(path).get(tool.build) if path else None
-    if build is None or build.async_io is None:
-        return None
-    a = build.async_io
-    if tool.name not in a.tools:
-        raise tools.ToolNotFound(f'{tool.name} is not built with the async VOL connector for '
-                                 f'HDF5 build {tool.build!r} (the manifest\'s async tools: '
-                                 f'{", ".join(sorted(a.tools)) or "none"})')
-    async_tool = dataclasses.replace(tool, path=a.tools[tool.name], spec_hash=a.hdf5_hash,
-                                     hdf5_prefix=a.hdf5_prefix)
-    return AsyncRun(
-        tool=async_tool,
-        env_vars={'HDF5_PLUGIN_PATH': a.plugin_path, 'HDF5_VOL_CONNECTOR': ASYNC_VOL_CONNECTOR},
-        provenance={'async_vol_connector': a.connector,
-                    'async_vol_connector_version': a.connector_version,
-                    'async_vol_connector_commit': a.connector_commit or '',
-                    'async_vol_connector_library': a.library,
-                    'hdf5_vol_connector': ASYNC_VOL_CONNECTOR,
-                    'hdf5_variants': a.hdf5_variants})
-
-
-#: what h5bench_write prints when HDF5 registered the async connector in its process
-ASYNC_CONNECTOR_LINE = "Using 'async' VOL connector"
-
-
-def async_run_problem(stdout: str, mode: str) -> str | None:
-    """Why an ASYNC row's run was not asynchronous, or None: h5bench must say that HDF5
-    registered the async connector in its process (``H5VLis_connector_registered_by_name``)
-    and that it ran in ASYNC mode; the mode alone follows HDF5_VOL_CONNECTOR's text, and
-    the native connector runs the ``H5*_async`` calls synchronously."""
-    if ASYNC_CONNECTOR_LINE not in stdout:
-        return (f'h5bench did not print "{ASYNC_CONNECTOR_LINE}": HDF5 did not register '
-                'the async VOL connector (the run was not asynchronous)')
-    if mode != 'ASYNC':
-        return f'h5bench ran in {mode or "no"} mode, not ASYNC'
-    return None

@@ -1,15 +1,18 @@
 """The bases of the h5bench checks (``reframe/checks/h5bench.py``) that are not its
 write and read patterns: what every h5bench check shares, the exerciser's buffer-size
-sweep and the metadata benchmark (``h5bench_hdf5_iotest``)."""
+sweep and the metadata benchmark (``h5bench_hdf5_iotest``); h5bench's build fixture
+(:class:`build_h5bench`) and how an ASYNC row runs (:func:`async_run`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 
-from reframe.core.builtins import parameter, run_after, variable
+from reframe.core.builtins import parameter, run_after, run_before, variable
 
-from h5regress import proof
+from h5regress import manifest, proof, tools
+from h5regress.builds import ToolBuild
 from h5regress.checkbase import HDF5Benchmark, shell_word
 from h5regress.parsers import ParsedRun, RunFailed
 from h5regress.parsers import h5bench as h5bench_parser
@@ -192,3 +195,112 @@ class h5bench_metadata_base(h5bench_base):
             fp.write('[DEFAULT]\n')
             fp.writelines(f'{k} = {v}\n' for k, v in {**self.settings(), **paths}.items())
         self.run_in_data_dir(keep=(self.CSV,))
+
+
+# ------------------------------------------------------------------ the build fixture
+
+class build_h5bench(ToolBuild):
+    """h5bench's write, read, exerciser and metadata benchmarks (CMake), optimised."""
+
+    package = 'h5bench'
+    products = {name: f'h5bench/build/{name}' for name in
+                ('h5bench_write', 'h5bench_read', 'h5bench_exerciser', 'h5bench_hdf5_iotest')}
+    main_source = 'h5bench_write.c'
+    #: h5bench's CMakeLists.txt sets Debug (-g, no optimisation); the build drops that
+    build_type = 'Release'
+    #: hdf5_iotest (the metadata benchmark) creates and writes its datasets inside
+    #: assert(): Release's -DNDEBUG would leave an empty file
+    keep_asserts = True
+    build_system = 'CMake'
+
+    #: the line of h5bench's CMakeLists.txt that forces a Debug build
+    FORCED_DEBUG = 'set(CMAKE_BUILD_TYPE Debug)'
+
+    @run_before('compile')
+    def configure(self):
+        cmakelists = 'h5bench/CMakeLists.txt'
+        # a basic regular expression: the parentheses are literal
+        edit = f's/^{self.FORCED_DEBUG}$/# h5regress: the build type comes from the command line/'
+        self.prebuild_cmds += [
+            f'sed -i {shlex.quote(edit)} {cmakelists}',
+            'cd h5bench',
+            # h5bench includes and links from $HDF5_HOME/include and /lib
+            f'export HDF5_HOME={shlex.quote(self.hdf5.prefix)}' if self.hdf5.prefix else ':',
+        ]
+        self.patches = [f'{cmakelists}: dropped "{self.FORCED_DEBUG}"']
+        self.build_system.builddir = 'build'
+        opts = [f'-DCMAKE_BUILD_TYPE={self.build_type}', '-DH5BENCH_METADATA=ON',
+                '-DH5BENCH_EXERCISER=ON']
+        if self.keep_asserts:
+            # the build type's optimisation without its -DNDEBUG
+            opts += [f'-DCMAKE_{lang}_FLAGS_{self.build_type.upper()}=-O3'
+                     for lang in ('C', 'CXX')]
+        subfiling = os.path.join(self.hdf5.include_dir, 'H5FDsubfiling.h')
+        if os.path.exists(subfiling):
+            # h5bench looks for the header in HDF5_INCLUDE_DIRS only (as the Spack package)
+            opts += [f'-DH5FDsubfiling_H={subfiling}', '-DHAVE_SUBFILING_VFD=ON']
+        self.build_system.config_opts = opts
+        self.build_system.cppflags = [f'-I{self.hdf5.include_dir}']
+        self.build_system.ldflags = self.hdf5_link_flags()
+        self.build_system.build_opts = ['VERBOSE=1']
+
+
+# ------------------------------------------------------------------ asynchronous I/O
+
+#: HDF5_VOL_CONNECTOR as h5bench's documentation sets it: the async connector
+#: stacked on the native one
+ASYNC_VOL_CONNECTOR = 'async under_vol=0;under_info={}'
+
+
+@dataclasses.dataclass(frozen=True)
+class AsyncRun:
+    """How an ASYNC row runs: its tool (the build's h5bench built with the connector,
+    against the thread-safe HDF5 of the same commit), its environment, and what its
+    records say of the connector."""
+
+    tool: tools.Tool
+    env_vars: dict[str, str]
+    provenance: dict[str, object]
+
+
+def async_run(tool: tools.Tool) -> AsyncRun | None:
+    """The ASYNC run of ``tool``'s build from the manifest's ``async`` entry; None when
+    the manifest has none for it (tools from PATH: the partition names the plugin
+    directory). Raises :class:`tools.ToolNotFound` when the entry lacks the tool."""
+    path = manifest.configured_path() if tool.source == 'spack-manifest' else None
+    build = manifest.load(path).get(tool.build) if path else None
+    if build is None or build.async_io is None:
+        return None
+    a = build.async_io
+    if tool.name not in a.tools:
+        raise tools.ToolNotFound(f'{tool.name} is not built with the async VOL connector for '
+                                 f'HDF5 build {tool.build!r} (the manifest\'s async tools: '
+                                 f'{", ".join(sorted(a.tools)) or "none"})')
+    async_tool = dataclasses.replace(tool, path=a.tools[tool.name], spec_hash=a.hdf5_hash,
+                                     hdf5_prefix=a.hdf5_prefix)
+    return AsyncRun(
+        tool=async_tool,
+        env_vars={'HDF5_PLUGIN_PATH': a.plugin_path, 'HDF5_VOL_CONNECTOR': ASYNC_VOL_CONNECTOR},
+        provenance={'async_vol_connector': a.connector,
+                    'async_vol_connector_version': a.connector_version,
+                    'async_vol_connector_commit': a.connector_commit or '',
+                    'async_vol_connector_library': a.library,
+                    'hdf5_vol_connector': ASYNC_VOL_CONNECTOR,
+                    'hdf5_variants': a.hdf5_variants})
+
+
+#: what h5bench_write prints when HDF5 registered the async connector in its process
+ASYNC_CONNECTOR_LINE = "Using 'async' VOL connector"
+
+
+def async_run_problem(stdout: str, mode: str) -> str | None:
+    """Why an ASYNC row's run was not asynchronous, or None: h5bench must say that HDF5
+    registered the async connector in its process (``H5VLis_connector_registered_by_name``)
+    and that it ran in ASYNC mode; the mode alone follows HDF5_VOL_CONNECTOR's text, and
+    the native connector runs the ``H5*_async`` calls synchronously."""
+    if ASYNC_CONNECTOR_LINE not in stdout:
+        return (f'h5bench did not print "{ASYNC_CONNECTOR_LINE}": HDF5 did not register '
+                'the async VOL connector (the run was not asynchronous)')
+    if mode != 'ASYNC':
+        return f'h5bench ran in {mode or "no"} mode, not ASYNC'
+    return None

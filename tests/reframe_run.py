@@ -57,8 +57,6 @@ def path_with_tools(*names: str, how: str = '') -> str:
     environment must be there (``$H5REGRESS_EXPECT_SPACK``, set by ``.ci/run`` with the
     offline bundle) it fails instead.
     """
-    import pytest
-
     from h5regress import manifest
 
     path = os.environ.get('PATH', '/usr/bin:/bin')
@@ -72,9 +70,7 @@ def path_with_tools(*names: str, how: str = '') -> str:
     if missing:
         why = (f'{", ".join(missing)} neither on PATH nor in the Spack environment: '
                f'{how or "install the Spack environment (ci/setup --spack-bundle DIR)"}')
-        if os.environ.get('H5REGRESS_EXPECT_SPACK'):
-            pytest.fail(f'H5REGRESS_EXPECT_SPACK is set: {why}', pytrace=False)
-        pytest.skip(why)
+        skip_without_spack(why)
     return path
 
 
@@ -106,3 +102,38 @@ def load_check_file(name: str, module_name: str):
         else:
             os.environ['H5REGRESS_MANIFEST'] = saved
     return module
+
+
+def skip_without_spack(why: str):
+    """Skip the test, saying ``why``; fail it instead where the Spack environment must be
+    there (``$H5REGRESS_EXPECT_SPACK``, set by ``.ci/run`` with the offline bundle)."""
+    import pytest
+    if os.environ.get('H5REGRESS_EXPECT_SPACK'):
+        pytest.fail(f'H5REGRESS_EXPECT_SPACK is set: {why}', pytrace=False)
+    pytest.skip(why)
+
+
+def two_build_manifest(root: Path, tools: tuple[str, ...]) -> Path:
+    """``root/manifest.json``: a Spack manifest of two HDF5 builds, hdf5-1.14.1 and
+    hdf5-1.15.0, each with do-nothing ``tools`` under ``root/<version>/bin``."""
+    import hashlib
+
+    from h5regress import manifest
+
+    def build(label: str, commit: str) -> dict:
+        bindir = root / label / 'bin'
+        bindir.mkdir(parents=True)
+        for tool in tools:
+            (bindir / tool).write_text('#!/bin/sh\n')
+            (bindir / tool).chmod(0o755)
+        return {'hdf5': {'version': label, 'label': label, 'commit': commit,
+                         'variants': '+mpi+hl', 'hash': label, 'prefix': str(root)},
+                'tools': {t: str(bindir / t) for t in tools}}
+
+    path = root / 'manifest.json'
+    manifest.write(path, {
+        'schema': 1, 'generated': '2026-11-21T00:00:00Z', 'spack_version': 'test',
+        'environment': str(root), 'lock_sha256': hashlib.sha256(b'').hexdigest(),
+        'builds': {'hdf5-1.14.1': build('1.14.1', 'a' * 40),
+                   'hdf5-1.15.0': build('1.15.0', 'b' * 40)}})
+    return path

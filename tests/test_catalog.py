@@ -4,12 +4,13 @@ import re
 import sys
 from pathlib import Path
 
-from h5regress import catalog, gateconfig, manifest, parsers, refs
+from h5regress import builds, catalog, gateconfig, h5benchbase, manifest, parsers, refs
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / 'benchmarks'))
 
 import redesign_figures  # noqa: E402
+from reframe_run import load_check_file  # noqa: E402
 
 
 def test_manifest_layout_is_derived_from_the_declarations():
@@ -90,3 +91,19 @@ def test_a_new_tool_is_the_places_the_readme_names():
     assert set(redesign_figures.central_lists(set(catalog.BENCHMARKS))) <= named
     row = readme.split('### Adding a row\n')[1].split('\n## ')[0]
     assert 'ROWS' in row and 'PATHS' in row and 'h5regress/parsers/h5paths_table.py' in row
+
+
+def test_build_fixtures_build_the_catalogs_packages():
+    """A tool's build fixture (beside its check) builds the Spack package the catalog
+    declares for each binary it makes, and makes only declared binaries or what no
+    check runs (a library): the fixtures carry no list of their own."""
+    macsio = load_check_file('macsio.py', 'macsio_check_file_of_test_catalog')
+    package_of = {binary.name: bench.package for bench in catalog.BENCHMARKS.values()
+                  for binary in bench.binaries}
+    fixtures = (builds.build_ior, h5benchbase.build_h5bench, macsio.build_macsio,
+                macsio.build_json_cwx)
+    for fixture in fixtures:
+        made = [p for p in fixture.products if p in package_of]
+        assert all(package_of[p] == fixture.package for p in made), fixture.__name__
+        # json-cwx: MACSio's library, not a tool of the catalog
+        assert made or fixture.package not in catalog.tool_layout(), fixture.__name__

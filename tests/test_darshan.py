@@ -12,7 +12,7 @@ import os
 import pytest
 
 from h5regress import darshan, followup, manifest, nightly, nightrun
-from reframe_run import REPO
+from reframe_run import REPO, skip_without_spack
 
 BUILD = 'hdf5-1.14.1'
 #: one small IOR test of `local` (single shared file, independent HDF5 writes)
@@ -86,9 +86,7 @@ def darshan_or_skip():
     except manifest.ManifestError as err:
         why = f'no Spack manifest with Darshan: {err}'
     if why:
-        if os.environ.get('H5REGRESS_EXPECT_SPACK'):
-            pytest.fail(f'H5REGRESS_EXPECT_SPACK is set: {why}', pytrace=False)
-        pytest.skip(why)
+        skip_without_spack(why)
 
 
 @pytest.mark.slow

@@ -112,10 +112,10 @@ def async_manifest(root: Path) -> Path:
 
 def test_async_run_takes_the_connector_and_threadsafe_build_of_the_manifest(tmp_path,
                                                                            monkeypatch):
-    from h5regress import builds, tools
+    from h5regress import h5benchbase, tools
     monkeypatch.setenv('H5REGRESS_MANIFEST', str(async_manifest(tmp_path)))
     tool = tools.find('h5bench_write', 'hdf5-1.14.1')
-    run = builds.async_run(tool)
+    run = h5benchbase.async_run(tool)
     assert run.tool.path == str(tmp_path / 'h5bench-async' / 'bin' / 'h5bench_write')
     assert (run.tool.build, run.tool.hdf5_commit) == ('hdf5-1.14.1', HDF5_COMMIT)
     assert run.tool.spec_hash == 'c' * 32 and run.tool.hdf5_prefix == str(tmp_path / 'hdf5-ts')
@@ -124,10 +124,10 @@ def test_async_run_takes_the_connector_and_threadsafe_build_of_the_manifest(tmp_
     assert run.provenance['async_vol_connector_version'] == '1.7'
     assert run.provenance['async_vol_connector_commit'] == 'd' * 40
     with pytest.raises(tools.ToolNotFound, match='h5bench_exerciser'):
-        builds.async_run(tools.Tool('h5bench_exerciser', tool.path, 'hdf5-1.14.1',
+        h5benchbase.async_run(tools.Tool('h5bench_exerciser', tool.path, 'hdf5-1.14.1',
                                     'spack-manifest'))
     # from PATH there is no manifest entry: the partition's plugin path decides
-    assert builds.async_run(tools.Tool('h5bench_write', '/bin/true', 'path', 'PATH')) is None
+    assert h5benchbase.async_run(tools.Tool('h5bench_write', '/bin/true', 'path', 'PATH')) is None
 
 
 def test_async_rows_run_the_connector_build_with_the_documented_settings(tmp_path):
@@ -176,6 +176,6 @@ ASYNC_STDOUT = ("Using 'async' VOL connector\nMode: ASYNC\n")
 def test_an_async_row_proves_the_connector_ran(stdout, mode, problem):
     """h5bench's mode follows the text of HDF5_VOL_CONNECTOR only; the proof is its
     line saying HDF5 registered the connector in its process."""
-    from h5regress.builds import async_run_problem
+    from h5regress.h5benchbase import async_run_problem
     why = async_run_problem(stdout, mode)
     assert (why is None) if problem is None else (problem in why), why

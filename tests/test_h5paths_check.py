@@ -4,7 +4,6 @@ Against the Spack environment's two HDF5 builds: tests/test_spack_tools.py."""
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import os
@@ -18,7 +17,7 @@ import pytest
 from h5regress import gate, gateconfig, manifest, perflog
 from h5regress.parsers import h5paths as parser
 from h5regress.parsers.h5paths_table import PATHS, Row
-from reframe_run import REPO, load_check_file, run_reframe
+from reframe_run import REPO, load_check_file, run_reframe, two_build_manifest
 from test_reliability import chained_config, full_fs  # noqa: F401 (a fixture)
 
 CHECKS = REPO / 'reframe' / 'checks' / 'h5paths.py'
@@ -165,21 +164,7 @@ def test_list_and_dry_run_without_a_manifest(tmp_path):
 
 
 def test_one_test_per_row_and_manifest_build(tmp_path):
-    def build(label, commit):
-        bindir = tmp_path / label / 'bin'
-        bindir.mkdir(parents=True)
-        (bindir / 'h5paths').write_text('#!/bin/sh\n')
-        (bindir / 'h5paths').chmod(0o755)
-        return {'hdf5': {'version': label, 'label': label, 'commit': commit,
-                         'variants': '+mpi+hl', 'hash': label, 'prefix': str(tmp_path)},
-                'tools': {'h5paths': str(bindir / 'h5paths')}}
-
-    path = tmp_path / 'manifest.json'
-    manifest.write(path, {
-        'schema': 1, 'generated': '2026-11-24T00:00:00Z', 'spack_version': 'test',
-        'environment': str(tmp_path), 'lock_sha256': hashlib.sha256(b'').hexdigest(),
-        'builds': {'hdf5-1.14.1': build('1.14.1', 'a' * 40),
-                   'hdf5-1.15.0': build('1.15.0', 'b' * 40)}})
+    path = two_build_manifest(tmp_path, ('h5paths',))
     out = run_reframe(['-c', str(CHECKS), '-l'], tmp_path, env={'H5REGRESS_MANIFEST': str(path)})
     assert out.returncode == 0, out.stdout + out.stderr
     rows = len(check_module().rows())

@@ -213,28 +213,9 @@ OLD_STANDIN_IOR = r'^ior_check(?=.*%benchmark=(HDF5|MPIIO)-independent-ssf(%|$))
 def two_builds_lister(tmp_path):
     """``listed(*reframe options)``: the tests ReFrame lists of a manifest of two builds,
     each with IOR, FLASH-IO and h5paths, h5bench and fio (scripts that are never run)."""
-    import hashlib
+    from reframe_run import run_reframe, two_build_manifest
 
-    from h5regress import manifest
-    from reframe_run import run_reframe
-
-    tools = ('ior', 'flash-io', 'h5paths', 'h5bench_write', 'fio')
-
-    def build(label):
-        bindir = tmp_path / label / 'bin'
-        bindir.mkdir(parents=True)
-        for tool in tools:
-            (bindir / tool).write_text('#!/bin/sh\n')
-            (bindir / tool).chmod(0o755)
-        return {'hdf5': {'version': label, 'label': label, 'commit': label[0] * 40,
-                         'variants': '+mpi', 'hash': label, 'prefix': str(tmp_path)},
-                'tools': {t: str(bindir / t) for t in tools}}
-
-    path = tmp_path / 'manifest.json'
-    manifest.write(path, {
-        'schema': 1, 'generated': '2026-11-24T00:00:00Z', 'spack_version': 'test',
-        'environment': str(tmp_path), 'lock_sha256': hashlib.sha256(b'').hexdigest(),
-        'builds': {'hdf5-1.14.1': build('1.14.1'), 'hdf5-1.15.0': build('1.15.0')}})
+    path = two_build_manifest(tmp_path, ('ior', 'flash-io', 'h5paths', 'h5bench_write', 'fio'))
 
     def listed(*select):
         out = run_reframe(['-c', 'reframe/checks', *select, '-l'], tmp_path,

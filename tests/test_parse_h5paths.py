@@ -33,6 +33,18 @@ def edited(case: str, edit) -> dict[str, str]:
     return files
 
 
+def refuses_fewer_objects(case: str, operation: str, iteration: int, objects: int) -> None:
+    """``case`` with the first phase of ``iteration`` touching only ``objects``, fewer than
+    its ``--objects`` asked: the parser fails the run, naming both counts."""
+    run, = h5paths.parse(case_files(case))
+
+    def fewer(d):
+        d['iterations'][iteration]['phases'][0]['objects'] = objects
+    asked = run.params['objects']
+    with pytest.raises(RunFailed, match=f'{operation} touched {objects} objects, {asked} asked'):
+        h5paths.parse(edited(case, fewer))
+
+
 def test_registered_and_wanted():
     assert parser_for('h5paths') is h5paths
     assert h5paths.wanted('h5paths.json') and h5paths.wanted('stdout')
@@ -197,32 +209,19 @@ def test_strided_chunks_writes_doubles_and_reads_floats():
         h5paths.parse(edited('strided-chunks-1.14-ok', tail_lost))
 
 
-def test_vds_open_counts_the_mappings_hdf5_decoded():
-    """open_vds's objects are the mappings HDF5 found when it opened the dataset: fewer
-    than --objects asked fails the run."""
-    run, = h5paths.parse(case_files('vds-open-1.14-ok'))
+@pytest.mark.parametrize('case, operation, iteration, fewer', [
+    # open_vds's objects: the mappings HDF5 found when it opened the dataset
+    ('vds-open-1.14-ok', 'open_vds', 0, 299),
+    # create_flush's: the datasets H5Dflush flushed (the least over the ranks, each in
+    # its own sec2 file)
+    ('flush-datasets-1.14-ok', 'create_flush', 1, 120)])
+def test_object_rates_count_what_hdf5_did(case, operation, iteration, fewer):
+    """A rate of objects HDF5 reported handling: fewer than --objects asked fails the run."""
+    run, = h5paths.parse(case_files(case))
     assert run.params['objects'] == 300
     assert {(m.operation, m.metric) for m in run.measurements} == {
-        ('open_vds', 'ops_per_s'), ('open_vds', 'time')}
-
-    def fewer(d):
-        d['iterations'][0]['phases'][0]['objects'] = 299
-    with pytest.raises(RunFailed, match='open_vds touched 299 objects, 300 asked'):
-        h5paths.parse(edited('vds-open-1.14-ok', fewer))
-
-
-def test_flush_datasets_counts_the_datasets_flushed():
-    """create_flush's objects are the datasets H5Dflush flushed (the least over the
-    ranks, each in its own sec2 file): fewer than --objects asked fails the run."""
-    run, = h5paths.parse(case_files('flush-datasets-1.14-ok'))
-    assert run.params['objects'] == 300
-    assert {(m.operation, m.metric) for m in run.measurements} == {
-        ('create_flush', 'ops_per_s'), ('create_flush', 'time')}
-
-    def fewer(d):
-        d['iterations'][1]['phases'][0]['objects'] = 120
-    with pytest.raises(RunFailed, match='create_flush touched 120 objects, 300 asked'):
-        h5paths.parse(edited('flush-datasets-1.14-ok', fewer))
+        (operation, 'ops_per_s'), (operation, 'time')}
+    refuses_fewer_objects(case, operation, iteration=iteration, objects=fewer)
 
 
 def test_append_counts_the_extents_hdf5_grew_and_the_bytes_written():
@@ -230,11 +229,7 @@ def test_append_counts_the_extents_hdf5_grew_and_the_bytes_written():
     rank's doubles: fewer steps, or fewer bytes, than asked fail the run."""
     run, = h5paths.parse(case_files('append-1.14-ok'))
     assert (run.params['objects'], run.params['elements']) == (16, 65536)
-
-    def fewer_steps(d):
-        d['iterations'][0]['phases'][0]['objects'] = 15
-    with pytest.raises(RunFailed, match='append touched 15 objects, 16 asked'):
-        h5paths.parse(edited('append-1.14-ok', fewer_steps))
+    refuses_fewer_objects('append-1.14-ok', 'append', iteration=0, objects=15)
 
     def fewer_bytes(d):
         d['iterations'][0]['phases'][0]['bytes'] -= 4096 * 2 * 8

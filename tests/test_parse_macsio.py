@@ -260,6 +260,11 @@ def stat_of(run, rank: int, dump: int) -> float:
     return next(d.stat_bytes for d in run.dumps if (d.rank, d.dump) == (rank, dump))
 
 
+def problems_with(run, files: dict[str, int], name: str, size: int) -> list[str]:
+    """What :func:`macsio.check_files` finds when ``name`` of ``files`` has ``size`` bytes."""
+    return macsio.check_files(run, {**files, name: size})
+
+
 def test_mif_group_is_macsios():
     """MACSIO_MIF_RankOfGroup: runs of consecutive ranks, the first groups one larger."""
     assert [macsio.mif_group(r, 4, 2) for r in range(4)] == [0, 0, 1, 1]
@@ -276,13 +281,11 @@ def test_mif_ranks_sharing_a_file_see_it_growing():
     assert stat_of(run, 1, 0) == pytest.approx(9919008, abs=53)
     assert macsio.check_files(run, HDF5_MIF1_FILES) == []
     # the last writer saw the final size: a file changed afterwards is a problem
-    grown = dict(HDF5_MIF1_FILES, **{'macsio_hdf5_00000_002.h5': 9919008 + 4096})
-    assert macsio.check_files(run, grown) == [
+    assert problems_with(run, HDF5_MIF1_FILES, 'macsio_hdf5_00000_002.h5', 9919008 + 4096) == [
         'macsio_hdf5_00000_002.h5 has 9923104 B, but the rank(s) writing it saw at most '
         '9919005 B after dump 2']
     # no rank can have seen more than the file holds in the end
-    shrunk = dict(HDF5_MIF1_FILES, **{'macsio_hdf5_00000_000.h5': 9000000})
-    problems = macsio.check_files(run, shrunk)
+    problems = problems_with(run, HDF5_MIF1_FILES, 'macsio_hdf5_00000_000.h5', 9000000)
     assert any(p.startswith('rank 1 saw 9919005 B on disk after dump 0, more than '
                             'macsio_hdf5_00000_000.h5 has (9000000 B)') for p in problems)
     assert not any(p.startswith('rank 0 ') for p in problems)     # 7.75 Mi < 9000000 B
@@ -297,13 +300,11 @@ def test_miftmpl_ranks_see_the_root_file_being_written():
     assert stat_of(run, 3, 0) == pytest.approx(7742937 + 496, abs=53)
     assert macsio.check_files(run, MIFTMPL_MIF2_FILES) == []
     # a root file that grew after the last rank looked
-    grown = dict(MIFTMPL_MIF2_FILES, **{'macsio_json_root_001.json': 496 + 400})
-    assert macsio.check_files(run, grown) == [
+    assert problems_with(run, MIFTMPL_MIF2_FILES, 'macsio_json_root_001.json', 496 + 400) == [
         'macsio_json_00001_001.json and the root file of dump 1 have 7743833 B, but rank 3, '
         'the last to write, saw 7743419 B after dump 1']
     # a data file smaller than what its ranks saw
-    shrunk = dict(MIFTMPL_MIF2_FILES, **{'macsio_json_00000_000.json': 7000000})
-    problems = macsio.check_files(run, shrunk)
+    problems = problems_with(run, MIFTMPL_MIF2_FILES, 'macsio_json_00000_000.json', 7000000)
     assert [p.split(' saw')[0] for p in problems] == ['rank 0', 'rank 1']
     assert 'more than macsio_json_00000_000.json and the root file of dump 0 have ' \
            '(7000496 B)' in problems[0]

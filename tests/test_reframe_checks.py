@@ -2,7 +2,7 @@
 
 import re
 
-from reframe_run import REPO, run_reframe, stub_path
+from reframe_run import REPO, run_reframe, stub_path, two_build_manifest
 
 
 def job_scripts(workdir):
@@ -71,26 +71,7 @@ def test_dry_run_on_the_example_slurm_cluster(tmp_path):
 
 def test_checks_are_parameterised_over_the_manifest_builds(tmp_path):
     """One run compares HDF5 A against HDF5 B: every HDF5 check has a test per build."""
-    import hashlib
-
-    from h5regress import manifest
-
-    def build(label, commit):
-        bindir = tmp_path / label / 'bin'
-        bindir.mkdir(parents=True)
-        for tool in ('ior', 'flash-io'):
-            (bindir / tool).write_text('#!/bin/sh\n')
-            (bindir / tool).chmod(0o755)
-        return {'hdf5': {'version': label, 'label': label, 'commit': commit,
-                         'variants': '+mpi+hl', 'hash': label, 'prefix': str(tmp_path)},
-                'tools': {t: str(bindir / t) for t in ('ior', 'flash-io')}}
-
-    path = tmp_path / 'manifest.json'
-    manifest.write(path, {
-        'schema': 1, 'generated': '2026-11-21T00:00:00Z', 'spack_version': 'test',
-        'environment': str(tmp_path), 'lock_sha256': hashlib.sha256(b'').hexdigest(),
-        'builds': {'hdf5-1.14.1': build('1.14.1', 'a' * 40),
-                   'hdf5-1.15.0': build('1.15.0', 'b' * 40)}})
+    path = two_build_manifest(tmp_path, ('ior', 'flash-io'))
     out = run_reframe(['-c', 'reframe/checks/ior.py', '-c', 'reframe/checks/flashio.py',
                        '-l'], tmp_path, env={'H5REGRESS_MANIFEST': str(path)})
     assert out.returncode == 0, out.stdout + out.stderr

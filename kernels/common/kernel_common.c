@@ -1,6 +1,8 @@
 /* What both kernels write and parse alike (kernel_common.h). */
 #include "kernel_common.h"
 
+#include <string.h>
+
 void json_string(FILE *f, const char *s)
 {
     fputc('"', f);
@@ -43,4 +45,52 @@ char *prefix_operand(int argc, char **argv, int optind, const char *missing,
     else
         return argv[optind];
     return NULL;
+}
+
+int parse_api(const char *arg, int *api)
+{
+    if (!strcmp(arg, "hdf5")) *api = API_HDF5;
+    else if (!strcmp(arg, "mpiio")) *api = API_MPIIO;
+    else return -1;
+    return 0;
+}
+
+int help_or_version(int c, int version_option, int rank, void (*usage)(FILE *),
+                    const char *name, const char *version)
+{
+    if (c != 'h' && c != version_option)
+        return 0;
+    if (rank == 0) {
+        if (c == 'h') usage(stdout);
+        else printf("%s %s\n", name, version);
+    }
+    return 1;
+}
+
+static void close_handle(hid_t id)
+{
+    switch (H5Iget_type(id)) {
+    case H5I_FILE: H5Fclose(id); break;
+    case H5I_GROUP: H5Gclose(id); break;
+    case H5I_DATATYPE: H5Tclose(id); break;
+    case H5I_DATASPACE: H5Sclose(id); break;
+    case H5I_DATASET: H5Dclose(id); break;
+    case H5I_ATTR: H5Aclose(id); break;
+    case H5I_GENPROP_LST: H5Pclose(id); break;
+    default: H5Idec_ref(id); break;
+    }
+}
+
+void close_handles(hid_t *const ids[], int quiet)
+{
+    for (; *ids; ids++) {
+        if (**ids < 0)
+            continue;
+        if (quiet) {
+            H5E_BEGIN_TRY { close_handle(**ids); } H5E_END_TRY;
+        } else {
+            close_handle(**ids);
+        }
+        **ids = -1;
+    }
 }

@@ -30,7 +30,7 @@ cube closest to it). h5bench's "MB" is MiB; the parser normalises.
 
 Each ``h5bench_*_check`` runs the h5bench of each HDF5 build of the Spack manifest
 (else of PATH). Its ``h5bench_*_build_check`` twin runs the same rows with h5bench
-built by a fixture (:class:`h5regress.builds.build_h5bench`, once for all four) from
+built by a fixture (:class:`h5regress.h5benchbase.build_h5bench`, once for all four) from
 the commit ``spack-env/spack.yaml`` pins, against the partition's HDF5, when there is
 no manifest and the binary is not on PATH; the prebuilt check then skips naming it.
 h5bench forces a Debug build (no optimisation); the fixture builds it optimised
@@ -49,14 +49,15 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import fixture, parameter, run_after, variable
 
 from h5regress import proof, tools
-from h5regress.builds import (ASYNC_VOL_CONNECTOR, BuiltByFixture, Prebuilt, async_run,
-                              async_run_problem, build_h5bench)
+from h5regress.builds import BuiltByFixture, Prebuilt
 from h5regress.durability import WRITE_FLUSH
 from h5regress.manifest import wrapped_tool
 from h5regress.parsers import RunFailed
 from h5regress.parsers import h5bench as h5bench_parser
 from h5regress.probe import linked_hdf5
-from h5regress.h5benchbase import h5bench_base, h5bench_exerciser_base, h5bench_metadata_base
+from h5regress.h5benchbase import (ASYNC_VOL_CONNECTOR, async_run, async_run_problem,
+                                   build_h5bench, h5bench_base, h5bench_exerciser_base,
+                                   h5bench_metadata_base)
 
 #: particles per rank at ``size_factor`` 1.0 (32 B each: 128 MiB per rank and time step)
 BASE_PARTICLES = 4 * 1024 ** 2

@@ -25,7 +25,7 @@ storage (``write_flush: fsync``) and the one the nightly gates.
 
 ``macsio_check`` runs the MACSio of each HDF5 build of the Spack manifest (else of
 PATH); ``macsio_build_check`` the same rows with MACSio built by a fixture
-(:class:`h5regress.builds.build_macsio`, on json-cwx from its own fixture) from the
+(:class:`build_macsio` below, on json-cwx from its own fixture) from the
 commits ``spack-env/spack.yaml`` pins, when there is no manifest and no ``macsio`` on
 PATH; ``macsio_check`` then skips naming it.
 """
@@ -35,10 +35,10 @@ import shlex
 import sys
 
 import reframe as rfm
-from reframe.core.builtins import fixture, parameter, run_after, variable
+from reframe.core.builtins import fixture, parameter, run_after, run_before, variable
 
 from h5regress import flush, presets, proof, tools
-from h5regress.builds import BuiltByFixture, Prebuilt, build_macsio
+from h5regress.builds import BuiltByFixture, Prebuilt, ToolBuild
 from h5regress.checkbase import HDF5Benchmark, shell_word
 from h5regress.durability import FSYNC, WRITE_FLUSH
 from h5regress.parsers import Measurement, RunFailed
@@ -50,6 +50,68 @@ BASE_PART_SIZE = 2 * 1024 ** 2
 #: smallest part size the scaling goes down to: below it per-file and per-dataset
 #: overheads are all a run measures
 MIN_PART_SIZE = 256 * 1024
+
+
+class build_json_cwx(ToolBuild):
+    """json-cwx, MACSio's JSON library: ``autogen.sh``, configure, make, make install."""
+
+    package = 'json-cwx'
+    products = {'libjson-cwx': 'install/lib/libjson-cwx.a',
+                'json.h': 'install/include/json-cwx/json.h'}
+    main_source = 'json_object.c'
+    uses_hdf5 = False
+    # Spack's recipe builds it serially
+    build_jobs = 1
+    build_system = 'Autotools'
+
+    @run_before('compile')
+    def configure(self):
+        self.prebuild_cmds += ['cd json-cwx/json-cwx', './autogen.sh']
+        # static: MACSio must not load it from this stage directory, which goes
+        # once MACSio is built
+        self.build_system.config_opts = [f'--prefix={self.install_prefix}',
+                                         '--disable-shared']
+        self.build_system.build_opts = ['V=1']
+        self.postbuild_cmds = ['make install'] + self.postbuild_cmds
+
+    @property
+    def install_prefix(self) -> str:
+        return os.path.join(self.stagedir, 'install')
+
+
+class build_macsio(ToolBuild):
+    """MACSio with its HDF5 plugin (CMake), on json-cwx built by its own fixture."""
+
+    json_cwx = fixture(build_json_cwx, scope='environment')
+
+    package = 'macsio'
+    products = {'macsio': 'macsio/build/macsio/macsio'}
+    main_source = 'macsio_main.c'
+    build_type = 'Release'
+    build_system = 'CMake'
+
+    @run_before('compile')
+    def configure(self):
+        self.prebuild_cmds += ['cd macsio']
+        self.build_system.builddir = 'build'
+        opts = [f'-DCMAKE_BUILD_TYPE={self.build_type}', '-DENABLE_SILO_PLUGIN=OFF',
+                '-DENABLE_HDF5_PLUGIN=ON',
+                # MACSio's FindHDF5 looks under the prefix; the found files are given too
+                f'-DHDF5_INCLUDE_DIRS={self.hdf5.include_dir}',
+                f'-DHDF5_LIBRARIES={self.hdf5.library}',
+                f'-DWITH_JSON-CWX_PREFIX={self.json_cwx.install_prefix}',
+                f'-DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath,{self.hdf5.lib_dir}']
+        if self.hdf5.prefix:
+            opts.append(f'-DWITH_HDF5_PREFIX={self.hdf5.prefix}')
+        self.build_system.config_opts = [shlex.quote(o) for o in opts]
+        self.build_system.build_opts = ['VERBOSE=1']
+
+    def provenance(self) -> dict:
+        prov = super().provenance()
+        dep = self.json_cwx.provenance()
+        prov['tool_dependencies'] = {
+            'json-cwx': {k.replace('tool_', ''): v for k, v in dep.items()}}
+        return prov
 
 
 class macsio_base(HDF5Benchmark):

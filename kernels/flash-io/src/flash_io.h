@@ -16,6 +16,8 @@
 #include <mpi.h>
 #include <hdf5.h>
 
+#include "kernel_common.h"
+
 #ifndef H5_HAVE_PARALLEL
 #error "flash-io needs a parallel HDF5 (H5_HAVE_PARALLEL is not defined)"
 #endif
@@ -29,7 +31,6 @@
 #define MAX_GID (2 * 3 + 1 + 8)  /* 6 neighbours + parent + 8 children in 3-d */
 #define DEFAULT_MAXBLOCKS 100    /* the original: lnblocks = 0.8*maxblocks + rank%3 */
 
-enum api { API_HDF5 = 0, API_MPIIO = 1 };
 enum filekind { FK_CHECKPOINT = 0, FK_PLOTFILE = 1, FK_CORNER = 2, FK_N = 3 };
 
 /* element types of the datasets; the same list drives HDF5 and MPI-IO */

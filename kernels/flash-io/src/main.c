@@ -133,9 +133,7 @@ static int parse_options(int argc, char **argv, options_t *o)
         {"fsync", no_argument, 0, O_FSYNC},
         {"keep", no_argument, 0, O_KEEP},
         {"json", required_argument, 0, O_JSON},
-        {"version", no_argument, 0, O_VERSION},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        HELP_VERSION_LONGOPTS(O_VERSION)};
     int c;
     long long v;
     const char *bad = NULL;
@@ -153,17 +151,11 @@ static int parse_options(int argc, char **argv, options_t *o)
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (help_or_version(c, O_VERSION, g_rank, usage, "flash-io", FLASH_IO_VERSION))
+            return 1;
         switch (c) {
-        case 'h':
-            if (g_rank == 0) usage(stdout);
-            return 1;
-        case O_VERSION:
-            if (g_rank == 0) printf("flash-io %s\n", FLASH_IO_VERSION);
-            return 1;
         case O_API:
-            if (!strcmp(optarg, "hdf5")) o->api = API_HDF5;
-            else if (!strcmp(optarg, "mpiio")) o->api = API_MPIIO;
-            else bad = "--api must be hdf5 or mpiio";
+            if (parse_api(optarg, &o->api)) bad = API_USAGE;
             break;
         case O_COLL: o->collective = 1; break;
         case O_INDEP: o->collective = 0; break;

@@ -132,13 +132,7 @@ static int write_dataset(hid_t fid, const dset_t *d, const mesh_t *m, const opti
     rc = 0;
 fail:
     /* failure path only: release what is left, the error is already counted */
-    H5E_BEGIN_TRY {
-        if (dset >= 0) H5Dclose(dset);
-        if (dcpl >= 0) H5Pclose(dcpl);
-        if (mspace >= 0) H5Sclose(mspace);
-        if (fspace >= 0) H5Sclose(fspace);
-        if (type >= 0) H5Tclose(type);
-    } H5E_END_TRY;
+    H5RELEASE(&dset, &dcpl, &mspace, &fspace, &type);
     return rc;
 }
 
@@ -194,10 +188,7 @@ int write_hdf5(const plan_t *p, const mesh_t *m, const options_t *o, ftime_t *t)
     t->total = t4 - t0;
     rc = 0;
 fail:
-    H5E_BEGIN_TRY {
-        if (fid >= 0) H5Fclose(fid);
-        if (dxpl >= 0) H5Pclose(dxpl);
-        if (fapl >= 0) H5Pclose(fapl);
-    } H5E_END_TRY;
+    /* also the success path's: every handle is closed and -1 by then */
+    H5RELEASE(&fid, &dxpl, &fapl);
     return rc;
 }

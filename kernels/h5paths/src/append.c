@@ -94,8 +94,7 @@ static long long append(run_t *r)
     return grown;
 fail:
     H5RELEASE(&now, &d);
-    if (!closed)   /* as every rank on the success path does */
-        close_written_file(&fid, file_name);
+    release_phase_file(&fid, file_name, 1, closed);
     H5RELEASE(&fid, &dcpl, &space, &dxpl, &fapl);
     return -1;
 }
@@ -131,8 +130,7 @@ static int iterate(run_t *r)
     char *files[1] = {file_name};
     int salt = r->iteration % 8;
     long long grown;
-    for (long long i = 0; i < o->elements; i++)
-        buf[i] = member_value(i, salt, M_VALUE_D);
+    fill_values(buf, o->elements, salt);
     phase_start(r);
     if ((grown = append(r)) >= 0)
         fsync_files(files, 1);

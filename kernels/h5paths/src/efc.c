@@ -71,8 +71,7 @@ static int create_main(const options_t *o)
     H5Pclose(fapl);
     return 0;
 fail:
-    if (!closed)   /* as every rank on the success path does */
-        close_written_file(&fid, names[o->objects]);
+    release_phase_file(&fid, names[o->objects], 1, closed);
     H5RELEASE(&fid, &fapl);
     return -1;
 }

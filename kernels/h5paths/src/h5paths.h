@@ -17,6 +17,8 @@
 #include <mpi.h>
 #include <hdf5.h>
 
+#include "kernel_common.h"
+
 #ifndef H5_HAVE_PARALLEL
 #error "h5paths needs a parallel HDF5 (H5_HAVE_PARALLEL is not defined)"
 #endif
@@ -34,8 +36,6 @@
 #define MAX_FILES_LISTED 4096
 #define MAX_ERRORS_KEPT 32
 #define EXIT_UNAVAILABLE 2   /* usage error, path not in this build, no MPI-IO twin */
-
-enum api { API_HDF5 = 0, API_MPIIO = 1 };
 
 typedef struct {
     const char *path;        /* --path NAME (the path table's name) */
@@ -133,6 +133,13 @@ void unavailable_finish(run_t *r);
 hid_t make_dxpl(const options_t *o);
 int any_errors(void);
 int close_written_file(hid_t *fid, const char *path);
+/* the file of a phase that wrote it (close_written_file, *closed set first: the
+ * failure path must not close it again) or only read it (H5Fclose, checked);
+ * -1 on failure */
+int close_phase_file(hid_t *fid, const char *path, int written, int *closed);
+/* on the failure path: the file a phase wrote and did not close yet is closed as
+ * every rank on the success path does (close_written_file agrees collectively) */
+void release_phase_file(hid_t *fid, const char *path, int written, int closed);
 void *xmalloc(size_t n);
 long long rank_offset(long long per_rank);
 int verify_fail(const char *phase, long long i, const char *member, const char *expected,
@@ -141,24 +148,19 @@ int verify_fail(const char *phase, long long i, const char *member, const char *
 int verify_double(const char *phase, long long i, const char *member, double expected,
                   double got);
 
-#define H5CHK(var, call) do { if (((var) = (call)) < 0) { \
-    h5p_error("%s failed (%s:%d)", #call, __FILE__, __LINE__); goto fail; } } while (0)
-#define H5DO(call) do { if ((call) < 0) { \
-    h5p_error("%s failed (%s:%d)", #call, __FILE__, __LINE__); goto fail; } } while (0)
+/* the call (its text) failed: count the error, say where, and go to the caller's fail: */
+#define H5FAILED(what) do { \
+    h5p_error("%s failed (%s:%d)", what, __FILE__, __LINE__); goto fail; } while (0)
+#define H5CHK(var, call) do { if (((var) = (call)) < 0) H5FAILED(#call); } while (0)
+#define H5DO(call) do { if ((call) < 0) H5FAILED(#call); } while (0)
 #define MPICHK(call) do { int rc_ = (call); if (rc_ != MPI_SUCCESS) { \
     h5p_mpi_error(#call, rc_); goto fail; } } while (0)
 #define H5CLOSE(fn, id) do { if ((id) >= 0) { hid_t x_ = (id); (id) = -1; \
-    if (fn(x_) < 0) { h5p_error("%s failed (%s:%d)", #fn, __FILE__, __LINE__); goto fail; } } } \
-    while (0)
+    if (fn(x_) < 0) H5FAILED(#fn); } } while (0)
 /* release on the failure path: the error is already counted */
 #define H5QUIET(fn, id) do { if ((id) >= 0) { H5E_BEGIN_TRY { fn(id); } H5E_END_TRY; \
     (id) = -1; } } while (0)
-/* close each handle still open (>= 0), in this order, with the close call of its
- * kind, and set it to -1: H5RELEASE on the failure path (quietly: the error is
- * already counted), H5CLOSE_ALL on the success path (unchecked, as H5Sclose(x)) */
-void close_handles(hid_t *const ids[], int quiet);
-#define H5RELEASE(...) close_handles((hid_t *const[]){__VA_ARGS__, NULL}, 1)
-#define H5CLOSE_ALL(...) close_handles((hid_t *const[]){__VA_ARGS__, NULL}, 0)
+/* H5RELEASE and H5CLOSE_ALL: kernel_common.h */
 
 /* ---- mpiio.c: the MPI-IO twins ---- */
 enum mpiio_mode { MIO_READ, MIO_CREATE, MIO_UPDATE };
@@ -168,18 +170,12 @@ int mpiio_transfer(const char *path, enum mpiio_mode mode, MPI_Offset disp,
                    MPI_Datatype filetype, void *buf, long long count, MPI_Datatype memtype,
                    int coll);
 
-/* ---- the path families ---- */
-extern const path_t compound_paths[];   /* compound.c */
-extern const path_t convert_paths[];    /* convert.c */
-extern const path_t metadata_paths[];   /* metadata.c */
-extern const path_t chunked_paths[];    /* chunked.c */
-extern const path_t vds_paths[];        /* vds.c */
-extern const path_t vdsopen_paths[];    /* vdsopen.c */
-extern const path_t flush_paths[];      /* flush.c */
-extern const path_t append_paths[];     /* append.c */
-extern const path_t efc_paths[];        /* efc.c */
-extern const path_t multi_paths[];      /* multi.c */
-extern const path_t selection_paths[];  /* selections.c */
-extern const path_t serial_paths[];     /* serial.c */
+/* ---- the path families: X(name) for each table name_paths[] (compound.c,
+ * convert.c, ..., selections.c: selection_paths), in the order --help lists them;
+ * a new family is one X here and its file */
+#define PATH_FAMILIES(X) X(compound) X(convert) X(metadata) X(chunked) X(vds) X(vdsopen) \
+    X(efc) X(multi) X(flush) X(append) X(selection) X(serial)
+#define DECLARE_PATH_FAMILY(name) extern const path_t name##_paths[];
+PATH_FAMILIES(DECLARE_PATH_FAMILY)
 
 #endif

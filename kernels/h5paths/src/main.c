@@ -21,10 +21,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static const path_t *const families[] = {compound_paths, convert_paths, metadata_paths,
-                                         chunked_paths, vds_paths, vdsopen_paths, efc_paths,
-                                         multi_paths, flush_paths, append_paths,
-                                         selection_paths, serial_paths};
+#define PATH_FAMILY_TABLE(name) name##_paths,
+static const path_t *const families[] = {PATH_FAMILIES(PATH_FAMILY_TABLE)};
 #define NFAMILIES (sizeof families / sizeof families[0])
 
 static const path_t *find_path(const char *name)
@@ -132,9 +130,7 @@ static int parse_options(int argc, char **argv, options_t *o)
         {"json", required_argument, 0, O_JSON},
         {"keep", no_argument, 0, O_KEEP},
         {"read-cache", required_argument, 0, O_RCACHE},
-        {"version", no_argument, 0, O_VERSION},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+        HELP_VERSION_LONGOPTS(O_VERSION)};
     char bad[256] = "";
     long long v;
     int c;
@@ -155,22 +151,16 @@ static int parse_options(int argc, char **argv, options_t *o)
     opterr = 0;
     optind = 1;
     while (!bad[0] && (c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        if (help_or_version(c, O_VERSION, g_rank, usage, "h5paths", H5PATHS_VERSION))
+            return 1;
         switch (c) {
-        case 'h':
-            if (g_rank == 0) usage(stdout);
-            return 1;
-        case O_VERSION:
-            if (g_rank == 0) printf("h5paths %s\n", H5PATHS_VERSION);
-            return 1;
         case O_PATH:
             o->path = optarg;
             if (!find_path(optarg))
                 snprintf(bad, sizeof bad, "unknown --path %s", optarg);
             break;
         case O_API:
-            if (!strcmp(optarg, "hdf5")) o->api = API_HDF5;
-            else if (!strcmp(optarg, "mpiio")) o->api = API_MPIIO;
-            else snprintf(bad, sizeof bad, "--api must be hdf5 or mpiio");
+            if (parse_api(optarg, &o->api)) snprintf(bad, sizeof bad, "%s", API_USAGE);
             break;
         case O_TRANSFER:
             if (!strcmp(optarg, "collective")) o->collective = 1;

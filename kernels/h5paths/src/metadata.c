@@ -117,8 +117,7 @@ static int create_datasets(run_t *r, int write)
     return 0;
 fail:
     H5RELEASE(&d, &mspace, &fspace);
-    if (!closed)   /* as every rank on the success path does */
-        close_written_file(&fid, file_name);
+    release_phase_file(&fid, file_name, 1, closed);
     H5RELEASE(&fid, &dxpl, &fapl);
     return -1;
 }
@@ -230,12 +229,8 @@ static int attributes_io(run_t *r, int create)
     }
     for (long long k = 0; k < ngroups; k++)
         H5CLOSE(H5Gclose, g[k]);
-    if (create) {
-        closed = 1;
-        if (close_written_file(&fid, file_name) < 0)
-            goto fail;
-    } else
-        H5CLOSE(H5Fclose, fid);
+    if (close_phase_file(&fid, file_name, create, &closed) < 0)
+        goto fail;
     H5CLOSE_ALL(&space, &fapl);
     free(g);
     return 0;
@@ -244,8 +239,7 @@ fail:
     for (long long k = 0; g && k < ngroups; k++)
         H5QUIET(H5Gclose, g[k]);
     H5QUIET(H5Sclose, space);
-    if (create && !closed)   /* as every rank on the success path does */
-        close_written_file(&fid, file_name);
+    release_phase_file(&fid, file_name, create, closed);
     H5RELEASE(&fid, &fapl);
     free(g);
     return -1;

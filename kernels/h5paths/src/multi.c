@@ -134,19 +134,14 @@ static int transfer(run_t *r, enum transfer_kind kind)
                                  H5ES_NONE));
     note_io_mode(r, dxpl);
     close_all(D);
-    if (write) {
-        closed = 1;
-        if (close_written_file(&fid, file_name) < 0)
-            goto fail;
-    } else
-        H5CLOSE(H5Fclose, fid);
+    if (close_phase_file(&fid, file_name, write, &closed) < 0)
+        goto fail;
     H5CLOSE_ALL(&dxpl, &fapl);
     free(wbufs);
     return 0;
 fail:
     close_all(D);
-    if (write && !closed)   /* as every rank on the success path does */
-        close_written_file(&fid, file_name);
+    release_phase_file(&fid, file_name, write, closed);
     H5RELEASE(&fid, &dxpl, &fapl);
     free(wbufs);
     return -1;
@@ -159,8 +154,7 @@ static int write_read(run_t *r, enum transfer_kind wkind, const char *wname,
     const options_t *o = r->o;
     long long nval = o->objects * o->elements, bytes = nval * (long long)sizeof(double);
     char *files[1] = {file_name};
-    for (long long k = 0; k < nval; k++)
-        buf[k] = member_value(k, salt, M_VALUE_D);
+    fill_values(buf, nval, salt);
     phase_start(r);
     if (transfer(r, wkind) == 0)
         fsync_files(files, 1);

@@ -85,6 +85,12 @@ double member_value(long long i, int salt, int id)
     return member_value_of(g_rank, i, salt, id);
 }
 
+void fill_values(double *buf, long long n, int salt)
+{
+    for (long long i = 0; i < n; i++)
+        buf[i] = member_value(i, salt, M_VALUE_D);
+}
+
 double member_value_of(int rank, long long i, int salt, int id)
 {
     long long k = ((long long)rank << 36) + i;

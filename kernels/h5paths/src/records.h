@@ -42,6 +42,8 @@ long long layout_verify(const layout_t *l, const void *buf, long long n, int sal
                         unsigned alt_mask, int alt_salt, const char *phase);
 double member_value(long long i, int salt, int id);       /* this rank's */
 double member_value_of(int rank, long long i, int salt, int id);
+/* buf[0..n): this rank's doubles (member_value of M_VALUE_D) for salt */
+void fill_values(double *buf, long long n, int salt);
 
 /* This rank's part of a 1-d dataset: count blocks of block elements, stride
  * apart, from start (a contiguous part: count 1, block n), and where tail > 0

@@ -284,8 +284,7 @@ static int iterate(run_t *r)
     char *files[1] = {file_name};
     int salt = r->iteration % 8;
     long long calls;
-    for (long long k = 0; k < o->elements; k++)
-        buf[k] = value(k, salt);
+    fill_values(buf, o->elements, salt);
     phase_start(r);
     if (transfer(r, 1) == 0)
         fsync_files(files, 1);

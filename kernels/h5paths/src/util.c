@@ -75,34 +75,6 @@ int verify_double(const char *phase, long long i, const char *member, double exp
     return verify_fail(phase, i, member, e, g);
 }
 
-static void close_handle(hid_t id)
-{
-    switch (H5Iget_type(id)) {
-    case H5I_FILE: H5Fclose(id); break;
-    case H5I_GROUP: H5Gclose(id); break;
-    case H5I_DATATYPE: H5Tclose(id); break;
-    case H5I_DATASPACE: H5Sclose(id); break;
-    case H5I_DATASET: H5Dclose(id); break;
-    case H5I_ATTR: H5Aclose(id); break;
-    case H5I_GENPROP_LST: H5Pclose(id); break;
-    default: H5Idec_ref(id); break;
-    }
-}
-
-void close_handles(hid_t *const ids[], int quiet)
-{
-    for (; *ids; ids++) {
-        if (**ids < 0)
-            continue;
-        if (quiet) {
-            H5E_BEGIN_TRY { close_handle(**ids); } H5E_END_TRY;
-        } else {
-            close_handle(**ids);
-        }
-        **ids = -1;
-    }
-}
-
 void *xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
@@ -185,6 +157,24 @@ int close_written_file(hid_t *fid, const char *path)
             h5p_error("H5Fclose(%s) failed", path);
     }
     return rc < 0 ? -1 : 0;
+}
+
+int close_phase_file(hid_t *fid, const char *path, int written, int *closed)
+{
+    if (written) {
+        *closed = 1;
+        return close_written_file(fid, path);
+    }
+    H5CLOSE(H5Fclose, *fid);
+    return 0;
+fail:
+    return -1;
+}
+
+void release_phase_file(hid_t *fid, const char *path, int written, int closed)
+{
+    if (written && !closed)
+        close_written_file(fid, path);
 }
 
 long long rank_offset(long long per_rank)
