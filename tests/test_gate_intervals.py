@@ -145,3 +145,14 @@ def test_by_default_a_measured_slowdown_with_its_95_interval_below_one_is_suspec
     assert m['verdict'] == 'INCONCLUSIVE' and 'slowdown suspected' in m['reason']
     assert m['interval']['kind'] == 'marginal' and m['interval']['perf_hi'] < 1.0
     assert res['overall'] == 'INCONCLUSIVE' and res['exit_code'] == 2
+
+
+def test_the_first_screen_names_a_suspected_slowdown_in_words():
+    # The real night of 2026-11-27: compound-subset read 0.697 [0.674, 0.728] and
+    # compound-superset 0.830 [0.772, 0.948], undecided after 22 metrics; the first
+    # screen said "3 without a significant slowdown ... even when nothing changed".
+    res = twelve_metric_night(JUST_BELOW, gate.load_config())
+    text = report.summary(res)
+    assert '1 measured slower, not yet significant over the night\'s 12 metrics' in text
+    assert 'take 1.05x as long' in text
+    assert 'even when nothing changed' not in text

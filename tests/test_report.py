@@ -437,7 +437,8 @@ def test_forest_keeps_room_for_the_no_change_label_on_a_night_far_below_one(gate
                                                                              monkeypatch):
     """A real injected night (ratio 0.077 [0.062, 0.098]) ended the x axis at 1.15: the
     label "1.0 = no change", written right of 1.0, ran into the column header
-    "ratio [interval]". The axis now keeps FOREST_RIGHT_OF_ONE of its width right of 1."""
+    "ratio [interval]". The axis now keeps FOREST_RIGHT_OF_ONE of its width right of 1
+    (a log axis since 2026-11-27: its range is in log10 units, 1.0 at 0)."""
     res, _, _ = gated_night
     far = copy.deepcopy(res)
     for m in far['metrics']:
@@ -452,12 +453,24 @@ def test_forest_keeps_room_for_the_no_change_label_on_a_night_far_below_one(gate
     for night in (far, res, near):
         xmin, xmax = report.forest_figure(night).layout.xaxis.range
         # a quarter of the width holds the label (the simulated FAIL night's 0.31 did)
-        assert (xmax - 1) / (xmax - xmin) >= 0.25, (xmin, xmax)
+        assert xmax / (xmax - xmin) >= 0.25, (xmin, xmax)
     # a night near 1 keeps the range its data give
     kept = report.forest_figure(near).layout.xaxis.range
     monkeypatch.setattr(report.plots, 'FOREST_RIGHT_OF_ONE', 0.0)
     assert report.forest_figure(near).layout.xaxis.range == kept
-    assert report.forest_figure(far).layout.xaxis.range[1] < 1.2
+    assert report.forest_figure(far).layout.xaxis.range[1] < math.log10(1.3)
+
+
+def test_forest_keeps_a_slowdown_apart_from_one_beside_a_metric_8x_faster(gated_night):
+    """The real night of 2026-11-27: flush-datasets ran 8.5x faster on the candidate, and
+    on a linear axis compound-subset's 0.697 [0.674, 0.728] sat a few pixels from 1."""
+    res, _, _ = gated_night
+    night = copy.deepcopy(res)
+    gated = [m for m in night['metrics'] if m['role'] == 'gated']
+    gated[0].update(ratio=8.5, ratio_lo=6.8, ratio_hi=10.2, perf_ratio=8.5, perf_lo=6.8,
+                    perf_hi=10.2, interval=None)
+    xmin, xmax = report.forest_figure(night).layout.xaxis.range
+    assert (0 - math.log10(0.697)) / (xmax - xmin) > 0.08   # of the axis's width
 
 
 def test_first_screen_keeps_the_measured_rates_folded(gated_night):

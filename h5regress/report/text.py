@@ -292,7 +292,15 @@ def _undecided(gated: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any]) -> st
     if slower:
         text += (f'; significantly slower but not shown beyond the {cfg["margin"]:.0%} margin: '
                  + '; '.join(slower))
-    quiet = [m for m in und if not m.get('slower')]
+    # measured slower (q or the interval the verdict read says so), not significant over
+    # the night's metrics: a slowdown in words, never "even when nothing changed"
+    suspected = [m for m in und if not m.get('slower') and 'slowdown suspected' in
+                 str(m.get('reason') or '')]
+    if suspected:
+        text += (f'; {len(suspected)} measured slower, not yet significant over the '
+                 f'night\'s {len(gated)} metrics: '
+                 + '; '.join(slowdown_words(m) for m in suspected))
+    quiet = [m for m in und if not m.get('slower') and m not in suspected]
     if quiet:
         text += (f'; {len(quiet)} without a significant slowdown, their interval reaching '
                  f'below {floor:.2f}: at tonight\'s noise the pairs are too few to show the '
