@@ -1,7 +1,7 @@
 """``h5regress replay``: a case of the regression corpus (``regressions/``), replayed.
 
-    h5regress replay CASE... | --all [--fix] [--no-control] [--builder spack|stand-in]
-                     --repo PATH [--mirror URL]... [--tool TOOL]... [--checks REGEX]
+    h5regress replay CASE... | --all [--fix] [--no-control] [--only MODE]...
+                     [--builder spack|stand-in] --repo PATH [--mirror URL]... [--tool TOOL]... [--checks REGEX]
                      [--work DIR] [--results DIR]
 
 For each case it builds the case's good commit (the regressing commit's first
@@ -14,11 +14,13 @@ builder): pairs to the first look, more while the gate is undecided, up to the c
 not FAIL toward slower, and the rows whose interval says faster are its recovery. A
 case with a fix but no regressing commit (a defect found as it was fixed) replays
 its fix alone. The control is an A/A of the good commit against itself
-(``--no-control``: none): a FAIL there is a false alarm.
+(``--no-control``: none): a FAIL there is a false alarm. ``--only MODE`` runs only
+those replays (``regression``, ``fix``, ``control``): e.g. the A/A of a case whose
+regression was replayed before, with other rows, in another work directory.
 
 One result per case (``<results>/<case>.json``): per replay the gate's verdict per
-row, ratio and interval, pairs, wall time, builds and how many were reused.
-Resumable: ``<work>/replay-state.json`` keeps every build (shared by the cases and
+row, ratio and interval, pairs, wall time, builds and how many were reused, and the
+rows (``checks``) and tools it ran. Resumable: ``<work>/replay-state.json`` keeps every build (shared by the cases and
 replays of that work directory) and every finished replay; the same command goes
 on where it stopped.
 
@@ -48,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from h5regress import atomic, bisectbuild, bisectruns, bisectsearch, corpus, nightly
-from h5regress.cmdline import EXIT_ERROR, ArgParser, parse_args
+from h5regress.cmdline import EXIT_ERROR, EXIT_USAGE, ArgParser, parse_args
 
 STATE_FILE = 'replay-state.json'
 MODES = ('regression', 'fix', 'control')
@@ -201,6 +203,7 @@ def replay_pair(state: bisectsearch.State, builder: bisectbuild.Builder, runs: b
                            work / 'runs' / pair.case / pair.mode, state.data['looks'], [])
     rows = row_results(recorded.last)
     result = {'mode': pair.mode, 'baseline': pair.baseline, 'candidate': pair.candidate,
+              'checks': state.data['checks'], 'tools': state.data['tools'],
               'verdict': verdict_of(pair, rows), 'gate': recorded.last.get('overall'),
               'pairs': step['pairs'], 'rows': rows, 'faster_rows': faster_rows(rows),
               'builds': len(needed), 'builds_reused': len(reused),
@@ -237,10 +240,13 @@ def write_result(results: Path, case: corpus.Case, replays: list[dict[str, Any]]
     """``<results>/<case>.json``: this run's replays over the file's earlier ones."""
     path = results / f'{case.id}.json'
     old = json.loads(path.read_text()) if path.is_file() else {}
-    merged = {**old.get('replays', {}), **{r['mode']: r for r in replays}}
+    # a replay stored before results named their rows ran the file's rows
+    earlier = {mode: {'checks': old.get('checks'), **r}
+               for mode, r in old.get('replays', {}).items()}
+    merged = {**earlier, **{r['mode']: r for r in replays}}
     data = {'case': case.id, 'family': case.family, 'title': case.title,
             'rows_expected': list(case.rows), 'builder': state.data['builder'],
-            'checks': state.data['checks'], 'looks': state.data['looks'],
+            'looks': state.data['looks'],
             'machine': {'cpus': os.cpu_count(), 'arch': platform.machine()},
             'replays': merged}
     results.mkdir(parents=True, exist_ok=True)
@@ -316,6 +322,9 @@ def build_parser() -> ArgParser:
     p.add_argument('--corpus', type=Path, default=Path('regressions'))
     p.add_argument('--fix', action='store_true', help='replay the fix against its parent too')
     p.add_argument('--no-control', action='store_true', help='no A/A of the good commit')
+    p.add_argument('--only', action='append', choices=MODES, default=[], metavar='MODE',
+                   help=f'run only these replays of each case ({", ".join(MODES)}); '
+                        '--only fix needs no --fix, --only control no --no-control')
     p.add_argument('--repo', required=True, help='HDF5 clone (stand-in: stand-in repository)')
     p.add_argument('--builder', choices=('spack', 'stand-in'), default='spack')
     p.add_argument('--mirror', action='append', default=[], metavar='URL')
@@ -344,6 +353,13 @@ def chosen_cases(args) -> list[corpus.Case]:
             for c in args.cases]
 
 
+def chosen_pairs(cases: list[corpus.Case], args) -> list[Pair]:
+    """The cases' replays, only the ``--only`` modes when it is given."""
+    fix = args.fix or 'fix' in args.only
+    pairs = [p for c in cases for p in pairs_of(c, fix, not args.no_control)]
+    return [p for p in pairs if not args.only or p.mode in args.only]
+
+
 def make_runs(args, simulate: bool) -> bisectsearch.Runs:
     if simulate:
         return bisectruns.SimulatedRuns(args.simulate_cv, random.Random(args.seed))
@@ -362,7 +378,7 @@ def run(args) -> int:
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     repo = bisectbuild.local_repo(args.repo, work)
-    pairs = [p for c in cases for p in pairs_of(c, args.fix, not args.no_control)]
+    pairs = chosen_pairs(cases, args)
     if args.builder == 'stand-in':
         builder: bisectbuild.Builder = bisectbuild.StandInBuilder(repo, work, tools=not simulate)
     else:
@@ -391,6 +407,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, code = parse_args(build_parser(), argv)
     if args is None:
         return code
+    if args.no_control and 'control' in args.only:
+        print('h5regress replay: error: --no-control and --only control: give one of them',
+              file=sys.stderr)
+        return EXIT_USAGE
     nightly.handle_signals()    # a signal stops the runs' children too; the state keeps the rest
     try:
         return run(args)

@@ -154,6 +154,28 @@ def test_replay_resumes_from_its_state_without_building_or_running_again(tmp_pat
     assert 'replays with checks = None are in this work directory' in capsys.readouterr().err
 
 
+def test_only_control_runs_the_a_a_alone_and_each_replay_names_its_rows(tmp_path, capsys):
+    """--only control: the A/A of a case whose regression ran before with other rows (in
+    another work directory); the result keeps both replays, each with the rows it ran."""
+    good, _, _ = standin_corpus(tmp_path)
+    assert replay.main(['standin', '--no-control', *replay_cli(tmp_path)]) == 0
+    other = replay_cli(tmp_path)
+    other[other.index('--work') + 1] = str(tmp_path / 'work-aa')
+    assert replay.main(['standin', '--only', 'control', *other, '--checks', 'aa-rows']) == 0
+    state = json.loads((tmp_path / 'work-aa' / replay.STATE_FILE).read_text())
+    assert list(state['replays']) == ['standin/control'] and list(state['builds']) == [good]
+    out = json.loads((tmp_path / 'results' / 'standin.json').read_text())
+    assert set(out['replays']) == {'regression', 'control'}
+    assert out['replays']['regression']['checks'] is None
+    assert out['replays']['control']['checks'] == 'aa-rows'
+    assert (out['replays']['control']['baseline'], out['replays']['control']['candidate']) \
+        == (good, good)
+    capsys.readouterr()
+    assert replay.main(['standin', '--only', 'control', '--no-control', *other]) == 64
+    assert '--no-control and --only control' in capsys.readouterr().err
+    assert replay.main(['standin', '--only', 'everything', *other]) == 64
+
+
 def test_replay_all_takes_the_cases_with_commits_and_a_case_without_is_an_error(
         tmp_path, capsys):
     standin_corpus(tmp_path)
