@@ -27,13 +27,16 @@ pairs' log-ratios, centred, resampled and shifted by ln 0.9, judged by the same
 functions at n = 3..60).
 
 Every run is appended to ``--out`` (JSONL, one line per run) as it ends; ``--summary
-FILE`` prints from such a file without running anything.
+FILE`` prints from such a file without running anything. ``--night-gate GATE_JSON``
+prints the same table, without running anything, for every gated metric of a real
+night (any tool): the pairs are the night's own, read from its ``gate.json``.
 
 Usage:
   python3 benchmarks/h5paths_noise.py --build hdf5-1.14.1 --pairs 8 --out aa.jsonl
   python3 benchmarks/h5paths_noise.py --build hdf5-1.14.1 --shim --shim-fraction 1 \\
       --pairs 5 --out shim.jsonl
   python3 benchmarks/h5paths_noise.py --build hdf5-1.14.1 --build-b hdf5-1.15.0 --pairs 5
+  python3 benchmarks/h5paths_noise.py --night-gate nightly-out/gate.json
 """
 
 from __future__ import annotations
@@ -229,6 +232,28 @@ def summary(path: str, reps: int = 300) -> None:
               + (f'  ({bad} failed run(s))' if bad else ''))
 
 
+def night_summary(path: str, reps: int = 300) -> None:
+    """The noise table of a real night: per gated metric of its ``gate.json``, the SD
+    of the night's pair log-ratios (candidate over baseline, oriented so that below 0
+    is slower), the night's ratio and verdict, and the pairs@10 % of that spread."""
+    night = json.loads(Path(path).read_text())
+    print(f'{night["baseline"]} -> {night["candidate"]}, night {night["night"]}, '
+          f'overall {night["overall"]}')
+    print(f'{"metric":100} {"pairs":>5} {"sd lr":>7} {"ratio":>6} {"verdict":>16} '
+          f'{"pairs@10%":>9}')
+    for m in night['metrics']:
+        n = m.get('n_pairs') or 0
+        if m.get('role') != 'gated' or n < 3:
+            continue
+        sign = 1.0 if m['higher_is_better'] else -1.0
+        d = [sign * math.log(c / b) for b, c in zip(m['base'][:n], m['cand'][:n])
+             if b > 0 and c > 0]
+        sd = stats.variance(d) ** 0.5
+        need = pairs_to_fail(d, reps)
+        print(f'{m["label"][:100]:100} {len(d):5d} {sd:7.4f} {m["ratio"]:6.3f} '
+              f'{m["verdict"]:>16} {need or ">60":>9}')
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--binary', help='kernel of side A')
@@ -251,7 +276,12 @@ def main() -> int:
     ap.add_argument('--scratch', default=None, help='directory of the data files')
     ap.add_argument('--out', help='JSONL of every run (appended)')
     ap.add_argument('--summary', metavar='FILE', help='print from FILE, run nothing')
+    ap.add_argument('--night-gate', metavar='GATE_JSON',
+                    help='print the table of a real night\'s gate.json, run nothing')
     args = ap.parse_args()
+    if args.night_gate:
+        night_summary(args.night_gate, args.reps)
+        return 0
     if args.summary:
         summary(args.summary, args.reps)
         return 0
