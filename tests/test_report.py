@@ -471,6 +471,10 @@ def test_forest_keeps_a_slowdown_apart_from_one_beside_a_metric_8x_faster(gated_
                     perf_hi=10.2, interval=None)
     xmin, xmax = report.forest_figure(night).layout.xaxis.range
     assert (0 - math.log10(0.697)) / (xmax - xmin) > 0.08   # of the axis's width
+    # a log axis places annotations in log10 units: "1.0 = no change" at 0, not at 1 (10x)
+    fig = report.forest_figure(night)
+    at = {a.text.strip(): a.x for a in fig.layout.annotations if a.xref in (None, 'x')}
+    assert at['1.0 = no change'] == 0 and at['1 − margin = 0.95'] == math.log10(0.95)
 
 
 def test_first_screen_keeps_the_measured_rates_folded(gated_night):

@@ -88,7 +88,9 @@ def forest_figure(result: Mapping[str, Any]) -> Any:
     fig.add_vline(x=1.0, line={'color': '#57606a', 'width': 1.5})
     for x, text, anchor, color in ((floor, f'1 − margin = {floor:.2f} ', 'right', _COLORS['FAIL']),
                                    (1.0, ' 1.0 = no change', 'left', '#57606a')):
-        fig.add_annotation(x=x, y=1.0, yref='paper', yanchor='bottom', xanchor=anchor,
+        # an annotation on a log axis is placed in log10 units (a shape in data units)
+        fig.add_annotation(x=math.log10(x), y=1.0, yref='paper', yanchor='bottom',
+                           xanchor=anchor,
                            text=text, showarrow=False, font={'color': color, 'size': 12})
     # the numbers in a column right of the plot: beside the diamond they crossed the
     # margin's line whenever the ratio was near it
