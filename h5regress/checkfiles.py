@@ -13,11 +13,11 @@ from a class of another directory (registered by a check file) keeps the whole o
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from h5regress.gateconfig import CHECKS_DIR
+from h5regress.runreport import testcases
 
 #: options whose value is a run's own (its stage, output and report), not its selection
 PER_RUN_OPTIONS = ('-s', '--stage', '-o', '--output', '--report-file')
@@ -71,8 +71,7 @@ def files_of(report: Path) -> tuple[str, ...]:
     is defined elsewhere."""
     try:
         cases = [(case['filename'], case.get('fixture', False))
-                 for run in json.loads(Path(report).read_text())['runs']
-                 for case in run['testcases']]
+                 for case in testcases(Path(report).read_text())]
     except (OSError, ValueError, KeyError, TypeError):
         return ()
     checks = CHECKS_DIR.resolve()

@@ -20,7 +20,7 @@ import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 
-from h5regress import buildid, manifest
+from h5regress import buildid, manifest, runreport
 from h5regress.nightrun import build_filter
 from h5regress.coverage import (PRONE_FILE, CoverageError, CoverageMap, RowCoverage,
                                 blind_spot_line, changes_between, failing_rows_line,
@@ -179,8 +179,8 @@ def stage_names(report_text: str, where: str) -> dict[str, str]:
     """ReFrame run report -> {stage directory name: display name} of the cases that
     passed (a failed run's counters are not a row's coverage)."""
     try:
-        cases = [c for run in json.loads(report_text)['runs'] for c in run['testcases']]
-    except (ValueError, KeyError, TypeError) as err:
+        cases = runreport.testcases(report_text)
+    except ValueError as err:
         raise CoverageError(f'{where}: not a ReFrame run report ({err})') from None
     return {pathlib.Path(c['stagedir']).name: c['display_name'] for c in cases
             if c.get('result') == 'pass' and c.get('stagedir')}

@@ -122,15 +122,23 @@ def perf_values(case: Mapping[str, Any]) -> list[PerfValue]:
     return out
 
 
+def testcases(text: str) -> list[Mapping[str, Any]]:
+    """The test cases of a ReFrame run report's JSON text, every run's; ValueError
+    (with the parser's reason) when the text is not a run report."""
+    try:
+        return [case for run in json.loads(text)['runs'] for case in run.get('testcases') or []]
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise ValueError(err) from None
+
+
 def parse_text(text: str, source: str) -> tuple[list[Record], list[str]]:
     """Records of one report's text, and the problems of what was skipped."""
     try:
-        runs = json.loads(text)['runs']
-    except (json.JSONDecodeError, KeyError, TypeError) as err:
+        cases = testcases(text)
+    except ValueError as err:
         return [], [f'{source}: not a ReFrame run report ({err})']
     return collect((lambda pv=pv: to_record(pv, f'{source}: {pv.test} {pv.var}'))
-                   for run in runs for case in run.get('testcases', [])
-                   for pv in perf_values(case))
+                   for case in cases for pv in perf_values(case))
 
 
 def collect(makers: Iterable[Callable[[], Record | None]]) -> tuple[list[Record], list[str]]:

@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from h5regress.runreport import testcases
+
 
 @dataclasses.dataclass(frozen=True)
 class JobFiles:
@@ -49,10 +51,9 @@ def job_files_of_report(text: str, output_dir: Path | None = None) -> dict[str, 
     """Run id -> its job's files, from one ReFrame run report's JSON text (nothing
     when it is not one)."""
     try:
-        report = json.loads(text)
-        prefix = str((report.get('session_info') or {}).get('prefix_output') or '')
-        cases = [c for run in report['runs'] for c in run.get('testcases') or []]
-    except (ValueError, KeyError, TypeError, AttributeError):
+        cases = testcases(text)
+        prefix = str((json.loads(text).get('session_info') or {}).get('prefix_output') or '')
+    except (ValueError, AttributeError):
         return {}
     out = {}
     for case in cases:
