@@ -129,9 +129,13 @@ def test_ior_mpiio_on_a_full_file_system_is_a_failed_run(ior_path, full_fs, tmp_
     assert 'No space left on device' in files['stderr.txt']
     # IOR counts what it handed to MPI-IO: its summary alone says all was moved ...
     ior.parse({'summary.json': files['summary.json']})
-    # ... its stdout says the file is short, stderr says why: each alone fails the run
-    with pytest.raises(RunFailed, match='did not all reach the file system'):
-        ior.parse({'stdout.txt': files['stdout.txt'], 'summary.json': files['summary.json']})
+    # ... its stdout says when the file on disk is short, stderr says why: each alone fails
+    # the run. The file is sparse: when the last blocks land before the disk fills, stat()
+    # finds the full size and IOR prints no size warning (seen once, in CI under
+    # load), so only stderr is sure to tell.
+    if 'Stat() of aggregate file size' in files['stdout.txt']:
+        with pytest.raises(RunFailed, match='did not all reach the file system'):
+            ior.parse({'stdout.txt': files['stdout.txt'], 'summary.json': files['summary.json']})
     with pytest.raises(RunFailed, match=r'file system is full \(ENOSPC\).*No space left'):
         ior.parse({'stderr.txt': files['stderr.txt'], 'summary.json': files['summary.json']})
     out = h5regress('parse', 'ior', str(rundir))
