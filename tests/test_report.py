@@ -711,3 +711,38 @@ def test_mdtest_without_file_data_has_no_data_per_run():
     rec = _first_run_records('mdtest', 'own-posix-files-only-w4k-n200')[0]
     rec.params = {**rec.params, 'write_bytes': 0}
     assert _data_bytes(rec) is None
+
+
+def test_forest_ticks_read_as_the_ratios_they_mark(gated_night):
+    """A real FAIL night (2026-11-27, compound-subset 0.663, flush-datasets 9.1x) showed
+    "6 7 8 9 1 2 3 ..." under the log axis: plotly labels minor ticks by their first
+    digit, so 0.6 read 6. Every tick is now labelled by its own value."""
+    res, _, _ = gated_night
+    night = copy.deepcopy(res)
+    gated = [m for m in night['metrics'] if m['role'] == 'gated']
+    gated[0].update(ratio=9.1, ratio_lo=8.8, ratio_hi=9.5, perf_ratio=9.1, perf_lo=8.8,
+                    perf_hi=9.5, interval=None)
+    gated[1].update(ratio=0.663, ratio_lo=0.608, ratio_hi=0.723, perf_ratio=0.663,
+                    perf_lo=0.608, perf_hi=0.723, interval=None)
+    axis = report.forest_figure(night).layout.xaxis
+    assert axis.tickvals and len(axis.tickvals) == len(axis.ticktext) <= 8
+    assert [float(t) for t in axis.ticktext] == list(axis.tickvals)
+    assert 1.0 in axis.tickvals and 0.7 in axis.tickvals and 10.0 in axis.tickvals
+    assert all(axis.range[0] <= math.log10(v) <= axis.range[1] for v in axis.tickvals)
+
+
+def test_a_fail_night_names_its_undecided_slowdowns_too(gated_night):
+    """The loop stops at a FAIL: on the real FAIL night of 2026-11-27 vlen-strings read
+    0.925 [0.873, 0.979], "slowdown suspected", and the first screen named only the two
+    FAILs."""
+    res, _, _ = gated_night
+    night = copy.deepcopy(res)
+    assert night['overall'] == 'FAIL'
+    other = next(m for m in night['metrics'] if m['role'] == 'gated' and m['verdict'] != 'FAIL')
+    other.update(verdict='INCONCLUSIVE', slower=False, ratio=0.925, ratio_lo=0.873,
+                 ratio_hi=0.979, perf_ratio=0.925, perf_lo=0.873, perf_hi=0.979,
+                 reason='slowdown suspected (q=0.046 <= 0.05): more pairs decide')
+    text = report.summary(night)
+    also = text[text.index('Also measured slower, undecided when the night stopped at its '
+                           'FAIL: '):]
+    assert report.text.short_label(other) in also and 'take 1.08x as long' in also

@@ -52,6 +52,22 @@ def _forest_range(gated: Sequence[Mapping[str, Any]], floor: float) -> tuple[flo
     return lo, max(hi, -FOREST_RIGHT_OF_ONE * lo / (1 - FOREST_RIGHT_OF_ONE))
 
 
+#: the forest's tick values: on a log axis plotly labels the minor ticks by their first
+#: digit, so 0.6 read "6" on a real FAIL night's page (2026-11-27)
+_FOREST_TICKS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0, 1.05,
+                 1.1, 1.25, 1.5, 2.0, 3.0, 5.0, 10.0, 20.0, 50.0, 100.0)
+
+
+def forest_ticks(xmin: float, xmax: float) -> list[float]:
+    """The ticks of a forest whose range is ``[xmin, xmax]`` in log10 units, each
+    labelled by its own value; the finest ones dropped first when there are many."""
+    ticks = [v for v in _FOREST_TICKS if xmin <= math.log10(v) <= xmax]
+    for finest in ((0.95, 1.05), (0.4, 0.6, 0.8, 0.9, 1.1, 1.25)):
+        if len(ticks) > 8:
+            ticks = [v for v in ticks if v not in finest]
+    return ticks
+
+
 def _forest_hover(m: Mapping[str, Any]) -> str:
     r, lo, hi = _perf(m)
     return (f'<b>{html.escape(short_label(m))}</b><br>{html.escape(m["label"])}<br>'
@@ -109,7 +125,9 @@ def forest_figure(result: Mapping[str, Any]) -> Any:
         xaxis={'type': 'log', 'range': [xmin, xmax], 'title': {'text': f'performance ratio cand/base, '
                f'{interval_label(result)} interval (an early look decides on a stricter '
                'bound: see hover)',
-               'standoff': 8}, 'showgrid': True, 'gridcolor': '#eaeef2'},
+               'standoff': 8}, 'showgrid': True, 'gridcolor': '#eaeef2',
+               'tickvals': forest_ticks(xmin, xmax),
+               'ticktext': [f'{v:g}' for v in forest_ticks(xmin, xmax)]},
         yaxis={'automargin': True, 'categoryorder': 'array',
                'categoryarray': [_wrap(short_label(m)) for m in gated],
                'range': [len(gated) - 0.5, -0.8]})

@@ -339,6 +339,13 @@ def summary(result: Mapping[str, Any]) -> str:
         bad = [slowdown_words(m) for m in gated if m['verdict'] == 'FAIL']
         text = (f'{len(bad)} of {len(gated)} gated metrics slower than the {cfg["margin"]:.0%} '
                 f'margin allows, significantly: ' + '; '.join(bad))
+        # the loop stops at a FAIL: a metric measured slower but undecided gets no more
+        # pairs, and a reader of the first screen should still hear of it
+        also = [slowdown_words(m) for m in gated if m['verdict'] == 'INCONCLUSIVE'
+                and (m.get('slower') or 'slowdown suspected' in str(m.get('reason') or ''))]
+        if also:
+            text += (f'. Also measured slower, undecided when the night stopped at its FAIL: '
+                     + '; '.join(also))
     elif overall == NO_SLOWDOWN_SEEN:
         text = no_slowdown_text(gated) + pairs_for_pass_text(
             [m for m in gated if m['verdict'] == NO_SLOWDOWN_SEEN])
