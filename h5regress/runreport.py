@@ -131,6 +131,17 @@ def testcases(text: str) -> list[Mapping[str, Any]]:
         raise ValueError(err) from None
 
 
+def num_cases(path: str | os.PathLike) -> int:
+    """How many test cases the session of the run report at ``path`` ran; OSError when
+    it cannot be read, ValueError (with the reason) when it is not a run report."""
+    with open(path, encoding='utf-8') as fp:
+        text = fp.read()
+    try:
+        return int(json.loads(text)['session_info']['num_cases'])
+    except (ValueError, KeyError, TypeError) as err:
+        raise ValueError(err) from None
+
+
 def parse_text(text: str, source: str) -> tuple[list[Record], list[str]]:
     """Records of one report's text, and the problems of what was skipped."""
     try:

@@ -44,7 +44,8 @@ from pathlib import Path
 from typing import Any
 
 # nightprocs: the nightly's handling of children (process groups, signals, leftovers)
-from h5regress import atomic, checkfiles, nightprocs, nightrun, runreport, stats, tools
+from h5regress import (atomic, checkfiles, nightprocs, nightrun, runrecords, runreport,
+                       stats, tools)
 from h5regress.cmdline import EXIT_ERROR, EXIT_USAGE, ArgParser, parse_args
 from h5regress.record import Record
 
@@ -144,8 +145,8 @@ def run_variant(variant: Variant, rep: int, build: str, study: Study, args) -> i
     nightprocs.stop_leftovers(f'the ReFrame run of {variant.label}')
     checkfiles.learn(cmd, env, report)
     try:
-        return json.loads(report.read_text())['session_info']['num_cases']
-    except (OSError, ValueError, KeyError):
+        return runreport.num_cases(report)
+    except (OSError, ValueError):
         return 0
 
 
@@ -502,8 +503,9 @@ def main(argv: Sequence[str] | None = None) -> int:
               f'under {args.out / "reports"} (--analyse-only reads them)', file=sys.stderr)
         return EXIT_ERROR
     # ReFrame's run reports carry the records (the perflogs beside them are for people)
-    records, problems = runreport.read([str(args.out / 'reports')]) \
-        if (args.out / 'reports').exists() else ([], [])
+    got = runrecords.read(reports=[str(args.out / 'reports')]) \
+        if (args.out / 'reports').exists() else runrecords.RunRecords()
+    records, problems = got.records, got.problems
     for problem in problems:
         print(f'h5regress study: skipped: {problem}', file=sys.stderr)
     if args.analyse_only and not records:

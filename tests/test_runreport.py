@@ -4,7 +4,10 @@ records as the perflog's lines, samples kept, failures and bad input skipped and
 import dataclasses
 import json
 
-from h5regress import perflog, runreport
+import pytest
+
+from h5regress import perflog, runrecords, runreport
+from h5regress.report import find_context
 from reframe_run import run_reframe
 from test_perflog import CONTEXT, HEADER, line
 
@@ -61,3 +64,30 @@ def test_a_real_runs_report_holds_the_records_of_its_perflog(tmp_path):
     logged, logged_problems = perflog.read([str(tmp_path / 'perflogs')])
     assert problems == logged_problems == [] and len(reported) == 2
     assert as_dicts(reported) == as_dicts(logged)
+
+
+def test_the_report_reads_the_run_reports_its_gate_read(tmp_path):
+    """A night's page finds tonight's records in the attempt's run reports (the gate's
+    input), beside perflogs that hold none of them, and still links the perflogs."""
+    attempt = '2026-11-21.t1'
+    paired = json.dumps({**json.loads(CONTEXT), 'pair_id': f'{attempt}-p01'})
+    for kind, text in (('reports', report(case(context=paired))), ('perflogs', HEADER)):
+        (tmp_path / kind / attempt).mkdir(parents=True)
+        (tmp_path / kind / attempt / f'a.{"json" if kind == "reports" else "log"}').write_text(
+            text)
+    result = {'attempt': attempt, 'baseline': 'hdf5-1.14.6', 'candidate': 'hdf5-b'}
+    ctx = find_context(result, tmp_path)
+    assert [r.run_id for recs in ctx['records'].values() for r in recs] == ['run1']
+    assert ctx['perflogs'] == f'perflogs/{attempt}'
+
+
+def test_the_one_reader_names_a_missing_path_and_keeps_the_gates_order(tmp_path):
+    missing = tmp_path / 'no-such'
+    with pytest.raises(runrecords.MissingInput, match=f'--reports {missing}: no such file'):
+        runrecords.read(reports=[str(missing)])
+    (tmp_path / 'r.json').write_text(report(case()))
+    (tmp_path / 'p.log').write_text('\n'.join([HEADER, line(value='2.5')]))
+    (tmp_path / 'x.jsonl').write_text('{oops\n')
+    got = runrecords.read(reports=[str(tmp_path / 'r.json')], perflogs=[str(tmp_path)],
+                          records=[str(tmp_path / 'x.jsonl')])
+    assert [r.value for r in got.records] == [2.5, 1.5] and len(got.problems) == 1
