@@ -3,6 +3,8 @@ records as the perflog's lines, samples kept, failures and bad input skipped and
 
 import dataclasses
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -91,3 +93,10 @@ def test_the_one_reader_names_a_missing_path_and_keeps_the_gates_order(tmp_path)
     got = runrecords.read(reports=[str(tmp_path / 'r.json')], perflogs=[str(tmp_path)],
                           records=[str(tmp_path / 'x.jsonl')])
     assert [r.value for r in got.records] == [2.5, 1.5] and len(got.problems) == 1
+
+
+def test_no_module_but_the_one_reader_parses_raw_run_records():
+    """The gate, the report, study and ``h5regress perflog`` read through runrecords."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'benchmarks'))
+    from redesign_figures import record_readers
+    assert record_readers() == []
