@@ -100,3 +100,17 @@ def test_no_module_but_the_one_reader_parses_raw_run_records():
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'benchmarks'))
     from redesign_figures import record_readers
     assert record_readers() == []
+
+
+def test_a_run_report_is_read_once_for_its_cases_and_session(tmp_path):
+    text = json.dumps({'session_info': {'num_cases': 3, 'prefix_output': '/o'},
+                       'runs': [{'testcases': [case()]}, {'testcases': [case(), case()]}]})
+    got = runreport.load(text)
+    assert (len(got.cases), got.num_cases, got.prefix_output) == (3, 3, '/o')
+    (tmp_path / 'r.json').write_text(report(case()))
+    assert runreport.num_cases(tmp_path / 'r.json') == 1
+    (tmp_path / 'bare.json').write_text('{"runs": []}')
+    with pytest.raises(ValueError, match='num_cases'):
+        runreport.num_cases(tmp_path / 'bare.json')
+    with pytest.raises(ValueError):
+        runreport.load('{"session_info": {}}')
