@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from h5regress import buildid, checkfiles, runreport
+from h5regress import buildid, checkfiles, runrecords, runreport
 from h5regress.cmdline import config_files
 from h5regress.gateconfig import GateConfig
 from h5regress.nightprocs import full_disk_note, log, run, stop_leftovers
@@ -159,12 +159,12 @@ def new_attempt(night: str) -> str:
 
 def attempt_perflogs(args) -> Path:
     """This attempt's perflogs, for people (the gate reads :func:`attempt_reports`)."""
-    return args.out / 'perflogs' / args.attempt
+    return args.out / runrecords.PERFLOGS / args.attempt
 
 
 def attempt_reports(args) -> Path:
     """This attempt's ReFrame run reports: the records its gate reads."""
-    return args.out / 'reports' / args.attempt
+    return args.out / runrecords.REPORTS / args.attempt
 
 
 def start_attempt(args) -> None:

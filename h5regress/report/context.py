@@ -55,7 +55,8 @@ def find_jobs(result: Mapping[str, Any], night_dir: Path | None, records: Sequen
     and the launcher of each record's command in its job script."""
     if night_dir is None or not result.get('attempt'):
         return {}, {}
-    jobs = read_job_files(night_dir / 'reports' / str(result['attempt']), night_dir / 'output')
+    jobs = read_job_files(night_dir / runrecords.REPORTS / str(result['attempt']),
+                          night_dir / 'output')
     return jobs, launchers(jobs, ((r.run_id, str(_command(r))) for r in records
                                   if r.run_id in jobs and _command(r)))
 
