@@ -183,11 +183,6 @@ def geo_interval(values: Sequence[float], confidence: float = 0.95) -> dict:
             'hi': math.exp(mean + half)}
 
 
-def param(record: Record, key: str) -> Any:
-    value = record.params.get(key)
-    return value.lower() if isinstance(value, str) else value
-
-
 # -- hdf5-vs-mpiio ----------------------------------------------------------------
 
 #: the IOR rows compared, by --pattern
