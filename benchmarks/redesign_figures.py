@@ -10,7 +10,9 @@
 - the places a new tool joins: the tracked files, outside tests, fixtures and prose, that
   name every declared tool (lists a new tool must join), beside its own check, parser and
   references;
-- the places a new h5paths row joins: the files outside the kernel that name every row.
+- the places a new h5paths row joins: the files outside the kernel that name every row;
+- the modules that read raw run records themselves (a perflog, run report or JSON-lines
+  parser called outside ``h5regress/runrecords.py`` and the parsers' own modules).
 
     benchmarks/redesign_figures.py
 """
@@ -30,6 +32,10 @@ sys.path.insert(0, str(REPO / 'tests'))
 from h5regress import catalog  # noqa: E402
 
 PROSE = ('.md', '.lock', '.txt')
+#: a call of a run-record parser (perflog, run report, JSON lines)
+READS_RECORDS = re.compile(r'\b(perflog|runreport)\.(read|parse_text|parse_bytes)\b'
+                           r'|\bread_jsonl\(')
+READERS = {'perflog.py', 'runreport.py', 'record.py', 'runrecords.py'}
 HAND_MADE_ID = re.compile(r'''f["']hdf5-\{|["']hdf5-["']\s*\+|(removeprefix|startswith)\(["']hdf5-["']''')
 
 
@@ -41,6 +47,13 @@ def tracked() -> list[Path]:
 
 def names_all(text: str, names: set[str]) -> bool:
     return all(re.search(rf'(?<![\w-]){re.escape(n)}(?![\w-])', text) for n in names)
+
+
+def record_readers() -> list[str]:
+    """The modules of h5regress that parse raw run records themselves."""
+    return sorted(str(p.relative_to(REPO)) for p in (REPO / 'h5regress').rglob('*.py')
+                  if not (p.parent.name == 'h5regress' and p.name in READERS)
+                  and READS_RECORDS.search(p.read_text(encoding='utf-8')))
 
 
 def measured_files() -> list[Path]:
@@ -102,6 +115,9 @@ def main() -> int:
     rows = {check_module().row_name(r) for r in check_module().rows()}
     row_lists = central_lists(rows, skip=('kernels/',))
     print(f'lists of every h5paths row: {len(row_lists)} ({" ".join(row_lists)})')
+    readers = record_readers()
+    print(f'modules reading raw run records beside runrecords: {len(readers)} '
+          f'({" ".join(readers)})')
     return 0
 
 

@@ -170,16 +170,16 @@ def cmd_parse(args) -> int:
 
 
 def cmd_perflog(args) -> int:
-    from h5regress import perflog
+    from h5regress import runrecords
     missing = [path for path in args.paths if not os.path.exists(path)]
     for path in missing:
         print(f'h5regress perflog: {path}: no such file or directory', file=sys.stderr)
     if missing:
         return EXIT_ERROR
-    records, problems = perflog.read(args.paths)
-    for record in records:
+    got = runrecords.read(perflogs=args.paths)
+    for record in got.records:
         print(record.to_json())
-    for problem in problems:
+    for problem in got.problems:
         print(f'h5regress perflog: skipped: {problem}', file=sys.stderr)
     return 0
 

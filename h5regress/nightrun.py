@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from h5regress import buildid, checkfiles
+from h5regress import buildid, checkfiles, runrecords, runreport
 from h5regress.cmdline import config_files
 from h5regress.gateconfig import GateConfig
 from h5regress.nightprocs import full_disk_note, log, run, stop_leftovers
@@ -159,12 +159,12 @@ def new_attempt(night: str) -> str:
 
 def attempt_perflogs(args) -> Path:
     """This attempt's perflogs, for people (the gate reads :func:`attempt_reports`)."""
-    return args.out / 'perflogs' / args.attempt
+    return args.out / runrecords.PERFLOGS / args.attempt
 
 
 def attempt_reports(args) -> Path:
     """This attempt's ReFrame run reports: the records its gate reads."""
-    return args.out / 'reports' / args.attempt
+    return args.out / runrecords.REPORTS / args.attempt
 
 
 def start_attempt(args) -> None:
@@ -261,8 +261,8 @@ def run_once(build: str, pair_id: str, args, env: dict, reports: Path | None = N
                  stdout=subprocess.DEVNULL if args.quiet else None)
     stop_leftovers(f'the ReFrame run of {pair_id} {build}')
     try:
-        cases = json.loads(report.read_text())['session_info']['num_cases']
-    except (OSError, ValueError, KeyError) as err:
+        cases = runreport.num_cases(report)
+    except (OSError, ValueError) as err:
         raise RuntimeError(f'ReFrame left no readable report {report} (exit '
                            f'{result.returncode}; {getattr(err, "strerror", None) or err})'
                            f'{full_disk_note(args.out)}') from None

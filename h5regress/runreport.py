@@ -122,13 +122,43 @@ def perf_values(case: Mapping[str, Any]) -> list[PerfValue]:
     return out
 
 
-def testcases(text: str) -> list[Mapping[str, Any]]:
-    """The test cases of a ReFrame run report's JSON text, every run's; ValueError
-    (with the parser's reason) when the text is not a run report."""
+@dataclasses.dataclass(frozen=True)
+class RunReport:
+    """What h5regress reads of one run report: its test cases (every run's, as ReFrame
+    writes them) and of its session, the cases it ran and where their output went."""
+    cases: list[Mapping[str, Any]]
+    num_cases: int | None
+    prefix_output: str
+
+
+def load(text: str) -> RunReport:
+    """The run report of a ReFrame run report's JSON text; ValueError (with the parser's
+    reason) when the text is not one."""
     try:
-        return [case for run in json.loads(text)['runs'] for case in run.get('testcases') or []]
+        data = json.loads(text)
+        cases = [case for run in data['runs'] for case in run.get('testcases') or []]
     except (ValueError, KeyError, TypeError, AttributeError) as err:
         raise ValueError(err) from None
+    session = data.get('session_info')
+    session = session if isinstance(session, Mapping) else {}
+    num = session.get('num_cases')
+    return RunReport(cases, num if isinstance(num, int) else None,
+                     str(session.get('prefix_output') or ''))
+
+
+def testcases(text: str) -> list[Mapping[str, Any]]:
+    """The test cases of a ReFrame run report's JSON text (:func:`load`)."""
+    return load(text).cases
+
+
+def num_cases(path: str | os.PathLike) -> int:
+    """How many test cases the session of the run report at ``path`` ran; OSError when
+    it cannot be read, ValueError (with the reason) when it is not a run report."""
+    with open(path, encoding='utf-8') as fp:
+        num = load(fp.read()).num_cases
+    if num is None:
+        raise ValueError('no session_info.num_cases')
+    return num
 
 
 def parse_text(text: str, source: str) -> tuple[list[Record], list[str]]:

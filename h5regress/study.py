@@ -44,7 +44,8 @@ from pathlib import Path
 from typing import Any
 
 # nightprocs: the nightly's handling of children (process groups, signals, leftovers)
-from h5regress import atomic, checkfiles, nightprocs, nightrun, runreport, stats, tools
+from h5regress import (atomic, checkfiles, nightprocs, nightrun, runrecords, runreport,
+                       stats, tools)
 from h5regress.cmdline import EXIT_ERROR, EXIT_USAGE, ArgParser, parse_args
 from h5regress.record import Record
 
@@ -144,8 +145,8 @@ def run_variant(variant: Variant, rep: int, build: str, study: Study, args) -> i
     nightprocs.stop_leftovers(f'the ReFrame run of {variant.label}')
     checkfiles.learn(cmd, env, report)
     try:
-        return json.loads(report.read_text())['session_info']['num_cases']
-    except (OSError, ValueError, KeyError):
+        return runreport.num_cases(report)
+    except (OSError, ValueError):
         return 0
 
 
@@ -180,11 +181,6 @@ def geo_interval(values: Sequence[float], confidence: float = 0.95) -> dict:
     half = sps.t.ppf(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n)
     return {'n': n, 'value': math.exp(mean), 'lo': math.exp(mean - half),
             'hi': math.exp(mean + half)}
-
-
-def param(record: Record, key: str) -> Any:
-    value = record.params.get(key)
-    return value.lower() if isinstance(value, str) else value
 
 
 # -- hdf5-vs-mpiio ----------------------------------------------------------------
@@ -502,8 +498,9 @@ def main(argv: Sequence[str] | None = None) -> int:
               f'under {args.out / "reports"} (--analyse-only reads them)', file=sys.stderr)
         return EXIT_ERROR
     # ReFrame's run reports carry the records (the perflogs beside them are for people)
-    records, problems = runreport.read([str(args.out / 'reports')]) \
-        if (args.out / 'reports').exists() else ([], [])
+    got = runrecords.read(reports=[str(args.out / 'reports')]) \
+        if (args.out / 'reports').exists() else runrecords.RunRecords()
+    records, problems = got.records, got.problems
     for problem in problems:
         print(f'h5regress study: skipped: {problem}', file=sys.stderr)
     if args.analyse_only and not records:

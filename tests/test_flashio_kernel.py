@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from h5regress.parsers import flashio
+from kernel_build import cmake_build
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / 'kernels' / 'flash-io'
@@ -49,10 +50,7 @@ pytestmark = pytest.mark.skipif(
 @pytest.fixture(scope='module')
 def flash_io(tmp_path_factory) -> Path:
     build = tmp_path_factory.mktemp('flash-io-build')
-    for cmd in (['cmake', '-S', str(SRC), '-B', str(build), '-DCMAKE_BUILD_TYPE=Release'],
-                ['cmake', '--build', str(build), '-j', '2']):
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-        assert p.returncode == 0, f'{" ".join(cmd)} failed:\n{p.stdout}\n{p.stderr}'
+    cmake_build(SRC, build)
     exe = build / 'flash-io'
     assert exe.is_file()
     return exe

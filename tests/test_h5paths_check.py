@@ -17,6 +17,7 @@ import pytest
 from h5regress import gate, gateconfig, manifest, perflog
 from h5regress.parsers import h5paths as parser
 from h5regress.parsers.h5paths_table import PATHS, Row
+from kernel_build import cmake_build
 from reframe_run import REPO, load_check_file, run_reframe, two_build_manifest
 from test_reliability import chained_config, full_fs  # noqa: F401 (a fixture)
 
@@ -264,10 +265,7 @@ def test_a_row_on_a_full_scratch_fails_naming_enospc(full_fs, tmp_path):
 def kernel_from_this_tree(tmp_path_factory):
     """The kernel built from this tree against the parallel HDF5 CMake finds (Debian's)."""
     build = tmp_path_factory.mktemp('h5paths-build')
-    for cmd in (['cmake', '-S', str(REPO / 'kernels' / 'h5paths'), '-B', str(build),
-                 '-DCMAKE_BUILD_TYPE=Release'], ['cmake', '--build', str(build), '-j', '2']):
-        out = subprocess.run(cmd, capture_output=True, text=True)
-        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    cmake_build(REPO / 'kernels' / 'h5paths', build)
     return build / 'h5paths'
 
 
@@ -314,12 +312,8 @@ def kernel_hdf5_1_14(tmp_path_factory):
     if not prefixes or not os.path.isdir(prefixes[0]):
         pytest.skip('no HDF5 1.14 build in the Spack manifest')
     build = tmp_path_factory.mktemp('h5paths-build-1.14')
-    for cmd in (['cmake', '-S', str(REPO / 'kernels' / 'h5paths'), '-B', str(build),
-                 '-DCMAKE_BUILD_TYPE=Release', f'-DHDF5_ROOT={prefixes[0]}',
-                 f'-DCMAKE_BUILD_RPATH={prefixes[0]}/lib'],
-                ['cmake', '--build', str(build), '-j', '2']):
-        out = subprocess.run(cmd, capture_output=True, text=True)
-        assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    cmake_build(REPO / 'kernels' / 'h5paths', build, f'-DHDF5_ROOT={prefixes[0]}',
+                f'-DCMAKE_BUILD_RPATH={prefixes[0]}/lib')
     return build / 'h5paths'
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from reframe.frontend.filters import have_any_name
 
-from h5regress import history, perflog, report
+from h5regress import history, report, runrecords
 from h5regress.report import links
 from h5regress.report.text import short_label
 
@@ -69,9 +69,9 @@ def _real_night(tmp_path: Path):
 
 
 def _context(res, recs, nightdir, monkeypatch):
-    """What the report finds in the night's directory (its perflogs read as ``recs``)."""
+    """What the report finds in the night's directory (its run reports read as ``recs``)."""
     (nightdir / 'perflogs' / ATTEMPT).mkdir(parents=True, exist_ok=True)
-    monkeypatch.setattr(perflog, 'read', lambda paths: (recs, []))
+    monkeypatch.setattr(runrecords, 'read', lambda **paths: runrecords.RunRecords(recs))
     return report.find_context(res, nightdir)
 
 

@@ -3,8 +3,13 @@ records as the perflog's lines, samples kept, failures and bad input skipped and
 
 import dataclasses
 import json
+import sys
+from pathlib import Path
 
-from h5regress import perflog, runreport
+import pytest
+
+from h5regress import perflog, runrecords, runreport
+from h5regress.report import find_context
 from reframe_run import run_reframe
 from test_perflog import CONTEXT, HEADER, line
 
@@ -61,3 +66,51 @@ def test_a_real_runs_report_holds_the_records_of_its_perflog(tmp_path):
     logged, logged_problems = perflog.read([str(tmp_path / 'perflogs')])
     assert problems == logged_problems == [] and len(reported) == 2
     assert as_dicts(reported) == as_dicts(logged)
+
+
+def test_the_report_reads_the_run_reports_its_gate_read(tmp_path):
+    """A night's page finds tonight's records in the attempt's run reports (the gate's
+    input), beside perflogs that hold none of them, and still links the perflogs."""
+    attempt = '2026-11-21.t1'
+    paired = json.dumps({**json.loads(CONTEXT), 'pair_id': f'{attempt}-p01'})
+    for kind, text in (('reports', report(case(context=paired))), ('perflogs', HEADER)):
+        (tmp_path / kind / attempt).mkdir(parents=True)
+        (tmp_path / kind / attempt / f'a.{"json" if kind == "reports" else "log"}').write_text(
+            text)
+    result = {'attempt': attempt, 'baseline': 'hdf5-1.14.6', 'candidate': 'hdf5-b'}
+    ctx = find_context(result, tmp_path)
+    assert [r.run_id for recs in ctx['records'].values() for r in recs] == ['run1']
+    assert ctx['perflogs'] == f'perflogs/{attempt}'
+
+
+def test_the_one_reader_names_a_missing_path_and_keeps_the_gates_order(tmp_path):
+    missing = tmp_path / 'no-such'
+    with pytest.raises(runrecords.MissingInput, match=f'--reports {missing}: no such file'):
+        runrecords.read(reports=[str(missing)])
+    (tmp_path / 'r.json').write_text(report(case()))
+    (tmp_path / 'p.log').write_text('\n'.join([HEADER, line(value='2.5')]))
+    (tmp_path / 'x.jsonl').write_text('{oops\n')
+    got = runrecords.read(reports=[str(tmp_path / 'r.json')], perflogs=[str(tmp_path)],
+                          records=[str(tmp_path / 'x.jsonl')])
+    assert [r.value for r in got.records] == [2.5, 1.5] and len(got.problems) == 1
+
+
+def test_no_module_but_the_one_reader_parses_raw_run_records():
+    """The gate, the report, study and ``h5regress perflog`` read through runrecords."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'benchmarks'))
+    from redesign_figures import record_readers
+    assert record_readers() == []
+
+
+def test_a_run_report_is_read_once_for_its_cases_and_session(tmp_path):
+    text = json.dumps({'session_info': {'num_cases': 3, 'prefix_output': '/o'},
+                       'runs': [{'testcases': [case()]}, {'testcases': [case(), case()]}]})
+    got = runreport.load(text)
+    assert (len(got.cases), got.num_cases, got.prefix_output) == (3, 3, '/o')
+    (tmp_path / 'r.json').write_text(report(case()))
+    assert runreport.num_cases(tmp_path / 'r.json') == 1
+    (tmp_path / 'bare.json').write_text('{"runs": []}')
+    with pytest.raises(ValueError, match='num_cases'):
+        runreport.num_cases(tmp_path / 'bare.json')
+    with pytest.raises(ValueError):
+        runreport.load('{"session_info": {}}')

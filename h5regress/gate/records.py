@@ -7,13 +7,13 @@ import datetime
 import fnmatch
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
-from h5regress import durability, perflog, runreport
+from h5regress import durability, runrecords
 from h5regress import refs as refs_mod
 from h5regress.cmdline import UsageError
-from h5regress.record import Record, read_jsonl
+from h5regress.record import Record
+from h5regress.runrecords import of_attempt
 
 
 def _match_value(pattern: Any, value: Any) -> bool:
@@ -45,31 +45,13 @@ def role_of(cfg: Mapping[str, Any], tool: str, operation: str, metric: str,
 def load_records(record_paths: Sequence[str] = (), perflog_dirs: Sequence[str] = (),
                  report_dirs: Sequence[str] = ()) -> tuple[list[Record], list[str]]:
     """Records from JSONL files, perflog directories and ReFrame run reports (files or
-    directories); bad lines become problems.
+    directories), read by :func:`h5regress.runrecords.read`; bad lines become problems.
 
-    A missing file is a usage error (``FileNotFoundError``); a malformed line
+    A missing path is a usage error (``FileNotFoundError``); a malformed line
     is skipped and named in the problems.
     """
-    records: list[Record] = []
-    problems: list[str] = []
-    for p in record_paths:
-        path = Path(p)
-        files = sorted(path.rglob('*.jsonl')) if path.is_dir() else [path]
-        for f in files:
-            text = f.read_text(encoding='utf-8', errors='replace')
-            recs, probs = read_jsonl(text, str(f))
-            records.extend(recs)
-            problems.extend(probs)
-    for option, dirs, reader in (('--perflogs', perflog_dirs, perflog.read),
-                                 ('--reports', report_dirs, runreport.read)):
-        for d in dirs:
-            if not Path(d).exists():   # not a malformed line: nothing to read at all
-                raise FileNotFoundError(f'{option} {d}: no such file or directory')
-        if dirs:
-            recs, probs = reader(list(dirs))
-            records.extend(recs)
-            problems.extend(str(p) for p in probs)
-    return records, problems
+    got = runrecords.read(records=record_paths, perflogs=perflog_dirs, reports=report_dirs)
+    return got.records, got.problems
 
 
 def check_builds(records: Sequence[Record], baseline: str, candidate: str,
@@ -180,11 +162,6 @@ class _Night:
         """The commit most records of one side name."""
         seen = self.commits[side]
         return max(seen, key=seen.get) if seen else None
-
-
-def of_attempt(pair_id: Any, attempt: str) -> bool:
-    """Whether a record's pair id belongs to a nightly attempt (``<attempt>-p<i>``)."""
-    return pair_id is not None and str(pair_id).rsplit('-p', 1)[0] == attempt
 
 
 def collect(records: Iterable[Record], baseline: str, candidate: str,

@@ -110,8 +110,9 @@ def _parser() -> ArgParser:
     parser.add_argument('--config', metavar='GATE_YAML',
                         help=GATE_CONFIG_HELP + ' (read for "history:")')
     parser.add_argument('--out', default='report', help='output directory (./report)')
-    parser.add_argument('--perflogs', help="tonight's perflog directory, for where the "
-                        'metrics ran (default: perflogs/<attempt> beside the result)')
+    parser.add_argument('--perflogs', help="tonight's perflog directory, read for where "
+                        "the metrics ran (default: the attempt's run reports, reports/<attempt> "
+                        'beside the result; its perflogs/<attempt> linked)')
     parser.add_argument('--manifest', help='the builds manifest (default: manifest.json '
                         'beside the result)')
     parser.add_argument('--repo-url', metavar='URL',

@@ -9,18 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from h5regress import history as hist_mod
-from h5regress import perflog
+from h5regress import runrecords
 from h5regress.record import Record
 from h5regress.report.jobs import JobFiles, launchers, read_job_files
 from h5regress.report.text import _finite, _rows, short_label
 
 
 # ------------------------------------------------------------------ where
-def _of_attempt(pair_id: Any, attempt: str) -> bool:
-    """Whether a record's pair id belongs to a nightly attempt (``<attempt>-p<i>``)."""
-    return pair_id is not None and str(pair_id).rsplit('-p', 1)[0] == attempt
-
-
 def collect_context(result: Mapping[str, Any], records: Sequence[Record] = (),
                     manifest: Mapping[str, Any] | None = None,
                     perflogs: str | None = None,
@@ -37,7 +32,7 @@ def collect_context(result: Mapping[str, Any], records: Sequence[Record] = (),
     for r in records:
         if r.hdf5_build not in builds:
             continue
-        if result.get('attempt') and not _of_attempt(r.pair_id, result['attempt']):
+        if result.get('attempt') and not runrecords.of_attempt(r.pair_id, result['attempt']):
             continue
         by_key.setdefault(hist_mod.metric_key(*r.key), []).append(r)
     mbuilds = (manifest or {}).get('builds') or {}
@@ -60,24 +55,29 @@ def find_jobs(result: Mapping[str, Any], night_dir: Path | None, records: Sequen
     and the launcher of each record's command in its job script."""
     if night_dir is None or not result.get('attempt'):
         return {}, {}
-    jobs = read_job_files(night_dir / 'reports' / str(result['attempt']), night_dir / 'output')
+    jobs = read_job_files(night_dir / runrecords.REPORTS / str(result['attempt']),
+                          night_dir / 'output')
     return jobs, launchers(jobs, ((r.run_id, str(_command(r))) for r in records
                                   if r.run_id in jobs and _command(r)))
 
 
 def find_context(result: Mapping[str, Any], night_dir: Path | None,
                  perflogs: str | None = None, manifest: str | None = None) -> dict[str, Any]:
-    """:func:`collect_context` from files: ``perflogs``/``manifest`` when given, else
-    where the nightly leaves them (``<night_dir>/perflogs/<attempt>``,
-    ``<night_dir>/manifest.json``); missing files leave the fields unknown."""
-    if perflogs is None and night_dir is not None and result.get('attempt'):
-        cand = night_dir / 'perflogs' / str(result['attempt'])
+    """:func:`collect_context` from files: the records of ``perflogs`` when given, else
+    of the attempt's run reports where the nightly leaves them (those its gate read:
+    :func:`h5regress.runrecords.of_night`); ``manifest`` when given, else
+    ``<night_dir>/manifest.json``. The perflogs (``<night_dir>/perflogs/<attempt>``
+    unless given) are linked for people. Missing files leave the fields unknown."""
+    attempt = str(result.get('attempt') or '')
+    records: list[Record] = []
+    if perflogs:
+        records = runrecords.read(perflogs=[perflogs]).records
+    elif night_dir is not None and attempt:
+        records = runrecords.of_night(night_dir, attempt).records
+        cand = night_dir / runrecords.PERFLOGS / attempt
         perflogs = str(cand) if cand.is_dir() else None
     if manifest is None and night_dir is not None and (night_dir / 'manifest.json').is_file():
         manifest = str(night_dir / 'manifest.json')
-    records: list[Record] = []
-    if perflogs:
-        records, _problems = perflog.read([perflogs])
     man = None
     if manifest:
         try:

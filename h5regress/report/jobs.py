@@ -15,7 +15,6 @@ case's last run tonight (the launcher line is the same in every run).
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import re
 import shlex
@@ -23,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from h5regress.runreport import testcases
+from h5regress import runreport
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,12 +50,11 @@ def job_files_of_report(text: str, output_dir: Path | None = None) -> dict[str, 
     """Run id -> its job's files, from one ReFrame run report's JSON text (nothing
     when it is not one)."""
     try:
-        cases = testcases(text)
-        prefix = str((json.loads(text).get('session_info') or {}).get('prefix_output') or '')
-    except (ValueError, AttributeError):
+        report = runreport.load(text)
+    except ValueError:
         return {}
-    out = {}
-    for case in cases:
+    prefix, out = report.prefix_output, {}
+    for case in report.cases:
         run_id, outdir = case.get('run_id'), case.get('outputdir')
         if not (run_id and outdir and isinstance(case, Mapping)):
             continue

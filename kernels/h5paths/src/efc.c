@@ -97,7 +97,7 @@ static int create(run_t *r, int salt)
 static int open_read(run_t *r)
 {
     const options_t *o = r->o;
-    hid_t fapl = -1, dxpl = -1, fid = -1, d = -1, fspace = -1, mspace = -1;
+    hid_t fapl = -1, dxpl = -1, fid = -1, mspace = -1;
     hsize_t n = (hsize_t)o->elements, start = (hsize_t)rank_offset(o->elements);
     char link[32];
     if ((fapl = make_fapl(o)) < 0 || (dxpl = make_dxpl(o)) < 0)
@@ -108,19 +108,15 @@ static int open_read(run_t *r)
     for (int pass = 0; pass < PASSES; pass++)
         for (long long f = 0; f < o->objects; f++) {
             snprintf(link, sizeof link, "l%05lld", f);
-            H5CHK(d, H5Dopen2(fid, link, H5P_DEFAULT));
-            H5CHK(fspace, H5Dget_space(d));
-            H5DO(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &start, NULL, &n, NULL));
-            H5DO(H5Dread(d, H5T_NATIVE_DOUBLE, mspace, fspace, dxpl, buf + f * o->elements));
-            H5CLOSE(H5Sclose, fspace);
-            H5CLOSE(H5Dclose, d);
+            if (read_rank_part(fid, link, mspace, dxpl, start, n, buf + f * o->elements) < 0)
+                goto fail;
         }
     note_io_mode(r, dxpl);
     H5CLOSE(H5Fclose, fid);
     H5CLOSE_ALL(&mspace, &dxpl, &fapl);
     return 0;
 fail:
-    H5RELEASE(&d, &fspace, &mspace, &fid, &dxpl, &fapl);
+    H5RELEASE(&mspace, &fid, &dxpl, &fapl);
     return -1;
 }
 

@@ -142,6 +142,10 @@ int close_phase_file(hid_t *fid, const char *path, int written, int *closed);
 void release_phase_file(hid_t *fid, const char *path, int written, int closed);
 void *xmalloc(size_t n);
 long long rank_offset(long long per_rank);
+/* open dataset `name` of fid and read this rank's n doubles from start into dst
+ * (through mspace, n elements); 0, or -1 with the error counted */
+int read_rank_part(hid_t fid, const char *name, hid_t mspace, hid_t dxpl, hsize_t start,
+                   hsize_t n, double *dst);
 int verify_fail(const char *phase, long long i, const char *member, const char *expected,
                 const char *got);
 /* verify_fail with the values as %.17g */

@@ -182,6 +182,22 @@ long long rank_offset(long long per_rank)
     return per_rank * (long long)g_rank;
 }
 
+int read_rank_part(hid_t fid, const char *name, hid_t mspace, hid_t dxpl, hsize_t start,
+                   hsize_t n, double *dst)
+{
+    hid_t d = -1, fspace = -1;
+    H5CHK(d, H5Dopen2(fid, name, H5P_DEFAULT));
+    H5CHK(fspace, H5Dget_space(d));
+    H5DO(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &start, NULL, &n, NULL));
+    H5DO(H5Dread(d, H5T_NATIVE_DOUBLE, mspace, fspace, dxpl, dst));
+    H5CLOSE(H5Sclose, fspace);
+    H5CLOSE(H5Dclose, d);
+    return 0;
+fail:
+    H5RELEASE(&fspace, &d);
+    return -1;
+}
+
 const char *path_join(char *buf, size_t n, const char *prefix, const char *name)
 {
     snprintf(buf, n, "%s%s", prefix, name);
