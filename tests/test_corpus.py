@@ -281,8 +281,11 @@ def test_every_stored_replay_is_of_a_replayed_case_and_its_commits():
     for res in results:
         case = cases[res['case']]
         assert case.status == 'replayed' and case.data.get('replays'), case.path
-        wanted = replay.pairs_of(case, fix='fix' in res['replays'], control=False)
-        assert {p.mode for p in wanted} <= set(res['replays']), case.path
+        # the regression, the fix, or both (a range this recipe cannot build, e.g. release
+        # tags of 1.8 and 1.10, has its fix replayed alone with --only fix)
+        wanted = [p for p in replay.pairs_of(case, fix='fix' in res['replays'], control=False)
+                  if p.mode in res['replays']]
+        assert wanted, case.path
         for pair in wanted:     # the regression (a fix-only case: the fix) and any fix
             done = res['replays'][pair.mode]
             assert (done['baseline'], done['candidate']) == (pair.baseline, pair.candidate)
