@@ -109,6 +109,11 @@ class Builder:
     def build(self, commit: str) -> Built:
         raise NotImplementedError
 
+    def prepare(self, commit: str) -> str:
+        """What a build needs before it starts, without building (a machine busy with a
+        measurement gets the cheap steps); returns what was done."""
+        return 'nothing to prepare'
+
 
 #: where Spack looks for a git commit's source in a mirror: ``_source-cache/`` + the git
 #: fetcher's ``mirror_id`` (``git/<path of the recipe's git URL>/<commit>``) + ``.tar.gz``,
@@ -168,12 +173,7 @@ class SpackBuilder(Builder):
             return
         part.rename(tarball)
 
-    def build(self, commit: str) -> Built:
-        path = self.work / 'builds' / commit[:12] / 'manifest.json'
-        if self.repo:
-            self.archive_source(commit)
-        cmd = self.command(commit, path)
-        install_log = self.work / 'builds' / commit[:12] / 'install.log'
+    def run_install(self, cmd: list[str], install_log: Path) -> None:
         install_log.parent.mkdir(parents=True, exist_ok=True)
         log('$ ' + ' '.join(cmd) + f' > {install_log}')
         with open(install_log, 'w') as fp:
@@ -181,6 +181,22 @@ class SpackBuilder(Builder):
         if code:
             tail = ' | '.join(install_log.read_text().strip().splitlines()[-3:])
             raise BuildFailed(f'spack-env/install exit {code}: {tail}')
+
+    def prepare(self, commit: str) -> str:
+        """The commit's source in the mirror and its environment copy concretized
+        (``--concretize-only``): the build that follows starts with the install."""
+        path = self.work / 'builds' / commit[:12] / 'manifest.json'
+        if self.repo:
+            self.archive_source(commit)
+        self.run_install(self.command(commit, path) + ['--concretize-only'],
+                         path.with_name('concretize.log'))
+        return f'concretized ({path.with_name("concretize.log")})'
+
+    def build(self, commit: str) -> Built:
+        path = self.work / 'builds' / commit[:12] / 'manifest.json'
+        if self.repo:
+            self.archive_source(commit)
+        self.run_install(self.command(commit, path), path.with_name('install.log'))
         data = json.loads(path.read_text())
         for build in data['builds'].values():
             if build['hdf5']['commit'] == commit:

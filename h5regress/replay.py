@@ -1,6 +1,6 @@
 """``h5regress replay``: a case of the regression corpus (``regressions/``), replayed.
 
-    h5regress replay CASE... | --all [--fix] [--no-control] [--only MODE]...
+    h5regress replay CASE... | --all [--fix] [--no-control] [--only MODE]... [--prepare]
                      [--builder spack|stand-in] --repo PATH [--mirror URL]... [--tool TOOL]... [--checks REGEX]
                      [--work DIR] [--results DIR]
 
@@ -17,6 +17,10 @@ its fix alone. The control is an A/A of the good commit against itself
 (``--no-control``: none): a FAIL there is a false alarm. ``--only MODE`` runs only
 those replays (``regression``, ``fix``, ``control``): e.g. the A/A of a case whose
 regression was replayed before, with other rows, in another work directory.
+``--prepare`` builds and runs nothing: each commit's source goes into the mirror and
+its environment copy is concretized, so that the replay, run later with the same
+options, starts with the builds (what can be done while another measurement holds
+the machine).
 
 One result per case (``<results>/<case>.json``): per replay the gate's verdict per
 row, ratio and interval, pairs, wall time, builds and how many were reused, and the
@@ -30,7 +34,8 @@ tarball without the missing files (:func:`source_tarball`), which a build does
 not need.
 
 Exit codes: 0 done, 1 a fix or control replay FAILed (a false alarm), 4 error (a
-case without commits to replay, a baseline that does not build), 64 bad usage.
+case without commits to replay, a baseline that does not build or, with
+``--prepare``, a commit that does not concretize), 64 bad usage.
 """
 
 from __future__ import annotations
@@ -219,6 +224,19 @@ def replay_pair(state: bisectsearch.State, builder: bisectbuild.Builder, runs: b
     return result
 
 
+def prepare_pairs(state: bisectsearch.State, builder: bisectbuild.Builder,
+                  pairs: Sequence[Pair]) -> None:
+    """Each commit the pairs need and the state has not built, prepared (no build)."""
+    for sha in dict.fromkeys(s for p in pairs for s in (p.baseline, p.candidate)):
+        if sha in state.data['builds']:
+            print(f'{sha[:12]}: built before ({state.data["builds"][sha]["status"]})')
+            continue
+        try:
+            print(f'{sha[:12]}: {builder.prepare(sha)}')
+        except bisectbuild.BuildFailed as err:
+            raise ReplayError(f'{sha}: cannot be prepared ({err})') from None
+
+
 def open_state(work: Path, params: dict[str, Any]) -> bisectsearch.State:
     path = work / STATE_FILE
     if not path.is_file():
@@ -325,6 +343,8 @@ def build_parser() -> ArgParser:
     p.add_argument('--only', action='append', choices=MODES, default=[], metavar='MODE',
                    help=f'run only these replays of each case ({", ".join(MODES)}); '
                         '--only fix needs no --fix, --only control no --no-control')
+    p.add_argument('--prepare', action='store_true',
+                   help='build and run nothing: sources and concretization only')
     p.add_argument('--repo', required=True, help='HDF5 clone (stand-in: stand-in repository)')
     p.add_argument('--builder', choices=('spack', 'stand-in'), default='spack')
     p.add_argument('--mirror', action='append', default=[], metavar='URL')
@@ -391,6 +411,9 @@ def run(args) -> int:
               'checks': args.checks, 'tools': sorted(args.tool),
               'looks': bisectsearch.looks(args.pairs, args.more_pairs, args.max_pairs)}
     state = open_state(work, params)
+    if args.prepare:
+        prepare_pairs(state, builder, pairs)
+        return 0
     results = args.results or work / 'results'
     false_fail = False
     for case in cases:

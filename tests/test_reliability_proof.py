@@ -154,6 +154,12 @@ def test_loaded_hdf5_against_the_build():
     assert loadedhdf5.problems('hdf5-1.14.1', '1.14.1', prefix, other) == [
         'kernel loaded HDF5 1.15.0 from /spack/hdf5-1.15.0/lib/libhdf5.so, but the records '
         'would be labelled hdf5-1.14.1: HDF5 1.14.1 of /spack/hdf5-1.14.1']
+    # a pre-release build (H5_VERS_SUBRELEASE) loads as its release: the kernel's
+    # H5get_libversion says 1.10.5 of the build labelled 1.10.5-snap1
+    snap = ('/spack/hdf5-git.a4cfd0bf',)
+    kernel = [loadedhdf5.Loaded('kernel', '1.10.5', snap[0] + '/lib/libhdf5.so.103')]
+    assert loadedhdf5.problems('hdf5-x', '1.10.5-snap1', snap, kernel) == []
+    assert len(loadedhdf5.problems('hdf5-x', '1.10.6-snap1', snap, kernel)) == 1
     # the same version from another prefix (another build of it) is another build
     copy = [loadedhdf5.Loaded('job', '1.14.1', '/elsewhere/lib/libhdf5.so.310')]
     assert len(loadedhdf5.problems('hdf5-1.14.1', '1.14.1', prefix, copy)) == 1
