@@ -214,17 +214,21 @@ def _init(barrier):
 
 
 def test_two_writers_of_the_same_night_take_turns(tmp_path):
-    ctx = multiprocessing.get_context('fork')
+    # spawn, not fork: a fork of the test process copies whatever lock another thread
+    # of it held (one worker hung 8 minutes in a loaded run of the whole suite), and a
+    # time limit makes any hang a failure
+    ctx = multiprocessing.get_context('spawn')
     workers = 6
     barrier = ctx.Barrier(workers)
     with ctx.Pool(workers, initializer=_init, initargs=(barrier,)) as pool:
-        got = pool.map(_writer, [(tmp_path, '2025-02-01', t, True, 1)
-                                 for t in range(workers)])
+        got = pool.map_async(_writer, [(tmp_path, '2025-02-01', t, True, 1)
+                                       for t in range(workers)]).get(timeout=300)
     outcomes = [r for rs in got for r in rs]
     assert outcomes.count('ok') == 1, outcomes          # one wins, the others are told
     barrier = ctx.Barrier(workers)
     with ctx.Pool(workers, initializer=_init, initargs=(barrier,)) as pool:
-        pool.map(_writer, [(tmp_path, '2025-02-02', t, False, 5) for t in range(workers)])
+        pool.map_async(_writer, [(tmp_path, '2025-02-02', t, False, 5)
+                                 for t in range(workers)]).get(timeout=300)
     hist = history.load(tmp_path)
     assert not hist.problems
     assert_whole(hist)
