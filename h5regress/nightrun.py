@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from h5regress import buildid, checkfiles
+from h5regress import buildid, checkfiles, sideload
 from h5regress.cmdline import config_files
 from h5regress.gateconfig import GateConfig
 from h5regress.nightprocs import full_disk_note, log, run, stop_leftovers
@@ -257,8 +257,11 @@ def run_once(build: str, pair_id: str, args, env: dict, reports: Path | None = N
         cmd += ['-S', setting]
     # the pairs repeat this selection: after its first run, only its tests' check files
     cmd = checkfiles.narrowed(cmd, env)
+    before = sideload.snapshot()
     result = run(cmd, env={**env, 'H5REGRESS_PAIR_ID': pair_id},
                  stdout=subprocess.DEVNULL if args.quiet else None)
+    # what the machine did meanwhile, for the gate's contention rule (issue 25)
+    sideload.write(report, sideload.between(pair_id, build, before, sideload.snapshot()))
     stop_leftovers(f'the ReFrame run of {pair_id} {build}')
     try:
         cases = json.loads(report.read_text())['session_info']['num_cases']
