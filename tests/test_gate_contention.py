@@ -10,6 +10,7 @@ import pytest
 
 from h5regress import gate, nightly, nightrun, runreport, sideload
 from h5regress.gate import contention
+from h5regress.report import text as report_text
 
 from test_gate import BASE, CAND, gated, paired, rec
 
@@ -62,7 +63,9 @@ def test_a_contended_pair_is_excluded_and_the_exclusion_recorded():
     (m,) = gated(res)
     assert m['n_pairs'] == 18 and m['excluded_pairs'] == 2 and m['verdict'] == 'FAIL'
     assert sum(s['contended'] for s in info['sides']) == 3 and len(info['sides']) == 40
-    assert 'EXCLUDED     pair 2025-01-10-p2' in gate.format_text(res)
+    text = gate.format_text(res)
+    assert 'EXCLUDED     pair 2025-01-10-p2' in text and '4 of contended pairs' in text
+    assert '2 contended pair(s) excluded (4 records' in report_text._skipped_text(res)
 
 
 def test_the_rule_is_blind_to_the_ratio():

@@ -129,7 +129,9 @@ def format_text(result: Mapping[str, Any]) -> str:
     skipped = c['malformed'] + c['duplicates'] + c['non_positive'] + c['direction_conflicts']
     out.append(f'  records: {c["records"]} read, {skipped} skipped ({c["malformed"]} malformed, '
                f'{c["duplicates"]} duplicate, {c["non_positive"]} non-positive), '
-               f'{c["other_build"]} of other builds, {c["perf_fail_samples"]} perf_fail kept')
+               f'{c["other_build"]} of other builds, '
+               + (f'{c["contended"]} of contended pairs, ' if c.get('contended') else '')
+               + f'{c["perf_fail_samples"]} perf_fail kept')
     if result.get('error'):
         out.append(f'  ERROR: {result["error"]}')
     out.append(f'overall: {result["overall"]} (exit {result["exit_code"]})')
