@@ -1,6 +1,7 @@
 """The gate's contention rule (issue 25): pairs whose side ran on a contended machine
 are excluded, judged from the sides' wall time and foreign CPU, never the ratio."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -57,7 +58,8 @@ def test_a_contended_pair_is_excluded_and_the_exclusion_recorded():
     info = res['contention']
     assert info['enabled'] and info['pairs_excluded'] == 2
     assert [x['pair'] for x in info['excluded']] == [f'{NIGHT}-p2', f'{NIGHT}-p3']
-    assert '849 s' in info['excluded'][0]['why'][0] and '(limit 1.5x)' in info['excluded'][0]['why'][0]
+    assert '849 s' in info['excluded'][0]['why'][0]
+    assert '(limit 1.5x and 30 s more)' in info['excluded'][0]['why'][0]
     assert info['judged_by'].startswith('wall time only')
     assert res['counts']['contended'] == 4 and info['records_excluded'] == 4
     (m,) = gated(res)
@@ -76,6 +78,15 @@ def test_the_rule_is_blind_to_the_ratio():
                   sides=sides(20, cand_factor=factor))
         assert res['contention']['pairs_excluded'] == 0
         assert gated(res)[0]['verdict'] == 'FAIL' and gated(res)[0]['n_pairs'] == 20
+
+
+def test_short_sides_are_judged_by_the_seconds_other_work_took_too():
+    """Sides of a few seconds (a test's night) vary by more than 1.5x with no
+    contention; 30 s more than the median are needed as well."""
+    walls = {(3, BASE): 9.0, (4, CAND): 200.0}
+    res = run(paired(10, 1.0), sides=[dataclasses.replace(s, wall_s=walls.get(
+        (int(s.pair_id.rsplit('-p', 1)[1]), s.build), 3.0)) for s in sides(10)])
+    assert [x['pair'] for x in res['contention']['excluded']] == [f'{NIGHT}-p4']
 
 
 def test_foreign_cpu_excludes_a_side_its_wall_time_does_not():
@@ -114,15 +125,19 @@ def test_off_gives_the_verdicts_of_the_gate_without_the_rule():
     assert gated(off)[0]['n_pairs'] == 20
 
 
-def report(path, pair_id, build, elapsed):
-    case = {'hdf5_build': build, 'h5r_context': json.dumps({'pair_id': pair_id})}
-    path.write_text(json.dumps({'session_info': {'time_elapsed': elapsed, 'num_cases': 1},
-                                'runs': [{'testcases': [case]}]}))
+def report(path, pair_id, build, elapsed, time_run=()):
+    """A run report of one side: a test case per ``time_run`` (one without when empty)."""
+    cases = [{'hdf5_build': build, 'h5r_context': json.dumps({'pair_id': pair_id}),
+              **({'time_run': t} if t is not None else {})} for t in time_run or [None]]
+    path.write_text(json.dumps({'session_info': {'time_elapsed': elapsed,
+                                                 'num_cases': len(cases)},
+                                'runs': [{'testcases': cases}]}))
     return path
 
 
 def test_sides_are_read_from_the_run_reports_and_their_side_files(tmp_path):
-    report(tmp_path / f'{NIGHT}-p1-{BASE}.json', f'{NIGHT}-p1', BASE, 98.0)
+    # the tests' run time, not ReFrame's loading of the checks
+    report(tmp_path / f'{NIGHT}-p1-{BASE}.json', f'{NIGHT}-p1', BASE, 98.0, (40.0, 50.5))
     rep = report(tmp_path / f'{NIGHT}-p1-{CAND}.json', f'{NIGHT}-p1', CAND, 99.0)
     load = sideload.SideLoad(f'{NIGHT}-p1', CAND, 1.0, 101.0, 100.0, 2,
                              {'user': 150.0, 'nice': 20.0, 'system': 10.0, 'idle': 20.0},
@@ -131,7 +146,7 @@ def test_sides_are_read_from_the_run_reports_and_their_side_files(tmp_path):
     got, problems = contention.load_sides([str(tmp_path)])
     assert problems == []
     assert [(s.build, s.wall_s, s.foreign_share) for s in got] == [
-        (BASE, 98.0, None), (CAND, 100.0, pytest.approx(0.3))]
+        (BASE, 90.5, None), (CAND, 99.0, pytest.approx(0.3))]
     assert load.foreign_share == pytest.approx(0.4)
     # the side file is no run report to the gate's reader
     assert runreport.read([str(tmp_path)])[1] == []

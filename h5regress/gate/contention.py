@@ -7,8 +7,10 @@ slowdown above its level. The rule reads only what each side recorded about the
 machine (:mod:`h5regress.sideload`, and the wall time of its ReFrame run report),
 never a measured value:
 
-* ``wall_factor``: the side's wall time is above ``wall_factor`` times the median
-  wall time of the SAME build's sides of the night (at least ``min_sides`` of them).
+* ``wall_factor``: the side's wall time (the time its tests ran, from its run report)
+  is above ``wall_factor`` times the median of the SAME build's sides of the night (at
+  least ``min_sides`` of them), and at least ``min_excess_s`` seconds above it (the
+  jitter of sides of a few seconds, as a test's night, is no contention).
   Never the other build's: a real slowdown (or speed-up) of the candidate changes
   every candidate side's wall time, and a rule across builds would exclude exactly
   that evidence;
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -85,15 +88,18 @@ def side_of_report(text: str, source: str) -> Side | None:
     if len(ids) != 1:
         return None
     (pair_id, build), = ids
-    wall = info.get('time_elapsed')
-    if wall is None and info.get('time_end_unix') and info.get('time_start_unix'):
-        wall = float(info['time_end_unix']) - float(info['time_start_unix'])
+    # the time its tests ran: without ReFrame's loading of the checks, which a
+    # build's first side of a night does in full and its later sides narrowed
+    runs = [case.get('time_run') for case in cases]
+    wall = math.fsum(runs) if runs and all(isinstance(t, (int, float)) for t in runs) \
+        else info.get('time_elapsed')
     return Side(pair_id, build, float(wall) if wall is not None else None, source=source)
 
 
 def with_load(side: Side, load: sideload.SideLoad) -> Side:
-    """A report's side with what its ``.side`` file recorded (the nightly's clock)."""
-    return dataclasses.replace(side, wall_s=load.wall_s, foreign_share=load.foreign_normal_share,
+    """A report's side with what its ``.side`` file recorded."""
+    return dataclasses.replace(side, wall_s=side.wall_s if side.wall_s is not None
+                               else load.wall_s, foreign_share=load.foreign_normal_share,
                                load_start=load.load_start[0], load_end=load.load_end[0])
 
 
@@ -143,16 +149,18 @@ def judge(sides: Sequence[Side], builds: Sequence[str], rule: Mapping[str, Any],
     out = Exclusion(True, 'wall time and foreign CPU' if foreign else
                     'wall time only (no side recorded its foreign CPU)')
     factor, limit = float(rule['wall_factor']), rule.get('foreign_share')
+    excess = float(rule['min_excess_s'])
     for build in builds:
         own = sorted((s for s in mine if s.build == build), key=lambda s: s.pair_id)
         walls = [s.wall_s for s in own if s.wall_s is not None]
         median = stats.median(walls) if len(walls) >= int(rule['min_sides']) else None
         for s in own:
             why = []
-            if median and s.wall_s is not None and s.wall_s > factor * median:
+            if median and s.wall_s is not None and s.wall_s > factor * median \
+                    and s.wall_s - median >= excess:
                 why.append(f'{build} side took {s.wall_s:.0f} s, {s.wall_s / median:.2f}x the '
                            f'median {median:.0f} s of its build\'s {len(walls)} sides '
-                           f'(limit {factor:g}x)')
+                           f'(limit {factor:g}x and {excess:g} s more)')
             if limit is not None and s.foreign_share is not None \
                     and s.foreign_share >= float(limit):
                 why.append(f'{build} side: processes outside the night took '
