@@ -11,10 +11,12 @@ so that no reader of run reports takes it for one) holds:
   around the ReFrame run, which the run report's ``session_info`` also gives);
 * ``cpu``: the machine's CPU seconds by ``/proc/stat`` column (user, nice, system,
   idle, iowait, irq, softirq, steal) over the side, and ``ncpu``;
-* ``own_cpu_s``: the CPU seconds of the night's process tree over the side (the
-  nightly and every descendant it and they waited for), so that ``busy - own`` is
-  the CPU taken by processes outside the night; the ``nice`` column is the part of
-  it at a lower priority (``nice`` > 0), which barely competes with the night;
+* ``own_cpu_s`` (``own_system_s`` of it in the kernel): the CPU seconds of the
+  night's process tree over the side (the nightly and every descendant it and they
+  waited for), so that ``busy - own`` is the CPU taken by processes outside the
+  night; /proc/stat's ``nice`` column is the user time of processes at a lower
+  priority (niceness > 0), which barely compete with a night at normal priority;
+  ``nice``: the night's own niceness;
 * ``load_start``/``load_end``: the 1, 5 and 15 minute load averages;
 * ``psi_start``/``psi_end``: ``/proc/pressure/{cpu,io}``'s ``some`` totals (µs), when
   the kernel has them.
@@ -48,6 +50,7 @@ class Snapshot:
     mono: float
     cpu: dict[str, float]           # seconds per /proc/stat column
     own_cpu: float                  # this process and its waited-for descendants
+    own_system: float               # ... of it in the kernel
     load: tuple[float, ...]
     psi: dict[str, float]
 
@@ -67,6 +70,9 @@ class SideLoad:
     load_end: tuple[float, ...]
     psi_start: dict[str, float] = dataclasses.field(default_factory=dict)
     psi_end: dict[str, float] = dataclasses.field(default_factory=dict)
+    own_system_s: float = 0.0
+    #: the night's niceness: above 0 its user time is in /proc/stat's nice column
+    nice: int = 0
 
     @property
     def foreign_cpu_s(self) -> float:
@@ -86,8 +92,11 @@ class SideLoad:
         column, left out; the night itself runs at normal priority)."""
         if self.wall_s <= 0:
             return 0.0
-        foreign = max(self.foreign_cpu_s - self.cpu.get('nice', 0.0), 0.0)
-        return foreign / (self.wall_s * self.ncpu)
+        normal = math.fsum(self.cpu.get(c, 0.0) for c in BUSY_COLUMNS if c != 'nice')
+        # the kernel's time of niced processes is in the system column: a niced night's
+        # own system time is there, its user time in the nice column
+        own = self.own_cpu_s if self.nice <= 0 else self.own_system_s
+        return max(normal - own, 0.0) / (self.wall_s * self.ncpu)
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -119,7 +128,7 @@ def snapshot() -> Snapshot:
     own = os.times()
     return Snapshot(time.time(), time.monotonic(), _proc_stat(),
                     own.user + own.system + own.children_user + own.children_system,
-                    tuple(os.getloadavg()), _psi())
+                    own.system + own.children_system, tuple(os.getloadavg()), _psi())
 
 
 def between(pair_id: str, build: str, before: Snapshot, after: Snapshot) -> SideLoad:
@@ -128,7 +137,8 @@ def between(pair_id: str, build: str, before: Snapshot, after: Snapshot) -> Side
                     os.cpu_count() or 1,
                     {c: after.cpu[c] - before.cpu[c] for c in before.cpu if c in after.cpu},
                     after.own_cpu - before.own_cpu, before.load, after.load,
-                    before.psi, after.psi)
+                    before.psi, after.psi, after.own_system - before.own_system,
+                    os.getpriority(os.PRIO_PROCESS, 0))
 
 
 def side_path(report: Path) -> Path:
@@ -160,7 +170,8 @@ def parse(text: str, source: str) -> SideLoad:
             {str(k): float(v) for k, v in data['cpu'].items()}, float(data['own_cpu_s']),
             tuple(map(float, data['load_start'])), tuple(map(float, data['load_end'])),
             {str(k): float(v) for k, v in (data.get('psi_start') or {}).items()},
-            {str(k): float(v) for k, v in (data.get('psi_end') or {}).items()})
+            {str(k): float(v) for k, v in (data.get('psi_end') or {}).items()},
+            float(data.get('own_system_s', 0.0)), int(data.get('nice', 0)))
     except (TypeError, ValueError, AttributeError) as err:
         raise ValueError(f'{source}: side record has a bad value ({err})') from None
     if side.ncpu < 1 or not side.wall_s >= 0:

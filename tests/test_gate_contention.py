@@ -148,6 +148,10 @@ def test_sides_are_read_from_the_run_reports_and_their_side_files(tmp_path):
     assert [(s.build, s.wall_s, s.foreign_share) for s in got] == [
         (BASE, 90.5, None), (CAND, 99.0, pytest.approx(0.3))]
     assert load.foreign_share == pytest.approx(0.4)
+    # a night run at nice 19: its user time is in the nice column, its system time not
+    niced = dataclasses.replace(load, cpu={'user': 50.0, 'nice': 100.0, 'system': 10.0},
+                                own_system_s=5.0, nice=19)
+    assert niced.foreign_normal_share == pytest.approx((60.0 - 5.0) / 200.0)
     # the side file is no run report to the gate's reader
     assert runreport.read([str(tmp_path)])[1] == []
     (tmp_path / f'{NIGHT}-p1-{CAND}.side').write_text('{"pair_id": "x"}')
