@@ -112,6 +112,16 @@ def test_too_few_pairs_left_is_never_pass():
     assert res['overall'] == 'INCONCLUSIVE'
 
 
+def test_a_night_whose_every_pair_is_contended_is_inconclusive_not_error():
+    walls = {(p, BASE): 1000.0 for p in range(5)}
+    walls.update({(p, CAND): 900.0 for p in range(5)})
+    res = run(paired(10, 1.0), sides=sides(10, walls, foreign={
+        (p, b): 0.5 for p in range(5, 10) for b in (BASE, CAND)}))
+    assert res['contention']['pairs_excluded'] == 10 and gated(res) == []
+    assert res['overall'] == 'INCONCLUSIVE' and 'every pair was excluded' in res['note']
+    assert 'NOTE: every pair was excluded as contended (10)' in gate.format_text(res)
+
+
 def test_off_gives_the_verdicts_of_the_gate_without_the_rule():
     recs = contended(20, 0.8, {2, 3})
     walls = {(2, BASE): 849.0, (3, BASE): 259.0}

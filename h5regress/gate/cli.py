@@ -134,6 +134,8 @@ def format_text(result: Mapping[str, Any]) -> str:
                + f'{c["perf_fail_samples"]} perf_fail kept')
     if result.get('error'):
         out.append(f'  ERROR: {result["error"]}')
+    if result.get('note'):
+        out.append(f'  NOTE: {result["note"]}')
     out.append(f'overall: {result["overall"]} (exit {result["exit_code"]})')
     return '\n'.join(out)
 
