@@ -90,7 +90,9 @@ def judge_look(pairs: list[dict], rule: dict, with_cpu: bool, k: int
     """The verdicts of a look at ``k`` pairs run, the pairs excluded, and whether one
     of them had no contended side."""
     sides = [contention.Side(str(i), b, pr['sides'][b]['wall'],
-                             pr['sides'][b]['foreign'] if with_cpu else None)
+                             pr['sides'][b]['foreign'] if with_cpu else None,
+                             pr['sides'][b]['foreign'] * pr['sides'][b]['wall'] * 2
+                             if with_cpu else None)
              for i, pr in enumerate(pairs) for b in BUILDS]
     out = contention.judge(sides, BUILDS, rule)
     kept = [pr for i, pr in enumerate(pairs) if str(i) not in out.excluded]

@@ -86,17 +86,21 @@ class SideLoad:
         return self.foreign_cpu_s / (self.wall_s * self.ncpu) if self.wall_s > 0 else 0.0
 
     @property
-    def foreign_normal_share(self) -> float:
-        """The share of the machine's CPU time taken outside the night's tree at normal
-        priority (``nice`` <= 0: the time of niced processes, /proc/stat's ``nice``
-        column, left out; the night itself runs at normal priority)."""
-        if self.wall_s <= 0:
-            return 0.0
+    def foreign_normal_cpu_s(self) -> float:
+        """CPU seconds taken outside the night's tree at normal priority (niceness <= 0:
+        the user time of niced processes, /proc/stat's ``nice`` column, left out)."""
         normal = math.fsum(self.cpu.get(c, 0.0) for c in BUSY_COLUMNS if c != 'nice')
         # the kernel's time of niced processes is in the system column: a niced night's
         # own system time is there, its user time in the nice column
         own = self.own_cpu_s if self.nice <= 0 else self.own_system_s
-        return max(normal - own, 0.0) / (self.wall_s * self.ncpu)
+        return max(normal - own, 0.0)
+
+    @property
+    def foreign_normal_share(self) -> float:
+        """:attr:`foreign_normal_cpu_s` as a share of the machine's CPU time."""
+        if self.wall_s <= 0:
+            return 0.0
+        return self.foreign_normal_cpu_s / (self.wall_s * self.ncpu)
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -98,6 +98,17 @@ def test_foreign_cpu_excludes_a_side_its_wall_time_does_not():
     assert x['pair'] == f'{NIGHT}-p5' and '60% of the CPU' in x['why'][0]
 
 
+def test_foreign_cpu_of_a_few_seconds_excludes_nothing():
+    """A test's side of 3 s with 60 % foreign CPU: 3.6 CPU seconds, under 30."""
+    short = [contention.Side(f'p{p}', b, 3.0, 0.6 if p == 2 else 0.0,
+                             3.6 if p == 2 else 0.0) for p in range(6) for b in (BASE, CAND)]
+    rule = gate.load_config()['contention']
+    assert contention.judge(short, (BASE, CAND), rule).excluded == {}
+    long = [dataclasses.replace(x, wall_s=100.0, foreign_s=120.0 * x.foreign_share)
+            for x in short]
+    assert list(contention.judge(long, (BASE, CAND), rule).excluded) == ['p2']
+
+
 def test_too_few_pairs_left_is_never_pass():
     """10 pairs run, 2 excluded: 8 left, fewer than the first look's 10; what would
     PASS is INCONCLUSIVE, saying why."""

@@ -15,8 +15,9 @@ never a measured value:
   every candidate side's wall time, and a rule across builds would exclude exactly
   that evidence;
 * ``foreign_share``: processes outside the night's tree at normal priority took at
-  least this share of the machine's CPU time during the side (only sides that
-  recorded it; the nightly writes a ``.side`` file beside each run report).
+  least this share of the machine's CPU time during the side, and at least
+  ``min_excess_s`` CPU seconds (only sides that recorded it; the nightly writes a
+  ``.side`` file beside each run report).
 
 A pair is excluded when either of its sides is contended; the gate then judges every
 metric on the pairs kept, at the levels of the pairs it reached
@@ -46,6 +47,7 @@ class Side:
     build: str
     wall_s: float | None
     foreign_share: float | None = None
+    foreign_s: float | None = None          # ... in CPU seconds
     load_start: float | None = None
     load_end: float | None = None
     source: str = ''
@@ -100,6 +102,7 @@ def with_load(side: Side, load: sideload.SideLoad) -> Side:
     """A report's side with what its ``.side`` file recorded."""
     return dataclasses.replace(side, wall_s=side.wall_s if side.wall_s is not None
                                else load.wall_s, foreign_share=load.foreign_normal_share,
+                               foreign_s=load.foreign_normal_cpu_s,
                                load_start=load.load_start[0], load_end=load.load_end[0])
 
 
@@ -162,10 +165,12 @@ def judge(sides: Sequence[Side], builds: Sequence[str], rule: Mapping[str, Any],
                            f'median {median:.0f} s of its build\'s {len(walls)} sides '
                            f'(limit {factor:g}x and {excess:g} s more)')
             if limit is not None and s.foreign_share is not None \
-                    and s.foreign_share >= float(limit):
+                    and s.foreign_share >= float(limit) \
+                    and (s.foreign_s is None or s.foreign_s >= excess):
                 why.append(f'{build} side: processes outside the night took '
-                           f'{s.foreign_share:.0%} of the CPU at normal priority '
-                           f'(limit {float(limit):.0%})')
+                           f'{s.foreign_share:.0%} of the CPU at normal priority'
+                           + (f', {s.foreign_s:.0f} s' if s.foreign_s is not None else '')
+                           + f' (limit {float(limit):.0%} and {excess:g} s)')
             out.sides.append({'pair': s.pair_id, 'build': build, 'wall_s': s.wall_s,
                               'wall_to_median': s.wall_s / median
                               if median and s.wall_s is not None else None,
