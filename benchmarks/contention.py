@@ -32,6 +32,7 @@ benchmarks/contention.py --nights 200``.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import math
 import random
 import sys
@@ -152,6 +153,9 @@ def cell(nights: int, seed: int, metrics: int, ratio: float, cv: float, p: float
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     ap.add_argument('--nights', type=int, default=200, help='nights per cell')
+    ap.add_argument('--aa-nights', type=int, default=0,
+                    help='nights per A/A cell (0: --nights)')
+    ap.add_argument('--jobs', type=int, default=1, help='cells run at once')
     ap.add_argument('--metrics', type=int, default=12)
     ap.add_argument('--cv', type=float, default=0.08)
     ap.add_argument('--seed', type=int, default=20261127)
@@ -165,22 +169,24 @@ def main() -> int:
     rule = CFG['contention']
     print(f'contention rule: wall_factor {rule["wall_factor"]}, min_sides {rule["min_sides"]}, '
           f'foreign_share {rule["foreign_share"]}; {args.metrics} gated metrics (the first '
-          f'slowed), CV {args.cv:.0%}, loop {LOOKS}, {args.nights} nights per cell, '
+          f'slowed), CV {args.cv:.0%}, loop {LOOKS}, {args.nights} nights per cell '
+          f'({args.aa_nights or args.nights} A/A), '
           f'seed {args.seed}')
     print(f'{"p":>5} {"ratio":>6} {"cand wall":>9} {"rule":<13} {"any FAIL":>9} '
           f'{"slowed FAIL":>11} {"slowed PASS":>11} {"PASS or NSS":>11} {"excl. pairs":>11} '
-          f'{"wrongful":>9}')
+          f'{"wrongful":>9} {"nights":>7}')
     started = time.monotonic()
-    for p in args.p:
-        for ratio in args.ratios:
-            for cw in args.cand_wall:
-                rows = cell(args.nights, args.seed, args.metrics, ratio, args.cv, p, cw)
-                for (label, _, _), r in zip(RULES, rows):
-                    fail, passed, nss = (f'{r[k]:.1%}' if ratio != 1.0 else '-'
-                                         for k in ('slowed_fail', 'slowed_pass', 'slowed_nss'))
-                    print(f'{p:>5.2f} {ratio:>6.2f} {cw:>9.2f} {label:<13} '
-                          f'{r["any_fail"]:>9.1%} {fail:>11} {passed:>11} {nss:>11} '
-                          f'{r["excluded"]:>11.2f} {r["wrong"]:>9.1%}', flush=True)
+    specs = [(args.aa_nights if ratio == 1.0 and args.aa_nights else args.nights, args.seed,
+              args.metrics, ratio, args.cv, p, cw)
+             for p in args.p for ratio in args.ratios for cw in args.cand_wall]
+    with concurrent.futures.ProcessPoolExecutor(args.jobs) as pool:
+        for (nights, _, _, ratio, _, p, cw), rows in zip(specs, pool.map(cell, *zip(*specs))):
+            for (label, _, _), r in zip(RULES, rows):
+                fail, passed, nss = (f'{r[k]:.1%}' if ratio != 1.0 else '-'
+                                     for k in ('slowed_fail', 'slowed_pass', 'slowed_nss'))
+                print(f'{p:>5.2f} {ratio:>6.2f} {cw:>9.2f} {label:<13} '
+                      f'{r["any_fail"]:>9.1%} {fail:>11} {passed:>11} {nss:>11} '
+                      f'{r["excluded"]:>11.2f} {r["wrong"]:>9.1%} {nights:>7}', flush=True)
     print(f'({time.monotonic() - started:.0f} s)')
     return 0
 
