@@ -204,3 +204,24 @@ def test_the_nightly_records_each_side_beside_its_report(tmp_path, monkeypatch):
     assert side.pair_id == 'p01' and side.build == 'b' and side.wall_s >= 0.5
     assert side.own_cpu_s >= 0.35 and len(side.load_start) == 3
     assert side.end_unix - side.start_unix == pytest.approx(side.wall_s, abs=0.05)
+
+
+def test_a_side_file_that_cannot_be_written_costs_the_night_nothing(tmp_path, monkeypatch,
+                                                                    capsys):
+    args = nightly.parse_args(['--out', str(tmp_path / 'out'), '--quiet', '--no-install',
+                               '--checks', '^flashio_check'])
+    nightrun.start_attempt(args)
+
+    def fake_reframe(cmd, env, stdout=None):
+        cmd = [str(w) for w in cmd]
+        report(tmp_path / cmd[cmd.index('--report-file') + 1], 'p01', 'b', 0.5)
+        return subprocess.CompletedProcess(cmd, 0)
+
+    def full(*_):
+        raise OSError(28, 'No space left on device')
+    monkeypatch.setattr(nightrun, 'run', fake_reframe)
+    monkeypatch.setattr(nightrun, 'stop_leftovers', lambda what: None)
+    monkeypatch.setattr(nightrun.checkfiles, 'learn', lambda *a: None)
+    monkeypatch.setattr(sideload, 'write', full)
+    assert nightrun.run_once('b', 'p01', args, {}) == 0
+    assert 'p01-b.side not written (No space left on device)' in capsys.readouterr().err
