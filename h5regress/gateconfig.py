@@ -83,6 +83,7 @@ class GateConfig(MutableMapping):
     degraded: dict[str, Any]
     history_variance: dict[str, Any]
     modes: dict[str, Any]
+    contention: dict[str, Any]
     change_points: dict[str, Any]
     ceiling: dict[str, Any]
     refs: dict[str, Any]

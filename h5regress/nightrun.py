@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from h5regress import buildid, checkfiles, runrecords, runreport
+from h5regress import buildid, checkfiles, runrecords, runreport, sideload
 from h5regress.cmdline import config_files
 from h5regress.gateconfig import GateConfig
 from h5regress.nightprocs import full_disk_note, log, run, stop_leftovers
@@ -257,8 +257,10 @@ def run_once(build: str, pair_id: str, args, env: dict, reports: Path | None = N
         cmd += ['-S', setting]
     # the pairs repeat this selection: after its first run, only its tests' check files
     cmd = checkfiles.narrowed(cmd, env)
+    before = sideload.snapshot()
     result = run(cmd, env={**env, 'H5REGRESS_PAIR_ID': pair_id},
                  stdout=subprocess.DEVNULL if args.quiet else None)
+    side = sideload.between(pair_id, build, before, sideload.snapshot())
     stop_leftovers(f'the ReFrame run of {pair_id} {build}')
     try:
         cases = runreport.num_cases(report)
@@ -266,6 +268,11 @@ def run_once(build: str, pair_id: str, args, env: dict, reports: Path | None = N
         raise RuntimeError(f'ReFrame left no readable report {report} (exit '
                            f'{result.returncode}; {getattr(err, "strerror", None) or err})'
                            f'{full_disk_note(args.out)}') from None
+    try:    # what the machine did meanwhile, for the gate's contention rule (issue 25)
+        sideload.write(report, side)
+    except OSError as err:
+        log(f'{sideload.side_path(report)} not written ({err.strerror or err}): the gate '
+            f'judges this side by its wall time alone')
     checkfiles.learn(cmd, env, report)
     if not cases:
         raise RuntimeError(f'no test of build {build} matched {" ".join(args.select)!r} '

@@ -73,6 +73,14 @@ regression (or a clear PASS) stops the reruns, and the whole loop keeps the
 error rates of a single look; weaker evidence stays INCONCLUSIVE until more
 pairs come.
 
+Contended pairs (``contention`` in the config, :mod:`h5regress.gate.contention`): a
+pair one of whose sides ran while other processes took the machine is left out of
+every metric, judged from what the sides recorded (wall time against the same build's
+sides of the night, the CPU taken outside the night's process tree:
+:mod:`h5regress.sideload`), never from a measured ratio; ``contention`` in the result
+names the pairs and why, and a metric left with fewer pairs than the first look is
+never PASS.
+
 Write flush (:mod:`h5regress.durability`): each write figure's records say where its
 timed phase ends, ``write_flush``: ``fsync``, ``O_SYNC``, ``O_DIRECT`` or ``none`` (the
 page cache). A judged metric (gated, canary, control) whose records disagree on it --

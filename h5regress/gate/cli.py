@@ -20,7 +20,9 @@ from h5regress.cmdline import (EXIT_ERROR, EXIT_USAGE, ArgParser, GATE_CONFIG_HE
 from h5regress.gateconfig import (REFERENCES_DIR, ConfigError, GateConfig, load_config,
                                   looks_arg)
 from h5regress.record import Record
-from h5regress.gate.records import _night_of, check_builds, collect, default_night, load_records
+from h5regress.gate import contention
+from h5regress.gate.records import (_night_of, check_builds, collect, default_night,
+                                     load_records, of_attempt)
 from h5regress.gate.comparing import NOT_FLUSHED, compare
 from h5regress.gate.verdicts import NO_SLOWDOWN_SEEN, decide_all
 from h5regress.gate.night import annotate, history_lines
@@ -34,13 +36,16 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
              problems: Sequence[str] = (), night: str | None = None,
              looks: Sequence[int] | None = None, baseline_commit: str | None = None,
              candidate_commit: str | None = None, attempt: str | None = None,
-             injected_slowdown: float = 0.0, pairs_run: int | None = None) -> dict[str, Any]:
+             injected_slowdown: float = 0.0, pairs_run: int | None = None,
+             sides: Sequence[contention.Side] = ()) -> dict[str, Any]:
     """Gate one night; returns the result mapping (JSON-serialisable).
 
     ``looks``: the pair counts at which the nightly's loop gates (default the
     config's); ``pairs_run``: how many pairs it has run at this look (default:
-    the most pairs of any judged metric), so that a metric that lost pairs is
-    judged at the look it is in, on the pairs it has.
+    the most pairs of any judged metric, with the pairs excluded), so that a
+    metric that lost pairs is judged at the look it is in, on the pairs it has.
+    ``sides``: what each side of the night recorded of the machine, from which
+    :func:`contention.judge` excludes the contended pairs.
 
     :func:`collect` the samples per metric, :func:`compare` the builds per
     metric, :func:`decide_all` the verdicts, :func:`annotate` the night.
@@ -48,7 +53,9 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
     cfg = GateConfig.of(cfg or load_config())       # a copy: the stages may not change it
     looks = looks if looks is not None else cfg.looks
     history = history or hist_mod.History()
-    tonight = collect(records, baseline, candidate, problems, attempt)
+    exclusion = contention.judge(sides, (baseline, candidate), cfg.contention,
+                                 lambda p: attempt is None or of_attempt(p, attempt))
+    tonight = collect(records, baseline, candidate, problems, attempt, exclusion.excluded)
     base_commit = baseline_commit or tonight.commit('base')
     cand_commit = candidate_commit or tonight.commit('cand')
     # a candidate slowed on purpose (a stand-in night's --inject-slowdown) shares the
@@ -59,7 +66,10 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
     if pairs_run is None:
         pairs_run = max((m.comp.n for m in comparisons
                          if m.comp is not None and m.role != 'reported'), default=None)
+        pairs_run = pairs_run and pairs_run + len(exclusion.excluded)
     decide_all(comparisons, cfg, looks, pairs_run)
+    contention.mark_rows(comparisons, exclusion, tonight.counts['contended'],
+                         looks[0] if looks else cfg.min_pairs)
     result: dict[str, Any] = {
         'version': 1, 'night': night or _night_of(tonight.last_ts), 'attempt': attempt,
         'timestamp': tonight.last_ts or None,
@@ -70,6 +80,7 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
                                        'intervals', 'min_pairs', 'hdf5_overhead')}
         | {'looks': looks, 'pairs_run': pairs_run},
         'metrics': [m.row for m in comparisons], 'counts': tonight.counts,
+        'contention': exclusion.as_dict(cfg.contention),
         'problems': tonight.problems[:50], 'problem_count': len(tonight.problems),
     }
     annotate(result, cfg, history, references)
@@ -94,6 +105,8 @@ def format_text(result: Mapping[str, Any]) -> str:
                 and m.get('pairs_for_pass') else '')
         out.append(f'  {m["verdict"]:<12} {m["label"]}: ratio {ratio} [{lo}, {hi}] '
                    f'n={m["n_pairs"]} {m.get("method") or ""} ({m["reason"]}{need})')
+    for pair in (result.get('contention') or {}).get('excluded', ()):
+        out.append(f'  EXCLUDED     pair {pair["pair"]}: {"; ".join(pair["why"])}')
     for label in result.get('not_flushed', ()):
         out.append(f'  NOT FLUSHED  {label}: write_flush none, {NOT_FLUSHED} (the verdict '
                    f'is on page-cache speed)')
@@ -116,9 +129,13 @@ def format_text(result: Mapping[str, Any]) -> str:
     skipped = c['malformed'] + c['duplicates'] + c['non_positive'] + c['direction_conflicts']
     out.append(f'  records: {c["records"]} read, {skipped} skipped ({c["malformed"]} malformed, '
                f'{c["duplicates"]} duplicate, {c["non_positive"]} non-positive), '
-               f'{c["other_build"]} of other builds, {c["perf_fail_samples"]} perf_fail kept')
+               f'{c["other_build"]} of other builds, '
+               + (f'{c["contended"]} of contended pairs, ' if c.get('contended') else '')
+               + f'{c["perf_fail_samples"]} perf_fail kept')
     if result.get('error'):
         out.append(f'  ERROR: {result["error"]}')
+    if result.get('note'):
+        out.append(f'  NOTE: {result["note"]}')
     out.append(f'overall: {result["overall"]} (exit {result["exit_code"]})')
     return '\n'.join(out)
 
@@ -262,6 +279,8 @@ def gate_request(args: GateRequest) -> int:
     try:
         cfg = args.configured()
         records, problems = load_records(args.records, args.perflogs, args.reports)
+        sides, side_problems = contention.load_sides(args.reports)
+        problems += side_problems
         check_builds(records, args.baseline, args.candidate, args.attempt)
         hdir = hist_mod.resolve_dir(args.history, cfg)
         night = args.night or default_night(records)
@@ -275,7 +294,7 @@ def gate_request(args: GateRequest) -> int:
                           looks=args.looks, pairs_run=args.pairs_run,
                           baseline_commit=args.baseline_commit,
                           candidate_commit=args.candidate_commit, attempt=args.attempt,
-                          injected_slowdown=args.injected_slowdown)
+                          injected_slowdown=args.injected_slowdown, sides=sides)
         if history.problems:
             result['problems'].extend(history.problems[:10])
             result['problem_count'] += len(history.problems)

@@ -41,6 +41,11 @@ def annotate(result: dict[str, Any], cfg: Mapping[str, Any], history: hist_mod.H
         result['error'] = '; '.join(f'{m["label"]}: {m["reason"]}' for m in conflicts)
     elif any(d['degraded'] for d in result['degraded']):
         overall = 'DEGRADED'
+    elif not gated and (result.get('contention') or {}).get('pairs_excluded'):
+        # every pair of the night ran on a contended machine: more pairs may decide
+        overall = 'INCONCLUSIVE'
+        result['note'] = (f'every pair was excluded as contended '
+                          f'({result["contention"]["pairs_excluded"]}): nothing left to gate')
     elif not gated:
         overall = 'ERROR'
         result['error'] = ('nothing to gate: no records of a gated metric for builds '

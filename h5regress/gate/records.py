@@ -6,7 +6,7 @@ import dataclasses
 import datetime
 import fnmatch
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from h5regress import durability, runrecords
@@ -165,18 +165,23 @@ class _Night:
 
 
 def collect(records: Iterable[Record], baseline: str, candidate: str,
-            problems: Sequence[str] = (), attempt: str | None = None) -> _Night:
+            problems: Sequence[str] = (), attempt: str | None = None,
+            excluded_pairs: Collection[str] = ()) -> _Night:
     """Samples per metric of the two builds (of one nightly ``attempt`` when given);
-    other builds, other attempts and bad records counted."""
+    other builds, other attempts, the records of ``excluded_pairs`` (contended:
+    :mod:`h5regress.gate.contention`) and bad records counted."""
     night = _Night({}, {'records': 0, 'malformed': len(problems), 'other_build': 0,
-                        'other_attempt': 0, 'duplicates': 0, 'non_positive': 0,
-                        'direction_conflicts': 0, 'perf_fail_samples': 0},
+                        'other_attempt': 0, 'contended': 0, 'duplicates': 0,
+                        'non_positive': 0, 'direction_conflicts': 0, 'perf_fail_samples': 0},
                    list(problems), {'base': {}, 'cand': {}})
     seen: set = set()
     for rec in records:
         night.counts['records'] += 1
         if attempt is not None and not of_attempt(rec.pair_id, attempt):
             night.skip('other_attempt')
+            continue
+        if rec.pair_id is not None and str(rec.pair_id) in excluded_pairs:
+            night.skip('contended')
             continue
         if rec.hdf5_build == baseline:
             side = 'base'

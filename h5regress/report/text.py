@@ -251,7 +251,19 @@ def _skipped_text(result: Mapping[str, Any]) -> str:
             f'{c["duplicates"]} duplicate, {c["non_positive"]} non-positive, '
             f'{c["direction_conflicts"]} with a conflicting direction; '
             f'{c["other_build"]} of other builds ignored; {c["perf_fail_samples"]} samples '
-            f'outside their reference envelope (perf_fail) kept as samples.')
+            f'outside their reference envelope (perf_fail) kept as samples.'
+            + _excluded_text(result.get('contention') or {}))
+
+
+def _excluded_text(contention: Mapping[str, Any]) -> str:
+    """The pairs the gate left out as contended (issue 25), and why."""
+    if not contention.get('excluded'):
+        return ''
+    return (f' {contention["pairs_excluded"]} contended pair(s) excluded '
+            f'({contention["records_excluded"]} records; judged by '
+            f'{contention["judged_by"]}): '
+            + '; '.join(f'{x["pair"]}: {", ".join(x["why"])}' for x in contention['excluded'])
+            + '.')
 
 
 #: what the verdicts mean in numbers, measured by benchmarks/calibrate.py (issue 19) at
