@@ -1,0 +1,167 @@
+"""A commit range's changed HDF5 functions put to use (issue 28): which rows a bisect
+runs.
+
+The map used for a range is the one of its bad commit when there is one; else the
+map whose commit keeps the most of the range's changed lines (each followed there
+through ``git diff``, :func:`h5regress.coverage.changes_between`), labelled as of
+that other commit wherever the choice is said. A bisect runs only the rows that
+execute a changed function when the map can say so for the whole range; otherwise
+(a changed line no map places, no mapped row executing any changed function) it
+runs every row of the night, and says why. A row the map does not hold is never
+left out: nothing is known of what it executes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from h5regress import coverage, nightrun
+from h5regress.coverage import ChangedFunction, CoverageError, CoverageMap
+
+
+@dataclasses.dataclass(frozen=True)
+class MapChoice:
+    """The map read for a range, and the range's changes placed on it."""
+    path: str
+    cmap: CoverageMap
+    changes: coverage.ChangeSet
+    good: str
+    bad: str
+
+    def label(self) -> str:
+        """The map, named with its build and commit; 'not of BAD' when it is another's."""
+        own = f'{self.path} ({self.cmap.build} at {self.cmap.commit[:12]})'
+        if not self.changes.followed:
+            return own
+        return (f'{own}, a map of another commit than the range\'s bad {self.bad[:12]}: its '
+                f'changed lines were followed there, {self.changes.lost} of them changed '
+                f'again since (not placed)')
+
+
+def read_maps(paths: Iterable[Path]) -> list[tuple[str, CoverageMap]]:
+    """Each map file; one that is missing, unreadable or says no commit is named."""
+    out = []
+    for path in paths:
+        try:
+            cmap = CoverageMap.from_json(Path(path).read_text(), str(path))
+        except OSError as err:
+            raise CoverageError(f'{path}: {err.strerror}') from None
+        if not cmap.commit:
+            raise CoverageError(f'{path}: the map does not say its HDF5 commit, so it '
+                                f'cannot be matched to a range (h5regress coverage map '
+                                f'--commit SHA)')
+        out.append((str(path), cmap))
+    return out
+
+
+def choose_map(repo: str, good: str, bad: str, maps: Sequence[tuple[str, CoverageMap]],
+               paths: Sequence[str] = ('src',)) -> MapChoice:
+    """The map of ``bad``'s commit; else, of maps of other commits, the one that places
+    the most of the range's changed lines (fewest lost; the first given on a tie)."""
+    if not maps:
+        raise CoverageError('no coverage map given')
+    bad_sha = coverage.resolve(repo, bad)
+    for where, cmap in maps:
+        if coverage.resolve(repo, cmap.commit) == bad_sha:
+            return MapChoice(where, cmap, coverage.changes_between(repo, good, bad, cmap,
+                                                                   paths), good, bad_sha)
+    placed = [MapChoice(where, cmap, coverage.changes_between(repo, good, bad, cmap, paths),
+                        good, bad_sha) for where, cmap in maps]
+    return min(placed, key=lambda c: c.changes.lost)
+
+
+@dataclasses.dataclass(frozen=True)
+class RowChoice:
+    """Which mapped rows execute a function the range changes (``run``) and which
+    execute none (``left_out``); ``fallback`` says why every row runs instead."""
+    map: MapChoice
+    run: tuple[str, ...]
+    left_out: tuple[str, ...]
+    fallback: str | None
+
+    @property
+    def changed(self) -> list[ChangedFunction]:
+        return self.map.changes.functions
+
+    def lines(self) -> list[str]:
+        """What the choice is, for a person: the map, the changes, the rows."""
+        changed = self.changed
+        blind = [f'{c.name} ({c.file})' for c in changed if not c.rows]
+        out = [f'coverage map {self.map.label()}',
+               f'the range {self.map.good[:12]}..{self.map.bad[:12]} changes {len(changed)} HDF5 '
+               f'function(s) of the map; its rows execute {len(changed) - len(blind)}'
+               + (f'; no mapped row executes {_few(blind)}' if blind else '')]
+        if self.fallback:
+            out.append(f'{self.fallback}: every row of the night runs')
+        else:
+            out.append(f'{len(self.run)} mapped row(s) execute a changed function and run; '
+                       f'{len(self.left_out)} mapped row(s) execute none and are left out'
+                       + (f' ({_few(sorted(map(short_row, self.left_out)))})'
+                          if self.left_out else '')
+                       + '; rows the map does not hold run')
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {'map': self.map.path, 'map_build': self.map.cmap.build,
+                'map_commit': self.map.cmap.commit, 'bad': self.map.bad,
+                'followed': self.map.changes.followed, 'lost_lines': self.map.changes.lost,
+                'changed': len(self.changed),
+                'not_exercised': [f'{c.file}:{c.name}' for c in self.changed if not c.rows],
+                'rows_run': list(self.run), 'rows_left_out': list(self.left_out),
+                'fallback': self.fallback, 'said': self.lines()}
+
+
+def _few(names: Sequence[str], limit: int = 6) -> str:
+    more = len(names) - limit
+    return ', '.join(names[:limit]) + (f' and {more} more' if more > 0 else '')
+
+
+def short_row(row: str) -> str:
+    """A row's name for a sentence: its benchmark when it names one."""
+    return row.split('%benchmark=')[-1]
+
+
+def choose_rows(repo: str, good: str, bad: str, map_paths: Iterable[Path]) -> RowChoice:
+    """The rows of the range's changed functions, by the best map for the range."""
+    choice = choose_map(repo, good, bad, read_maps(map_paths))
+    changed = choice.changes.functions
+    run = set(coverage.rows_executing_any(choice.cmap, [(c.file, c.name) for c in changed]))
+    fallback = None
+    if choice.changes.lost:
+        fallback = (f'{choice.changes.lost} changed line(s) of the range are no line of the '
+                    f'map\'s commit, so which rows run them is not known')
+    elif not changed:
+        fallback = 'the range changes no HDF5 function of the map'
+    elif not run:
+        fallback = (f'no mapped row executes any of the {len(changed)} changed HDF5 '
+                    f'function(s)')
+    if fallback:
+        return RowChoice(choice, (), (), fallback)
+    left_out = tuple(sorted(set(choice.cmap.rows) - run))
+    return RowChoice(choice, tuple(sorted(run)), left_out, None)
+
+
+def night_selection(choice: RowChoice) -> tuple[str, ...] | None:
+    """ReFrame's options of a bisect step: the night's rows but the mapped ones that
+    execute no changed function (None: the night's, unchanged)."""
+    if choice.fallback or not choice.left_out:
+        return None
+    return (*nightrun.NIGHT_SELECTION, '-x', nightrun.tests_regex(list(choice.left_out)))
+
+
+def keep_tests(tests: Sequence[str], choice: RowChoice) -> tuple[list[str], str | None]:
+    """Of ``tests`` (a night's names), all but those the choice leaves out (rows meet
+    by their names without the HDF5 build, :func:`coverage.row_name`), and why all of
+    them are kept when it leaves out every one (the map cannot say which of them saw
+    the slowdown)."""
+    if choice.fallback:
+        return list(tests), None
+    out = {coverage.row_name(r) for r in choice.left_out}
+    kept = [t for t in tests if coverage.row_name(t) not in out]
+    if tests and not kept:
+        return list(tests), (f'none of the {len(tests)} row(s) executes a changed function '
+                             f'by the map')
+    return kept, None
