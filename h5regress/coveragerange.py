@@ -1,5 +1,5 @@
 """A commit range's changed HDF5 functions put to use (issue 28): which rows a bisect
-runs.
+runs, and which changed functions a replay's FAILing rows execute.
 
 The map used for a range is the one of its bad commit when there is one; else the
 map whose commit keeps the most of the range's changed lines (each followed there
@@ -165,3 +165,49 @@ def keep_tests(tests: Sequence[str], choice: RowChoice) -> tuple[list[str], str 
         return list(tests), (f'none of the {len(tests)} row(s) executes a changed function '
                              f'by the map')
     return kept, None
+
+
+# ------------------------------------------------------------------ a replay's coverage
+def failing_tests(rows: Iterable[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The tests of a replay's gate rows that FAILed."""
+    return tuple(sorted({coverage.gate_row_test(r['label'], r['key']) for r in rows
+                         if r.get('verdict') == 'FAIL'}))
+
+
+def replay_coverage(replay: Mapping[str, Any], map_path: Path, repo: str) -> dict[str, Any]:
+    """The coverage part of one replay's result (``h5regress replay --coverage-map``):
+    the functions its baseline -> candidate changes, by the best of the maps for that
+    range, and which of them the rows that FAILed execute; ``available: False`` with
+    the reason when that cannot be said (the replay stands)."""
+    try:
+        choice = choose_map(repo, replay['baseline'], replay['candidate'],
+                            read_maps([map_path]))
+    except KeyError as err:
+        return {'available': False, 'reason': f'the replay has no {err}'}
+    except CoverageError as err:
+        return {'available': False, 'reason': str(err)}
+    changed = choice.changes.functions
+    failing = failing_tests(replay.get('rows') or ())
+    wanted = {coverage.row_name(t) for t in failing}
+    run_by_fail = [c for c in changed if wanted & {coverage.row_name(r) for r in c.rows}]
+    return {'available': True, 'map': choice.label(), 'map_commit': choice.cmap.commit,
+            'followed': choice.changes.followed, 'lost_lines': choice.changes.lost,
+            'line': coverage.blind_spot_line(changed),
+            'failing_line': coverage.failing_rows_line(changed, failing, choice.cmap.rows),
+            'changed': len(changed),
+            'not_exercised': [f'{c.file}:{c.name}' for c in changed if not c.rows],
+            'failing_rows': list(failing),
+            'executed_by_failing': [f'{c.file}:{c.name}' for c in run_by_fail]}
+
+
+def with_coverage(replays: Sequence[Mapping[str, Any]], map_path: Path,
+                  repo: str) -> list[dict[str, Any]]:
+    """Each replay with its coverage part (:func:`replay_coverage`), its lines printed."""
+    out = []
+    for replay in replays:
+        part = replay_coverage(replay, map_path, repo)
+        print(f'  {replay.get("mode")}: coverage: ' + (
+            f'{part["line"]}; {part["failing_line"]}' if part['available'] else
+            f'not known ({part["reason"]})'))
+        out.append({**replay, 'coverage': part})
+    return out

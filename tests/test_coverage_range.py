@@ -1,11 +1,13 @@
 """Issue 28: a range's changed functions choose a bisect's rows, by a map that fits the
-range (of its bad commit, else another commit's, said). Real git repositories
-(stand-in commits that also change a C file), real bisect searches, simulated runs."""
+range (of its bad commit, else another commit's, said), and a replay records which
+changed functions its FAILing rows execute. Real git repositories (stand-in commits
+that also change a C file), real bisect and replay searches, simulated runs."""
 
 import json
 import re
 
-from h5regress import bisect, bisectbuild, bisectsearch, coverage, nightly, nightrun
+from h5regress import bisect, bisectbuild, bisectsearch, coverage, nightly, nightrun, replay
+from test_corpus import STANDIN_CASE
 
 SLOW = 0.25
 ROW_A = 'h5paths_check %benchmark=compound-subset-hdf5-collective-contiguous-earliest-warm'
@@ -161,3 +163,44 @@ def test_the_nightly_bisect_keeps_the_fail_rows_the_map_does_not_hold(tmp_path, 
     assert nightly.night_tests(tests, args, tmp_path / 'repo', shas['good'],
                                shas['bad']) == kept
     assert 'a map of another commit than the range' in capsys.readouterr().err
+
+
+def test_a_replay_records_which_changed_functions_its_failing_row_executes(tmp_path,
+                                                                         capsys):
+    """h5regress replay --coverage-map: the result of each replay holds the changed
+    functions, the blind-spot line and those the FAIL row executes (the simulated row,
+    by a map of the pinned later commit: followed). Fails on old code: yes (no
+    --coverage-map, exit 64)."""
+    shas = range_repo(tmp_path)
+    (tmp_path / 'corpus').mkdir()
+    (tmp_path / 'corpus' / 'standin.yaml').write_text(
+        STANDIN_CASE % (shas['bad'], shas['good'], shas['later'], shas['bad']))  # fix: unused
+    row = 'simulated IOR 1 MiB'       # the simulated runs' test
+    cmap = write_map(tmp_path / 'later.json', shas['later'], {row: ['f1'], ROW_B: ['f0']},
+                     shift=4)
+    assert replay.main(['standin', '--corpus', str(tmp_path / 'corpus'),
+                        '--repo', str(tmp_path / 'repo'), '--builder', 'stand-in',
+                        '--simulate-cv', '0.04', '--seed', '3', '--work',
+                        str(tmp_path / 'work'), '--results', str(tmp_path / 'results'),
+                        '--coverage-map', cmap]) == 0
+    out = json.loads((tmp_path / 'results' / 'standin.json').read_text())
+    reg, control = out['replays']['regression'], out['replays']['control']
+    assert reg['verdict'] == 'caught'
+    cov = reg['coverage']
+    assert cov['available'] and cov['followed'] and cov['map_commit'] == shas['later']
+    assert cov['failing_rows'] == [row] and cov['executed_by_failing'] == ['src/H5x.c:f1']
+    assert cov['failing_line'] == ('the FAILing row(s) simulated IOR 1 MiB execute 1 of the '
+                                   '1 changed function(s): f1 (src/H5x.c)')
+    assert control['coverage']['changed'] == 0 and control['coverage']['failing_rows'] == []
+    assert '  regression: coverage: this candidate changes 1 HDF5 function(s)' in \
+        capsys.readouterr().out
+
+
+def test_a_replay_whose_map_cannot_be_read_keeps_its_result_and_says_why(tmp_path):
+    from h5regress import coveragerange
+    shas = range_repo(tmp_path)
+    part = coveragerange.replay_coverage(
+        {'baseline': shas['good'], 'candidate': shas['bad'], 'rows': []},
+        tmp_path / 'none.json', str(tmp_path / 'repo'))
+    assert part == {'available': False, 'reason': f'{tmp_path / "none.json"}: '
+                                                  'No such file or directory'}
