@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 
 from h5regress import buildid, manifest, runreport
-from h5regress.nightrun import build_filter
+from h5regress.nightrun import NIGHT_SELECTION, build_filter
 from h5regress.coverage import (PRONE_FILE, CoverageError, CoverageMap, RowCoverage,
                                 blind_spot_line, changes_between, failing_rows_line,
                                 load_prone, map_summary, merge_maps, merge_rows,
@@ -209,13 +209,15 @@ RUN_SETVARS = ('h5paths_check.iterations=1',)
 
 def run_rows(manifest_path: pathlib.Path, build: str, checks: str,
              out: pathlib.Path, system: str | None = None,
-             setvars: Sequence[str] = RUN_SETVARS) -> dict[str, pathlib.Path]:
-    """One untimed ReFrame run of the selected checks against the coverage build;
-    {row: its counters' directory}."""
+             setvars: Sequence[str] = RUN_SETVARS,
+             night: bool = False) -> dict[str, pathlib.Path]:
+    """One untimed ReFrame run of the selected checks (``night``: of those, the night's
+    rows) against the coverage build; {row: its counters' directory}."""
     root = manifest.repo_root()
     report = out / 'report.json'
     cmd = [str(pathlib.Path(sys.executable).with_name('reframe')), '-c',
-           str(root / 'reframe' / 'checks'), '-n', checks, *build_filter(build),
+           str(root / 'reframe' / 'checks'), '-n', checks,
+           *(NIGHT_SELECTION if night else ()), *build_filter(build),
            # untimed: a coverage build at -O0 is slow by design, and a row that misses
            # its reference envelope ran its code all the same
            '--skip-performance-check',
@@ -303,7 +305,7 @@ def _cmd_run(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     path, build = coverage_manifest(args.manifest, args.build, cov.prefix, out)
     rows = run_rows(path, build, args.checks, out, args.system,
-                    [*RUN_SETVARS, *args.setvar])
+                    [*RUN_SETVARS, *args.setvar], args.night)
     return _write_map(build, rows, cov.build_dir, cov.source, args.output or out / 'map.json',
                       _commit_of(args.manifest, args.build), args.reader, args.jobs)
 
@@ -410,6 +412,8 @@ def _parser():
     r = sub.add_parser('run', help='run checks once against a coverage build and map them')
     r.add_argument('--checks', default='.', help='ReFrame -n regex of the rows (default: '
                                                  'every check)')
+    r.add_argument('--night', action='store_true',
+                   help='only the default night\'s rows (tagged nightly) of those checks')
     r.add_argument('--out', required=True, type=pathlib.Path,
                    help='directory of the runs, counters and map')
     r.add_argument('--system', help='ReFrame --system')

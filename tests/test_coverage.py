@@ -559,7 +559,7 @@ def test_a_coverage_run_makes_one_pass_of_each_h5paths_row(tmp_path, monkeypatch
     """A map needs each code path once: the night's three iterations of an h5paths row
     execute the same functions (the every-row map, rows run at one iteration, held
     every function of the night's map, run at three). -S adds to it, after it.
-    Fails on old code: yes (no -S at all)."""
+    Fails on old code: yes (no -S at all, no --night)."""
     seen = []
     monkeypatch.setattr(coveragerun.subprocess, 'run', lambda cmd, **kw: seen.append(cmd))
     for setvars in ((), ('h5paths_check.iterations=3',)):
@@ -569,6 +569,10 @@ def test_a_coverage_run_makes_one_pass_of_each_h5paths_row(tmp_path, monkeypatch
     assert [[c[i + 1] for i, w in enumerate(c) if w == '-S'] for c in seen] == [
         ['h5paths_check.iterations=1'],
         ['h5paths_check.iterations=1', 'h5paths_check.iterations=3']]
+    # --night: the default night's rows of the checks
+    with pytest.raises(coverage.CoverageError, match='report.json'):
+        coveragerun.run_rows(tmp_path / 'm.json', 'hdf5-x-cov', '.', tmp_path, night=True)
+    assert seen[-1][seen[-1].index('-t') + 1] == 'nightly' and '-t' not in seen[0]
 
 
 def test_rows_counters_are_read_at_once_and_the_notes_listed_once(tmp_path, monkeypatch):
