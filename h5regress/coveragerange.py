@@ -65,12 +65,20 @@ def choose_map(repo: str, good: str, bad: str, maps: Sequence[tuple[str, Coverag
         raise CoverageError('no coverage map given')
     bad_sha = coverage.resolve(repo, bad)
     for where, cmap in maps:
-        if coverage.resolve(repo, cmap.commit) == bad_sha:
+        if _commit_in(repo, where, cmap) == bad_sha:
             return MapChoice(where, cmap, coverage.changes_between(repo, good, bad, cmap,
                                                                    paths), good, bad_sha)
     placed = [MapChoice(where, cmap, coverage.changes_between(repo, good, bad, cmap, paths),
                         good, bad_sha) for where, cmap in maps]
     return min(placed, key=lambda c: c.changes.lost)
+
+
+def _commit_in(repo: str, where: str, cmap: CoverageMap) -> str:
+    try:
+        return coverage.resolve(repo, cmap.commit)
+    except CoverageError:
+        raise CoverageError(f'{where}: the map\'s commit {cmap.commit} is not in {repo} '
+                            f'(a map of another repository?)') from None
 
 
 @dataclasses.dataclass(frozen=True)

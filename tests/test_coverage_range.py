@@ -137,12 +137,16 @@ def test_no_mapped_row_running_a_changed_function_makes_every_row_run(tmp_path, 
 
 
 def test_a_map_that_does_not_say_its_commit_is_refused_naming_it(tmp_path, capsys):
-    """Its line numbers could be any commit's. Fails on old code: yes (taken as --bad's)."""
+    """Its line numbers could be any commit's; a commit the repository lacks is named
+    with its map. Fails on old code: yes (taken as --bad's)."""
     shas = range_repo(tmp_path)
     cmap = write_map(tmp_path / 'nocommit.json', None, {ROW_A: ['f1']})
     assert bisect.main(bisect_cli(tmp_path, shas, cmap)) == 4
     err = capsys.readouterr().err
     assert 'nocommit.json: the map does not say its HDF5 commit' in err and '--commit' in err
+    elsewhere = write_map(tmp_path / 'elsewhere.json', 'f' * 40, {ROW_A: ['f1']})
+    assert bisect.main(bisect_cli(tmp_path, shas, elsewhere)) == 4
+    assert f"elsewhere.json: the map's commit {'f' * 40} is not in" in capsys.readouterr().err
 
 
 def test_the_nightly_bisect_keeps_the_fail_rows_the_map_does_not_hold(tmp_path, capsys):
