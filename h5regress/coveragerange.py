@@ -31,9 +31,12 @@ class MapChoice:
     good: str
     bad: str
 
-    def label(self) -> str:
-        """The map, named with its build and commit; 'not of BAD' when it is another's."""
-        own = f'{self.path} ({self.cmap.build} at {self.cmap.commit[:12]})'
+    def label(self, file_name_only: bool = False) -> str:
+        """The map, named with its build and commit; 'not of BAD' when it is another's
+        (``file_name_only``: the map's file without its directory, for a result that is
+        committed)."""
+        where = Path(self.path).name if file_name_only else self.path
+        own = f'{where} ({self.cmap.build} at {self.cmap.commit[:12]})'
         if not self.changes.followed:
             return own
         return (f'{own}, a map of another commit than the range\'s bad {self.bad[:12]}: its '
@@ -198,7 +201,7 @@ def replay_coverage(replay: Mapping[str, Any], map_path: Path, repo: str) -> dic
     failing = failing_tests(replay.get('rows') or ())
     wanted = {coverage.row_name(t) for t in failing}
     run_by_fail = [c for c in changed if wanted & {coverage.row_name(r) for r in c.rows}]
-    return {'available': True, 'map': choice.label(), 'map_commit': choice.cmap.commit,
+    return {'available': True, 'map': choice.label(file_name_only=True), 'map_commit': choice.cmap.commit,
             'followed': choice.changes.followed, 'lost_lines': choice.changes.lost,
             'line': coverage.blind_spot_line(changed),
             'failing_line': coverage.failing_rows_line(changed, failing, choice.cmap.rows),

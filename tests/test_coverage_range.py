@@ -192,6 +192,8 @@ def test_a_replay_records_which_changed_functions_its_failing_row_executes(tmp_p
     assert reg['verdict'] == 'caught'
     cov = reg['coverage']
     assert cov['available'] and cov['followed'] and cov['map_commit'] == shas['later']
+    assert cov['map'].startswith(f"later.json (hdf5-x-cov at {shas['later'][:12]}), a map of "
+                                 'another commit')        # no directory of this machine
     assert cov['failing_rows'] == [row] and cov['executed_by_failing'] == ['src/H5x.c:f1']
     assert cov['failing_line'] == ('the FAILing row(s) simulated IOR 1 MiB execute 1 of the '
                                    '1 changed function(s): f1 (src/H5x.c)')
