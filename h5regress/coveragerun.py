@@ -203,8 +203,10 @@ def stage_names(report_text: str, where: str) -> dict[str, str]:
 
 
 #: ReFrame variables of a coverage run: one pass over each code path is what a map
-#: needs (the night's three iterations of an h5paths row execute the same functions)
-RUN_SETVARS = ('h5paths_check.iterations=1',)
+#: needs (the night's three iterations of an h5paths or FLASH-IO row, or repetitions of
+#: an IOR row, execute the same functions)
+RUN_SETVARS = ('h5paths_check.iterations=1', 'flashio_check.iterations=1',
+               'ior_check.repetitions=1')
 
 
 def run_rows(manifest_path: pathlib.Path, build: str, checks: str,

@@ -556,9 +556,9 @@ def test_the_coverage_manifest_runs_no_tool_against_a_build_without_counters(tmp
 
 
 def test_a_coverage_run_makes_one_pass_of_each_h5paths_row(tmp_path, monkeypatch):
-    """A map needs each code path once: the night's three iterations of an h5paths row
-    execute the same functions (the every-row map, rows run at one iteration, held
-    every function of the night's map, run at three). -S adds to it, after it.
+    """A map needs each code path once: the night's three iterations of an h5paths or
+    FLASH-IO row, or repetitions of an IOR row, execute the same functions (measured:
+    each row's functions at one equal those at three). -S adds to it, after it.
     Fails on old code: yes (no -S at all, no --night)."""
     seen = []
     monkeypatch.setattr(coveragerun.subprocess, 'run', lambda cmd, **kw: seen.append(cmd))
@@ -566,9 +566,10 @@ def test_a_coverage_run_makes_one_pass_of_each_h5paths_row(tmp_path, monkeypatch
         with pytest.raises(coverage.CoverageError, match='report.json'):
             coveragerun.run_rows(tmp_path / 'm.json', 'hdf5-x-cov', 'h5paths_check', tmp_path,
                                  setvars=[*coveragerun.RUN_SETVARS, *setvars])
+    once = ['h5paths_check.iterations=1', 'flashio_check.iterations=1',
+            'ior_check.repetitions=1']
     assert [[c[i + 1] for i, w in enumerate(c) if w == '-S'] for c in seen] == [
-        ['h5paths_check.iterations=1'],
-        ['h5paths_check.iterations=1', 'h5paths_check.iterations=3']]
+        once, [*once, 'h5paths_check.iterations=3']]
     # --night: the default night's rows of the checks
     with pytest.raises(coverage.CoverageError, match='report.json'):
         coveragerun.run_rows(tmp_path / 'm.json', 'hdf5-x-cov', '.', tmp_path, night=True)
