@@ -85,7 +85,8 @@ def build_parser() -> ArgParser:
     p.add_argument('--mirror', action='append', default=[], metavar='URL',
                    help='Spack builder: a source mirror for spack-env/install (repeatable)')
     p.add_argument('--checks', help='ReFrame name regex of the failing metrics\' checks '
-                   '(default: the rows of --coverage-map, else the nightly\'s)')
+                   '(default: the nightly\'s, less the rows --coverage-map says execute '
+                   'none of the range\'s changed functions)')
     p.add_argument('--tool', action='append', default=[], metavar='TOOL',
                    help='Spack builder: a tool the checks run (repeatable; e.g. h5paths, ior, '
                         'mdtest): each step builds HDF5 and these tools\' packages only '
@@ -115,10 +116,12 @@ def build_parser() -> ArgParser:
     p.add_argument('--steps', type=int, metavar='N',
                    help='stop after N steps of this run (exit 75), e.g. to hold a measurement '
                         'lock one step at a time; the same command goes on from the state file')
-    p.add_argument('--coverage-map', type=Path, metavar='MAP',
-                   help='coverage map of --bad\'s commit (h5regress coverage run): without '
-                        '--checks, the steps run the rows that execute a HDF5 function '
-                        'changed between --good and --bad')
+    p.add_argument('--coverage-map', type=Path, metavar='MAP', action='append', default=[],
+                   help='coverage map (h5regress coverage run; repeatable: the one of --bad\'s '
+                        'commit, else the one that places most of the range\'s changed lines, '
+                        'said): without --checks, the steps leave out the mapped rows that '
+                        'execute no HDF5 function changed between --good and --bad; every '
+                        'row runs when the map cannot say, said')
     p.add_argument('--nightly-arg', action='append', default=[], metavar='ARG',
                    help='passed to the nightly\'s runs (e.g. --nightly-arg=--system=x:y)')
     return p
@@ -132,7 +135,7 @@ def request_of(args: argparse.Namespace) -> BisectRequest:
         tools=list(args.tool), metrics=list(args.metric), bad_ratio=args.bad_ratio,
         pairs=args.pairs, more_pairs=args.more_pairs, max_pairs=args.max_pairs,
         mirror=list(args.mirror), simulate_cv=args.simulate_cv, seed=args.seed,
-        lock=args.lock, coverage_map=args.coverage_map,
+        lock=args.lock, coverage_maps=list(args.coverage_map),
         night=nightly.parse_args(args.nightly_arg))
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from h5regress import buildid, catalog, coverage, gate, manifest, nightrun
+from h5regress import buildid, catalog, coverage, coveragerange, gate, manifest, nightrun
 from h5regress.bisectbuild import BASE_ID, BisectError, Builder, Built, SpackBuilder, \
     StandInBuilder, log
 from h5regress.bisectsearch import Runs, bisect, looks
@@ -147,9 +147,13 @@ class BisectRequest:
     simulate_cv: float | None = None
     seed: int = 0
     lock: Path | None = None
-    #: a coverage map of --bad's commit: without --checks, the checks are the rows that
-    #: execute a HDF5 function the range changes (issue 28)
-    coverage_map: Path | None = None
+    #: coverage maps (of --bad's commit, or of others, said): without --checks, the steps
+    #: leave out the mapped rows that execute no HDF5 function the range changes (issue 28)
+    coverage_maps: list[Path] = field(default_factory=list)
+    #: ReFrame's options selecting the steps' checks (None: from ``checks``)
+    select: tuple[str, ...] | None = None
+    #: the coverage choice of the rows (:meth:`coveragerange.RowChoice.to_dict`)
+    coverage: dict[str, Any] | None = None
     #: the steps' night (system, -S, configuration...; None: the command line's defaults)
     night: NightRequest | None = None
 
@@ -169,39 +173,31 @@ def step_request(req: BisectRequest) -> NightRequest:
     without checks: the stand-in night's), quiet."""
     return dataclasses.replace(
         req.night or NightRequest(), pairs=req.pairs, more_pairs=req.more_pairs,
-        max_pairs=req.max_pairs, quiet=True, checks=req.checks, select=None,
+        max_pairs=req.max_pairs, quiet=True, checks=req.checks, select=req.select,
         stand_in=req.builder == 'stand-in' and not req.checks)
 
 
-def covering_rows(map_path: Path, repo: Path, good: str, bad: str) -> list[str]:
-    """The rows of a coverage map of ``bad``'s commit that execute a HDF5 function
-    changed between ``good`` and ``bad`` (their ``src/``)."""
+def coverage_rows(req: BisectRequest) -> BisectRequest:
+    """The request with the steps' rows chosen by the coverage maps: the night's, but the
+    mapped rows that execute no HDF5 function the range changes; all of them when the
+    maps cannot say (:func:`coveragerange.choose_rows`). Said in the log and kept in the
+    result."""
     try:
-        cmap = coverage.CoverageMap.from_json(Path(map_path).read_text(), str(map_path))
-        if cmap.commit and cmap.commit != bad:
-            raise BisectError(f'--coverage-map {map_path} is of HDF5 {cmap.commit[:12]}, '
-                              f'--bad is {bad[:12]}: its line numbers do not fit the diff')
-        changed = coverage.changed_functions(coverage.changed_ranges(
-            coverage.git_diff(str(repo), good, bad, ['src'])), cmap)
-    except (OSError, coverage.CoverageError) as err:
-        raise BisectError(f'--coverage-map {map_path}: {err}') from None
-    rows = coverage.rows_executing_any(cmap, [(c.file, c.name) for c in changed])
-    if not rows:
-        raise BisectError(f'no row of --coverage-map {map_path} executes any of the '
-                          f'{len(changed)} HDF5 function(s) changed in {good[:12]}..'
-                          f'{bad[:12]}: give --checks')
-    return rows
+        choice = coveragerange.choose_rows(str(req.repo), req.good, req.bad, req.coverage_maps)
+    except coverage.CoverageError as err:
+        raise BisectError(f'--coverage-map: {err}') from None
+    for line in choice.lines():
+        log(f'--coverage-map: {line}')
+    return dataclasses.replace(req, select=coveragerange.night_selection(choice),
+                               coverage=choice.to_dict())
 
 
 def run_bisect(req: BisectRequest, gate_look: GateLook,
                on_step: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Builder and runs from the request; the search (:func:`bisectsearch.bisect`)."""
     req.check()
-    if req.coverage_map and not req.checks:
-        rows = covering_rows(req.coverage_map, req.repo, req.good, req.bad)
-        log(f'--coverage-map: {len(rows)} row(s) execute a HDF5 function the range '
-            f'changes; the steps run them')
-        req = dataclasses.replace(req, checks=nightrun.tests_regex(rows))
+    if req.coverage_maps and not req.checks:
+        req = coverage_rows(req)
     simulate = req.simulate_cv is not None
     if req.builder == 'stand-in':
         builder: Builder = StandInBuilder(req.repo, req.work, tools=not simulate)
@@ -216,7 +212,9 @@ def run_bisect(req: BisectRequest, gate_look: GateLook,
               'builder': builder.name + (f' (simulated, CV {req.simulate_cv:g})'
                                          if simulate else ''),
               'tools': sorted(req.tools), 'checks': req.checks,
+              'select': list(req.select) if req.select else None, 'coverage': req.coverage,
               'metrics': sorted(req.metrics), 'bad_ratio': req.bad_ratio,
               'looks': looks(req.pairs, req.more_pairs, req.max_pairs)}
-    return bisect(req.repo, req.good, req.bad, builder, runs, req.work, params,
-                  on_step=on_step, lock=req.lock)
+    found = bisect(req.repo, req.good, req.bad, builder, runs, req.work, params,
+                   on_step=on_step, lock=req.lock)
+    return {**found, 'coverage': req.coverage} if req.coverage else found

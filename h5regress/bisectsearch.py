@@ -190,10 +190,10 @@ def at_cap(rows: list[dict], margin: float, pairs: int) -> tuple[str, dict, str]
 class State:
     """The bisect's state file: written atomically after every build and step."""
 
-    KEYS = ('good', 'bad', 'repo', 'builder', 'tools', 'checks', 'metrics', 'looks',
-            'bad_ratio')
+    KEYS = ('good', 'bad', 'repo', 'builder', 'tools', 'checks', 'select', 'metrics',
+            'looks', 'bad_ratio')
     #: a key a state file of an older version lacks, and what it meant there
-    OLD_DEFAULTS = {'tools': [], 'bad_ratio': None}
+    OLD_DEFAULTS = {'tools': [], 'bad_ratio': None, 'select': None}
 
     def __init__(self, path: Path, data: dict[str, Any]) -> None:
         self.path, self.data = path, data

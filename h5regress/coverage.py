@@ -450,7 +450,7 @@ def replay_pair(result: Mapping, mode: str, where: str) -> ReplayPair:
         modes = ', '.join(replays) if isinstance(replays, Mapping) and replays else 'none'
         raise CoverageError(f'{where}: no replay {mode!r} (it has: {modes})')
     try:
-        failing = {_test_of(r['label'], r['key']) for r in replays[mode]['rows']
+        failing = {gate_row_test(r['label'], r['key']) for r in replays[mode]['rows']
                    if r['verdict'] == 'FAIL'}
         return ReplayPair(replays[mode]['baseline'], replays[mode]['candidate'],
                           tuple(sorted(failing)))
@@ -460,7 +460,7 @@ def replay_pair(result: Mapping, mode: str, where: str) -> ReplayPair:
         raise CoverageError(f'{where}: not a replay result ({err})') from None
 
 
-def _test_of(label: str, key: str) -> str:
+def gate_row_test(label: str, key: str) -> str:
     """The test of a gate row's label (``<test> <operation> <metric> [<hash>]``, its key
     ``<hash>|<tool>|<operation>|<metric>``); the label itself when it is not of that form."""
     chash, _, operation, metric = (key.split('|') + ['', '', '', ''])[:4]

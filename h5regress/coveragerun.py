@@ -8,6 +8,7 @@ in a store the gate reads), and read each row's counters with gcov's JSON (or gc
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import glob
 import json
@@ -21,7 +22,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 
 from h5regress import buildid, manifest, runreport
-from h5regress.nightrun import build_filter
+from h5regress.nightrun import NIGHT_SELECTION, build_filter
 from h5regress.coverage import (PRONE_FILE, CoverageError, CoverageMap, RowCoverage,
                                 blind_spot_line, changes_between, failing_rows_line,
                                 load_prone, map_summary, merge_maps, merge_rows,
@@ -30,13 +31,15 @@ from h5regress.coverage import (PRONE_FILE, CoverageError, CoverageMap, RowCover
 
 
 # ------------------------------------------------------------------ collecting
-def link_notes(gcda_root: pathlib.Path, build_dir: pathlib.Path) -> int:
-    """Link every ``.gcno`` of ``build_dir`` beside where ``GCOV_PREFIX=gcda_root``
-    put the counters (``gcda_root/<absolute build path>``); gcov needs both."""
+def link_notes(gcda_root: pathlib.Path, build_dir: pathlib.Path,
+               notes: Sequence[pathlib.Path] | None = None) -> int:
+    """Link every ``.gcno`` of ``build_dir`` (``notes``, when listed before) beside where
+    ``GCOV_PREFIX=gcda_root`` put the counters (``gcda_root/<absolute build path>``);
+    gcov needs both."""
     build_dir = build_dir.resolve()
     mirror = gcda_root / str(build_dir).lstrip('/')
     count = 0
-    for note in build_dir.rglob('*.gcno'):
+    for note in build_dir.rglob('*.gcno') if notes is None else notes:
         target = mirror / note.relative_to(build_dir)
         if target.parent.is_dir() and not target.exists():
             target.symlink_to(note)
@@ -54,14 +57,15 @@ def gcovr_command() -> str:
 
 
 def collect_row(gcda_root: pathlib.Path, build_dir: pathlib.Path,
-                source_root: pathlib.Path, reader: str = 'gcov') -> RowCoverage:
+                source_root: pathlib.Path, reader: str = 'gcov',
+                notes: Sequence[pathlib.Path] | None = None) -> RowCoverage:
     """A row's coverage from the counters one run left under ``gcda_root``, read by gcov's
     JSON (``reader='gcov'``) or by gcovr."""
     counters = sorted(str(p) for p in gcda_root.rglob('*.gcda'))
     if not counters:
         raise CoverageError(f'{gcda_root}: no .gcda counters (was the run made with '
                             f'GCOV_PREFIX={gcda_root} against a --coverage build?)')
-    link_notes(gcda_root, build_dir)
+    link_notes(gcda_root, build_dir, notes)
     # gcov writes its .gcov files into its working directory, which gcovr makes the
     # --object-directory, else --root: the build's source root, shared by every run of
     # the build, where one run's clean-up removed another's files. A directory of
@@ -82,6 +86,18 @@ def collect_row(gcda_root: pathlib.Path, build_dir: pathlib.Path,
     if reader == 'gcov':
         return parse_gcov_json(out.stdout, str(source_root.resolve()), f'gcov on {gcda_root}')
     return parse_gcovr_json(out.stdout, f'gcovr on {gcda_root}')
+
+
+def collect_rows(rows: Mapping[str, pathlib.Path], build_dir: pathlib.Path,
+                 source_root: pathlib.Path, reader: str = 'gcov',
+                 jobs: int = 1) -> dict[str, RowCoverage]:
+    """Each row's coverage (:func:`collect_row`), ``jobs`` rows read at once: each row's
+    reader is a process of its own, and the build's notes are listed once, not per row."""
+    notes = sorted(build_dir.resolve().rglob('*.gcno'))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        read = {name: pool.submit(collect_row, path, build_dir, source_root, reader, notes)
+                for name, path in rows.items()}
+        return {name: future.result() for name, future in read.items()}
 
 
 # ------------------------------------------------------------------ the build
@@ -186,14 +202,24 @@ def stage_names(report_text: str, where: str) -> dict[str, str]:
             if c.get('result') == 'pass' and c.get('stagedir')}
 
 
+#: ReFrame variables of a coverage run: one pass over each code path is what a map
+#: needs (the night's three iterations of an h5paths or FLASH-IO row, or repetitions of
+#: an IOR row, execute the same functions)
+RUN_SETVARS = ('h5paths_check.iterations=1', 'flashio_check.iterations=1',
+               'ior_check.repetitions=1')
+
+
 def run_rows(manifest_path: pathlib.Path, build: str, checks: str,
-             out: pathlib.Path, system: str | None = None) -> dict[str, pathlib.Path]:
-    """One untimed ReFrame run of the selected checks against the coverage build;
-    {row: its counters' directory}."""
+             out: pathlib.Path, system: str | None = None,
+             setvars: Sequence[str] = RUN_SETVARS,
+             night: bool = False) -> dict[str, pathlib.Path]:
+    """One untimed ReFrame run of the selected checks (``night``: of those, the night's
+    rows) against the coverage build; {row: its counters' directory}."""
     root = manifest.repo_root()
     report = out / 'report.json'
     cmd = [str(pathlib.Path(sys.executable).with_name('reframe')), '-c',
-           str(root / 'reframe' / 'checks'), '-n', checks, *build_filter(build),
+           str(root / 'reframe' / 'checks'), '-n', checks,
+           *(NIGHT_SELECTION if night else ()), *build_filter(build),
            # untimed: a coverage build at -O0 is slow by design, and a row that misses
            # its reference envelope ran its code all the same
            '--skip-performance-check',
@@ -201,6 +227,7 @@ def run_rows(manifest_path: pathlib.Path, build: str, checks: str,
            '--report-file', str(report)]
     if system:
         cmd += ['--system', system]
+    cmd += [arg for var in setvars for arg in ('-S', var)]
     env = dict(os.environ, H5REGRESS_MANIFEST=str(manifest_path),
                H5REGRESS_PERFLOG_DIR=str(out / 'perflogs'))   # never a gate's samples
     env.setdefault('RFM_CONFIG_FILES', str(root / 'reframe' / 'config' / 'settings.py'))
@@ -240,11 +267,10 @@ def _row_arg(text: str) -> tuple[str, pathlib.Path]:
 
 def _write_map(build: str, rows: Mapping[str, pathlib.Path], build_dir: pathlib.Path,
                source: pathlib.Path, output: pathlib.Path, commit: str | None = None,
-               reader: str = 'gcov') -> int:
+               reader: str = 'gcov', jobs: int = 1) -> int:
     if not rows:
         raise CoverageError('no row left counters: nothing to map')
-    cmap = merge_rows(build, {name: collect_row(path, build_dir, source, reader)
-                              for name, path in rows.items()}, commit)
+    cmap = merge_rows(build, collect_rows(rows, build_dir, source, reader, jobs), commit)
     tmp = output.with_name(output.name + '.tmp')
     tmp.write_text(cmap.to_json())
     os.replace(tmp, output)
@@ -280,9 +306,10 @@ def _cmd_run(args) -> int:
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     path, build = coverage_manifest(args.manifest, args.build, cov.prefix, out)
-    rows = run_rows(path, build, args.checks, out, args.system)
+    rows = run_rows(path, build, args.checks, out, args.system,
+                    [*RUN_SETVARS, *args.setvar], args.night)
     return _write_map(build, rows, cov.build_dir, cov.source, args.output or out / 'map.json',
-                      _commit_of(args.manifest, args.build), args.reader)
+                      _commit_of(args.manifest, args.build), args.reader, args.jobs)
 
 
 def _cmd_diff(args) -> int:
@@ -366,6 +393,8 @@ def _add_map_parsers(sub) -> None:
         p.add_argument('--reader', choices=('gcov', 'gcovr'), default='gcov',
                        help="what reads the counters: gcov's JSON (default; seconds a row) "
                             'or gcovr (minutes a row under load)')
+        p.add_argument('--jobs', type=int, default=os.cpu_count() or 1,
+                       help='rows whose counters are read at once (default: the CPUs)')
     g = sub.add_parser('merge', help='one map of several maps of one build and commit (a '
                                      'night\'s map and the map of rows added since)')
     g.add_argument('maps', nargs='+', type=pathlib.Path, help='maps; a row in several keeps '
@@ -385,10 +414,15 @@ def _parser():
     r = sub.add_parser('run', help='run checks once against a coverage build and map them')
     r.add_argument('--checks', default='.', help='ReFrame -n regex of the rows (default: '
                                                  'every check)')
+    r.add_argument('--night', action='store_true',
+                   help='only the default night\'s rows (tagged nightly) of those checks')
     r.add_argument('--out', required=True, type=pathlib.Path,
                    help='directory of the runs, counters and map')
     r.add_argument('--system', help='ReFrame --system')
     r.add_argument('-o', '--output', type=pathlib.Path, help='map file (default OUT/map.json)')
+    r.add_argument('-S', '--setvar', action='append', default=[], metavar='VAR=VAL',
+                   help=f'passed to ReFrame as -S after {", ".join(RUN_SETVARS)} (one pass '
+                        f'of each code path is what a map needs; repeatable)')
     for p in (b, r):
         p.add_argument('--manifest', type=pathlib.Path, default=manifest.default_path(),
                        help='the Spack manifest (default: spack-env/manifest.json)')
@@ -443,7 +477,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.action == 'map':
             return _write_map(args.build, dict(map(_row_arg, args.row)), args.build_dir,
-                              args.source, args.output, args.commit, args.reader)
+                              args.source, args.output, args.commit, args.reader, args.jobs)
         return {'build': _cmd_build, 'run': _cmd_run, 'diff': _cmd_diff, 'prone': _cmd_prone,
                 'merge': _cmd_merge}[args.action](args)
     except CoverageError as err:

@@ -74,8 +74,8 @@ import sys
 import traceback
 from pathlib import Path
 
-from h5regress import (atomic, bisectbuild, bisectruns, buildid, coverage, darshan, gate,
-                       history, manifest, report, runlock)
+from h5regress import (atomic, bisectbuild, bisectruns, buildid, coverage, coveragerange,
+                       darshan, gate, history, manifest, report, runlock)
 from h5regress.bisectsearch import format_text
 from h5regress.cmdline import UsageError, UsageExitParser, config_files, deprecated_alias
 from h5regress.nightprocs import (Interrupted, _state, handle_signals, log, run,
@@ -462,21 +462,22 @@ def bisect_night(result: dict, args: NightRequest) -> dict:
 
 def night_tests(tests: list[str], args: NightRequest, repo: Path, good: str,
                 bad: str) -> list[str]:
-    """The FAIL tests the bisect runs: with --coverage-map, those whose rows execute a
-    HDF5 function the range changes (issue 28), when any does; else all of them."""
+    """The FAIL tests the bisect runs: with --coverage-map, all but those whose mapped row
+    executes no HDF5 function the range changes (issue 28); all of them when the map
+    cannot say, said."""
     if not args.coverage_map or args.stand_in:
         return tests
     try:
-        rows = {coverage.row_name(r) for r in bisectruns.covering_rows(args.coverage_map,
-                                                                        repo, good, bad)}
-    except bisectbuild.BisectError as err:
-        log(f'bisect: {err}; bisecting every FAIL row')
+        choice = coveragerange.choose_rows(str(repo), good, bad, [args.coverage_map])
+    except coverage.CoverageError as err:
+        log(f'bisect: --coverage-map: {err}; bisecting every FAIL row')
         return tests
-    covering = [t for t in tests if coverage.row_name(t) in rows]
-    if not covering:
-        log(f'bisect: no FAIL row executes a HDF5 function changed in {good[:12]}..'
-            f'{bad[:12]} (by {args.coverage_map}): bisecting every FAIL row')
-    return covering or tests
+    for line in choice.lines():
+        log(f'bisect: --coverage-map: {line}')
+    kept, why_all = coveragerange.keep_tests(tests, choice)
+    if why_all:
+        log(f'bisect: --coverage-map: {why_all}: bisecting every FAIL row')
+    return kept
 
 
 def gate_look(baseline: str, candidate: str, args: NightRequest) -> int:

@@ -54,7 +54,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from h5regress import atomic, bisectbuild, bisectruns, bisectsearch, corpus, nightly
+from h5regress import (atomic, bisectbuild, bisectruns, bisectsearch, corpus, coveragerange,
+                       nightly)
 from h5regress.cmdline import EXIT_ERROR, EXIT_USAGE, ArgParser, parse_args
 
 STATE_FILE = 'replay-state.json'
@@ -360,6 +361,9 @@ def build_parser() -> ArgParser:
                    help='stand-in builder only: simulated runs at this CV (the tests)')
     p.add_argument('--seed', type=int, default=0)
     p.add_argument('--nightly-arg', action='append', default=[], metavar='ARG')
+    p.add_argument('--coverage-map', type=Path, metavar='MAP',
+                   help='coverage map (h5regress coverage run): each replay\'s result says '
+                        'which of its changed HDF5 functions the FAILing rows execute')
     return p
 
 
@@ -419,6 +423,8 @@ def run(args) -> int:
     for case in cases:
         done = [replay_pair(state, builder, make_runs(args, simulate), p, work)
                 for p in pairs if p.case == case.id]
+        if args.coverage_map:   # issue 28: which changed functions the FAIL rows execute
+            done = coveragerange.with_coverage(done, args.coverage_map, str(repo))
         print(f'{case.id}: ' + '; '.join(f'{r["mode"]} {r["verdict"]} ({r["pairs"]} pairs, '
                                           f'{r["wall_seconds"]:.0f} s)' for r in done))
         print(f'  -> {write_result(results, case, done, state)}')

@@ -593,16 +593,19 @@ def test_rows_executing_any_of_some_functions():
 
 
 def test_a_bisect_with_a_coverage_map_runs_the_rows_of_the_changed_functions(tmp_path):
-    """h5regress bisect --coverage-map MAP without --checks: the steps' checks are the rows
-    that execute a function the range changes (f: ROW_F), not the others (ROW_G).
+    """h5regress bisect --coverage-map MAP without --checks: the steps run the night's rows
+    but the mapped ones that execute no function the range changes (ROW_G, not f's ROW_F).
     Fails on old code: yes (no --coverage-map)."""
     shas, cmap = covered_repo(tmp_path)
     assert bisect.main(cli(tmp_path, shas, '--coverage-map', str(cmap))) == 0
     state = json.loads((tmp_path / 'work' / bisectsearch.STATE_FILE).read_text())
-    assert state['checks'] == nightrun.tests_regex([ROW_F])
-    # a map of another commit: said, no guess
-    assert bisect.main(cli(tmp_path, shas[:-1], '--coverage-map', str(cmap),
-                           '--work', str(tmp_path / 'w2'))) == 4
+    assert state['select'] == [*nightrun.NIGHT_SELECTION, '-x', nightrun.tests_regex([ROW_G])]
+    # a map of another commit, whose range changes no function: every row, said
+    # (tests/test_coverage_range.py: maps of other commits)
+    bisect.main(cli(tmp_path, shas[:-1], '--coverage-map', str(cmap),   # --bad: not slower
+                    '--work', str(tmp_path / 'w2')))
+    state = json.loads((tmp_path / 'w2' / bisectsearch.STATE_FILE).read_text())
+    assert state['select'] is None and state['coverage']['fallback']
 
 
 def test_the_nightly_bisects_the_fail_rows_that_execute_changed_functions(tmp_path, capsys):

@@ -553,3 +553,62 @@ def test_the_coverage_manifest_runs_no_tool_against_a_build_without_counters(tmp
     entry = written[path]['builds'][build]
     assert 'async' not in entry and 'darshan' not in entry
     assert entry['tools']['h5bench_write'].startswith(str(tmp_path / 'out' / 'wrappers'))
+
+
+def test_a_coverage_run_makes_one_pass_of_each_h5paths_row(tmp_path, monkeypatch):
+    """A map needs each code path once: the night's three iterations of an h5paths or
+    FLASH-IO row, or repetitions of an IOR row, execute the same functions (measured:
+    each row's functions at one equal those at three). -S adds to it, after it.
+    Fails on old code: yes (no -S at all, no --night)."""
+    seen = []
+    monkeypatch.setattr(coveragerun.subprocess, 'run', lambda cmd, **kw: seen.append(cmd))
+    for setvars in ((), ('h5paths_check.iterations=3',)):
+        with pytest.raises(coverage.CoverageError, match='report.json'):
+            coveragerun.run_rows(tmp_path / 'm.json', 'hdf5-x-cov', 'h5paths_check', tmp_path,
+                                 setvars=[*coveragerun.RUN_SETVARS, *setvars])
+    once = ['h5paths_check.iterations=1', 'flashio_check.iterations=1',
+            'ior_check.repetitions=1']
+    assert [[c[i + 1] for i, w in enumerate(c) if w == '-S'] for c in seen] == [
+        once, [*once, 'h5paths_check.iterations=3']]
+    # --night: the default night's rows of the checks
+    with pytest.raises(coverage.CoverageError, match='report.json'):
+        coveragerun.run_rows(tmp_path / 'm.json', 'hdf5-x-cov', '.', tmp_path, night=True)
+    assert seen[-1][seen[-1].index('-t') + 1] == 'nightly' and '-t' not in seen[0]
+
+
+def test_rows_counters_are_read_at_once_and_the_notes_listed_once(tmp_path, monkeypatch):
+    """collect_rows: with jobs=2 two rows' readers run at the same time (a gcov that notes
+    when it starts and ends, and sleeps), each row gets its own counters' functions,
+    and each row's notes are linked from one listing of the build. Fails on old code:
+    yes (no collect_rows: one row after the other, the build listed per row)."""
+    build, source, log = tmp_path / 'build', tmp_path / 'src', tmp_path / 'gcov.log'
+    (build / 'd').mkdir(parents=True)
+    source.mkdir()
+    (build / 'd' / 'H5x.c.gcno').write_text('')
+    rows = {}
+    for name in ('r1', 'r2'):
+        counters = tmp_path / name / str(build).lstrip('/') / 'd'
+        counters.mkdir(parents=True)
+        (counters / 'H5x.c.gcda').write_text(name)
+        rows[name] = tmp_path / name
+    gcov = tmp_path / 'bin' / 'gcov'
+    gcov.parent.mkdir()
+    doc = ('{"files": [{"file": "%s/H5x.c", "functions": [{"name": "f_$row", "start_line": 1, '
+           '"end_line": 3, "execution_count": 1}], "lines": []}]}' % source)
+    before, after = doc.split('$row')
+    gcov.write_text(f'#!/bin/sh\nrow=$(cat "$3"); echo "start $row" >> {log}\nsleep 2\n'
+                    f'echo "end $row" >> {log}\necho \'{before}\'"$row"\'{after}\'\n')
+    gcov.chmod(0o755)
+    monkeypatch.setenv('PATH', f'{gcov.parent}:{os.environ["PATH"]}')
+    listed = []
+    real_rglob = Path.rglob
+    monkeypatch.setattr(Path, 'rglob', lambda self, pat: (
+        listed.append((self, pat)) if pat == '*.gcno' else None) or real_rglob(self, pat))
+    got = coveragerun.collect_rows(rows, build, source, jobs=2)
+    assert {r: [h.name for h in rc.hits] for r, rc in got.items()} == {'r1': ['f_r1'],
+                                                                       'r2': ['f_r2']}
+    assert [line.split()[0] for line in log.read_text().splitlines()] == [
+        'start', 'start', 'end', 'end']
+    assert listed == [(build.resolve(), '*.gcno')]
+    for row in rows.values():
+        assert (row / str(build).lstrip('/') / 'd' / 'H5x.c.gcno').is_symlink()
