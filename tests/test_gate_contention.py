@@ -225,3 +225,22 @@ def test_a_side_file_that_cannot_be_written_costs_the_night_nothing(tmp_path, mo
     monkeypatch.setattr(sideload, 'write', full)
     assert nightrun.run_once('b', 'p01', args, {}) == 0
     assert 'p01-b.side not written (No space left on device)' in capsys.readouterr().err
+
+
+def test_a_candidate_that_sometimes_stretches_its_own_sides_never_passes():
+    """The rule cannot see the ratio: a candidate whose own slowdown sometimes makes
+    its whole side 3x as long (pairs 1, 4, 7, 12, 15) has exactly those pairs
+    excluded, and the 15 clean ones alone would PASS. The row judged on every pair
+    is not PASS, so the night may not be either."""
+    stretched = {1, 4, 7, 12, 15}
+    recs = paired(20, 1.0, cv=0.02)
+    for r in recs:
+        if r.hdf5_build == CAND and int(r.pair_id.rsplit('-p', 1)[1]) in stretched:
+            r.value /= 3.0
+    walls = {(p, CAND): 300.0 for p in stretched}
+    res = run(recs, looks=[10, 15, 20], pairs_run=20, sides=sides(20, walls))
+    assert res['contention']['pairs_excluded'] == 5
+    (m,) = gated(res)
+    assert m['n_pairs'] == 15 and m['verdict'] == 'INCONCLUSIVE', m['reason']
+    assert 'the excluded pairs hold a slowdown' in m['reason']
+    assert res['overall'] != 'PASS'

@@ -201,3 +201,24 @@ def too_few_left(row: dict[str, Any], needed: int) -> None:
                          f'{row["n_pairs"]}, fewer than the {needed} the first look needs '
                          f'(else {row["verdict"]}: {row["reason"]})')
         row['verdict'] = 'INCONCLUSIVE'
+
+
+def never_a_pass_by_exclusion(metrics: Sequence[Any], whole: Sequence[Any]) -> None:
+    """A gated row of ``metrics`` (judged without the excluded pairs) that is PASS or
+    NO-SLOWDOWN-SEEN where the same row of ``whole`` (judged on every pair) is not
+    becomes INCONCLUSIVE: the rule cannot see the ratio, and a candidate whose own
+    slowdown stretches some of its sides (a lock that sometimes waits, a run that
+    sometimes swaps) would otherwise have that evidence excluded and PASS."""
+    verdicts = {m.row.get('key'): m.row for m in whole if m.role == 'gated'}
+    good = ('PASS', NO_SLOWDOWN_SEEN)
+    for m in metrics:
+        row = m.row
+        other = verdicts.get(row.get('key'))
+        if m.role != 'gated' or other is None or row.get('verdict') not in good \
+                or other.get('verdict') in good or not other.get('verdict'):
+            continue
+        row['reason'] = (f'{row["verdict"]} on the pairs kept, but {other["verdict"]} on '
+                         f'every pair ({other.get("reason") or "-"}): the excluded pairs '
+                         f'hold a slowdown, so leaving them out decides nothing')
+        row['verdict'] = 'INCONCLUSIVE'
+        row['slower'] = bool(other.get('slower'))
