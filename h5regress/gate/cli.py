@@ -55,7 +55,7 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
     history = history or hist_mod.History()
     exclusion = contention.judge(sides, (baseline, candidate), cfg.contention,
                                  lambda p: attempt is None or of_attempt(p, attempt))
-    records = list(records)            # read twice when pairs are excluded
+    records = list(records)    # read twice when pairs are excluded (_on_every_pair)
     tonight = collect(records, baseline, candidate, problems, attempt, exclusion.excluded)
     base_commit = baseline_commit or tonight.commit('base')
     cand_commit = candidate_commit or tonight.commit('cand')
@@ -72,10 +72,8 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
     contention.mark_rows(comparisons, exclusion, tonight.counts['contended'],
                          looks[0] if looks else cfg.min_pairs)
     if exclusion.excluded:
-        whole = compare(collect(records, baseline, candidate, problems, attempt).groups,
-                        cfg, history, aa)
-        decide_all(whole, cfg, looks, pairs_run)
-        contention.never_a_pass_by_exclusion(comparisons, whole)
+        contention.never_a_pass_by_exclusion(comparisons, _on_every_pair(
+            records, (baseline, candidate, problems, attempt), cfg, history, aa, looks, pairs_run))
     result: dict[str, Any] = {
         'version': 1, 'night': night or _night_of(tonight.last_ts), 'attempt': attempt,
         'timestamp': tonight.last_ts or None,
@@ -91,6 +89,13 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
     }
     annotate(result, cfg, history, references)
     return result
+
+
+def _on_every_pair(records, night, cfg, history, aa, looks, pairs_run) -> list:
+    """The night's rows judged on every pair, the contended ones too."""
+    whole = compare(collect(records, *night).groups, cfg, history, aa)
+    decide_all(whole, cfg, looks, pairs_run)
+    return whole
 
 
 # ------------------------------------------------------------------ output
