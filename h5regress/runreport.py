@@ -129,6 +129,7 @@ class RunReport:
     cases: list[Mapping[str, Any]]
     num_cases: int | None
     prefix_output: str
+    time_elapsed: float | None = None   # the session's wall time
 
 
 def load(text: str) -> RunReport:
@@ -142,8 +143,10 @@ def load(text: str) -> RunReport:
     session = data.get('session_info')
     session = session if isinstance(session, Mapping) else {}
     num = session.get('num_cases')
+    elapsed = session.get('time_elapsed')
     return RunReport(cases, num if isinstance(num, int) else None,
-                     str(session.get('prefix_output') or ''))
+                     str(session.get('prefix_output') or ''),
+                     float(elapsed) if isinstance(elapsed, (int, float)) else None)
 
 
 def testcases(text: str) -> list[Mapping[str, Any]]:

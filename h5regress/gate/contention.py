@@ -74,11 +74,10 @@ def side_of_report(text: str, source: str) -> Side | None:
     """The side a ReFrame run report ran (its records' pair id and build) and its wall
     time (``session_info``); None when the report names no single pair and build."""
     try:
-        data = json.loads(text)
-        info = data.get('session_info') or {}
-        cases = runreport.testcases(text)
-    except (ValueError, AttributeError):
+        report = runreport.load(text)
+    except ValueError:
         return None
+    cases = report.cases
     ids = set()
     for case in cases:
         try:
@@ -94,7 +93,7 @@ def side_of_report(text: str, source: str) -> Side | None:
     # build's first side of a night does in full and its later sides narrowed
     runs = [case.get('time_run') for case in cases]
     wall = math.fsum(runs) if runs and all(isinstance(t, (int, float)) for t in runs) \
-        else info.get('time_elapsed')
+        else report.time_elapsed
     return Side(pair_id, build, float(wall) if wall is not None else None, source=source)
 
 
