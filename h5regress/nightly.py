@@ -33,7 +33,10 @@
 3. **Gate.** ``h5regress gate`` on this attempt's ReFrame run reports; while INCONCLUSIVE, more
    pairs up to ``--max-pairs`` (the gate knows the planned looks, so early
    looks need stronger evidence and the loop keeps the gate's alpha), then
-   the final verdict, which is appended to the history.
+   the final verdict, which is appended to the history. The pairs after a look
+   run only the tests of the gated metrics it left undecided (neither PASS nor
+   FAIL): each metric stops at the look that decides it, and the others' pairs
+   cost what their tests take, not the whole night's.
 4. **Publish.** Report (Markdown, HTML, JUnit XML), gate JSON, perflogs and the
    manifest in ``--out``: the CI job's artifacts.
 
@@ -84,7 +87,8 @@ from h5regress.nightrun import (NIGHT_SELECTION, tests_regex, SETTINGS, STANDIN_
                                 STANDIN_IOR_SETVARS, STANDIN_SELECTION, NightRequest, NightResult,
                                 attempt_perflogs, attempt_reports, checks_selection,
                                 choose_builds, install_environment, resolve_commit, run_once,
-                                run_pairs, standin_checks, start_attempt)
+                                run_pairs, standin_checks, start_attempt,
+                                undecided_selection)
 from h5regress.standins import STANDIN_A, STANDIN_B, build_standins, injected_delay
 from h5regress.report.links import REPO_URL_ENV
 
@@ -322,6 +326,21 @@ def final_gate(baseline: str, candidate: str, args) -> int:
         return gate_once(baseline, candidate, args, final=True)
 
 
+def narrow_to_undecided(args: NightRequest) -> None:
+    """The next pairs run only the tests of the gated metrics the last look left
+    undecided (:func:`h5regress.nightrun.undecided_selection`)."""
+    try:
+        result = json.loads((args.out / 'gate.json').read_text())
+    except (OSError, ValueError):
+        return      # the look wrote no result: the next pairs run the whole selection
+    select = undecided_selection(args.select or (), result)
+    if select != args.select:
+        undecided = sum(m.get('role') == 'gated' and m.get('verdict') not in ('PASS', 'FAIL')
+                        for m in result.get('metrics', ()))
+        log(f'the next pairs run the tests of the {undecided} undecided gated metric(s) only')
+        args.select = select
+
+
 def night(args: NightRequest) -> NightResult:
     """The attempt: builds, pairs, looks, the verdict."""
     start_attempt(args)
@@ -344,7 +363,7 @@ def night(args: NightRequest) -> NightResult:
         if code not in (gate.EXIT_INCONCLUSIVE, gate.EXIT_NO_SLOWDOWN_SEEN):
             break
         more = min(args.more_pairs, args.max_pairs - done)
-
+        narrow_to_undecided(args)
         run_pairs(done + 1, done + more, baseline, candidate, args, env)
         done += more
     if injected:

@@ -136,6 +136,27 @@ def tests_regex(tests: list[str]) -> str:
     return '^(' + '|'.join(map(one, tests)) + ')$'
 
 
+def undecided_selection(select: tuple[str, ...], gate_result: dict) -> tuple[str, ...]:
+    """``select`` narrowed to the tests whose gated metric a look left undecided (neither
+    PASS nor FAIL): the pairs after a look run only those, as a group-sequential design
+    stops each metric at the look that decides it. A decided metric keeps its pairs, and
+    the gate judges it on them at every later look: a PASS or FAIL it had cannot change
+    (each later look spends at least as much of alpha on the same pairs). Unchanged when
+    the look names no undecided gated metric (nothing to narrow to)."""
+    tests = sorted({m['test'] for m in gate_result.get('metrics', ())
+                    if m.get('role') == 'gated' and m.get('test')
+                    and m.get('verdict') not in ('PASS', 'FAIL')})
+    if not tests:
+        return select
+    kept, words = [], iter(select)
+    for word in words:      # ReFrame ORs its -n options: the look's replaces --checks'
+        if word in ('-n', '--name'):
+            next(words)
+        else:
+            kept.append(word)
+    return (*kept, *checks_selection(tests_regex(tests)))
+
+
 def build_filter(build: str, select: tuple[str, ...] = ()) -> tuple[str, ...]:
     """ReFrame's options keeping the tests of one HDF5 build (its ``hdf5_build``), and
     with ``select`` those it selects: ReFrame keeps only the last ``-E``, so an ``-E`` of

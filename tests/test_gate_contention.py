@@ -244,3 +244,31 @@ def test_a_candidate_that_sometimes_stretches_its_own_sides_never_passes():
     assert m['n_pairs'] == 15 and m['verdict'] == 'INCONCLUSIVE', m['reason']
     assert 'the excluded pairs hold a slowdown' in m['reason']
     assert res['overall'] != 'PASS'
+
+
+def test_sides_that_ran_fewer_tests_are_judged_by_what_their_tests_take():
+    """Issue 25: after the first look the pairs run only the undecided tests, so their
+    sides are short. A full side is not contended for being longer than the median
+    side (the rule before: 100 s against a median of 30 s excluded the first 10 pairs);
+    a short side whose one test took 4x its usual time still is."""
+    def side(p, build, tests):
+        return contention.Side(f'{NIGHT}-p{p}', build, sum(t for _, t in tests),
+                               tests=tuple(tests))
+    full = [('a', 35.0), ('b', 35.0), ('c', 30.0)]
+    out = [side(p, b, full) for p in range(10) for b in (BASE, CAND)]
+    out += [side(p, b, [('c', 120.0 if (p, b) == (14, CAND) else 30.0 + p % 2)])
+            for p in range(10, 20) for b in (BASE, CAND)]
+    judged = contention.judge(out, (BASE, CAND), gate.load_config()['contention'])
+    assert list(judged.excluded) == [f'{NIGHT}-p14']
+    assert '120 s, 4.00x the 30 s its tests take' in judged.excluded[f'{NIGHT}-p14'][0]
+
+
+def test_a_side_read_from_its_run_report_knows_its_tests_times():
+    cases = [{'display_name': f'h5paths_check %benchmark={row}', 'time_run': t,
+              'hdf5_build': BASE, 'h5r_context': json.dumps({'pair_id': f'{NIGHT}-p3'})}
+             for row, t in (('x', 2.5), ('y', 4.0))]
+    report = json.dumps({'session_info': {'time_elapsed': 9.0},
+                         'runs': [{'testcases': cases}]})
+    s = contention.side_of_report(report, 'r.json')
+    assert s.pair_id == f'{NIGHT}-p3' and s.wall_s == 6.5
+    assert s.tests == (('h5paths_check %benchmark=x', 2.5), ('h5paths_check %benchmark=y', 4.0))

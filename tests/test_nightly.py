@@ -8,6 +8,7 @@ needs all 10 pairs to agree by chance (p = 1/1024 per gated metric).
 
 import dataclasses
 import json
+import math
 import os
 import re
 import subprocess
@@ -413,3 +414,50 @@ def test_stand_in_refuses_the_builds_it_would_ignore(capsys, extra, named):
         nightly_mod.parse_args(['--stand-in', *extra])
     assert err.value.code == 64
     assert named in capsys.readouterr().err
+
+
+def test_pairs_after_a_look_run_only_the_undecided_rows(tmp_path, monkeypatch, capfd):
+    """Issue 25: a row the first look decided (PASS) is not run again; the row it left
+    undecided runs pairs 11-20; the verdict judges the decided row on its 10 pairs.
+    ReFrame is a stand-in that runs the rows its -n selects; the gate is the real one."""
+    import random
+    from h5regress import nightly as nightly_mod
+    from test_gate import BASE, CAND, rec
+
+    monkeypatch.setattr(nightly_mod, 'prepare_builds',
+                        lambda args: (tmp_path / 'manifest.json', BASE, CAND))
+    (tmp_path / 'manifest.json').write_text('{}')
+    records, ran, rng = tmp_path / 'records.jsonl', [], random.Random(5)
+
+    def run_once(build, pair_id, args, env):
+        words = list(args.select)
+        regex = words[words.index('-n') + 1]
+        for row, cv in (('quiet', 0.0), ('noisy', 0.4)):
+            test = f'ior_check %num_nodes=1 %hdf5_build={build} %benchmark={row}'
+            if not re.search(regex, test.replace(' ', '')):
+                continue
+            ran.append((int(pair_id.rsplit('-p', 1)[1]), row))
+            r = rec(1000.0 * math.exp(rng.gauss(0.0, cv)), build, None, chash=f'h-{row}',
+                    run=f'{pair_id}-{build}-{row}', night='2026-11-22',
+                    extra={'case': row})
+            r.pair_id, r.test = pair_id, test
+            with open(records, 'a') as fp:
+                fp.write(r.to_json() + '\n')
+        return 0
+
+    monkeypatch.setattr(nightrun, 'run_once', run_once)
+    real_gate = nightly_mod.gate.gate_request
+    monkeypatch.setattr(nightly_mod.gate, 'gate_request', lambda request: real_gate(
+        dataclasses.replace(request, reports=(), records=[str(records)])))
+    code = nightly_mod.main(['--stand-in', '--checks', '^ior_check', '--pairs', '10',
+                             '--max-pairs', '20', '--quiet', '--out', str(tmp_path / 'out'),
+                             '--night', '2026-11-22'])
+    assert code in (gate.EXIT_INCONCLUSIVE, gate.EXIT_NO_SLOWDOWN_SEEN, gate.EXIT_PASS)
+    assert sorted({p for p, row in ran if row == 'quiet'}) == list(range(1, 11))
+    assert sorted({p for p, row in ran if row == 'noisy'}) == list(range(1, 21))
+    rows = {m['params']['case']: m for m in json.loads(
+        (tmp_path / 'out' / 'gate.json').read_text())['metrics']}
+    assert rows['quiet']['verdict'] == 'PASS' and rows['quiet']['n_pairs'] == 10
+    assert rows['noisy']['n_pairs'] == 20
+    assert 'the next pairs run the tests of the 1 undecided gated metric(s) only' in \
+        capfd.readouterr().err

@@ -8,12 +8,13 @@ machine (:mod:`h5regress.sideload`, and the wall time of its ReFrame run report)
 never a measured value:
 
 * ``wall_factor``: the side's wall time (the time its tests ran, from its run report)
-  is above ``wall_factor`` times the median of the SAME build's sides of the night (at
-  least ``min_sides`` of them), and at least ``min_excess_s`` seconds above it (the
-  jitter of sides of a few seconds, as a test's night, is no contention).
-  Never the other build's: a real slowdown (or speed-up) of the candidate changes
-  every candidate side's wall time, and a rule across builds would exclude exactly
-  that evidence;
+  is above ``wall_factor`` times what its tests take on the SAME build's sides of the
+  night (each test's median, over at least ``min_sides`` sides that ran it: the pairs
+  after a look run only the undecided tests, so sides differ in their tests), and at
+  least ``min_excess_s`` seconds above it (the jitter of sides of a few seconds, as a
+  test's night, is no contention). Never the other build's: a real slowdown (or
+  speed-up) of the candidate changes every candidate side's wall time, and a rule
+  across builds would exclude exactly that evidence;
 * ``foreign_share``: processes outside the night's tree at normal priority took at
   least this share of the machine's CPU time during the side, and at least
   ``min_excess_s`` CPU seconds (only sides that recorded it; the nightly writes a
@@ -51,6 +52,14 @@ class Side:
     load_start: float | None = None
     load_end: float | None = None
     source: str = ''
+    #: the time each of its tests ran ((test, seconds), from its run report); () when
+    #: unknown: the side is then one test of ``wall_s``
+    tests: tuple[tuple[str, float], ...] = ()
+
+    def timed_tests(self) -> tuple[tuple[str, float], ...]:
+        if self.tests:
+            return self.tests
+        return (('', self.wall_s),) if self.wall_s is not None else ()
 
 
 @dataclasses.dataclass
@@ -91,9 +100,12 @@ def side_of_report(text: str, source: str) -> Side | None:
     (pair_id, build), = ids
     # the time its tests ran: without ReFrame's loading of the checks, which a
     # build's first side of a night does in full and its later sides narrowed
-    runs = [case.get('time_run') for case in cases]
-    wall = math.fsum(runs) if runs and all(isinstance(t, (int, float)) for t in runs) \
-        else report.time_elapsed
+    runs = [(str(case.get('display_name') or case.get('name')), case.get('time_run'))
+            for case in cases]
+    if runs and all(isinstance(t, (int, float)) for _, t in runs):
+        return Side(pair_id, build, math.fsum(t for _, t in runs), source=source,
+                    tests=tuple((name, float(t)) for name, t in runs))
+    wall = report.time_elapsed
     return Side(pair_id, build, float(wall) if wall is not None else None, source=source)
 
 
@@ -154,15 +166,14 @@ def judge(sides: Sequence[Side], builds: Sequence[str], rule: Mapping[str, Any],
     excess = float(rule['min_excess_s'])
     for build in builds:
         own = sorted((s for s in mine if s.build == build), key=lambda s: s.pair_id)
-        walls = [s.wall_s for s in own if s.wall_s is not None]
-        median = stats.median(walls) if len(walls) >= int(rule['min_sides']) else None
+        usual = _usual_times(own, int(rule['min_sides']))
         for s in own:
             why = []
-            if median and s.wall_s is not None and s.wall_s > factor * median \
-                    and s.wall_s - median >= excess:
-                why.append(f'{build} side took {s.wall_s:.0f} s, {s.wall_s / median:.2f}x the '
-                           f'median {median:.0f} s of its build\'s {len(walls)} sides '
-                           f'(limit {factor:g}x and {excess:g} s more)')
+            expected = _expected_wall(s, usual)
+            if expected and s.wall_s > factor * expected and s.wall_s - expected >= excess:
+                why.append(f'{build} side took {s.wall_s:.0f} s, {s.wall_s / expected:.2f}x the '
+                           f'{expected:.0f} s its tests take at their median on its build\'s '
+                           f'sides (limit {factor:g}x and {excess:g} s more)')
             if limit is not None and s.foreign_share is not None \
                     and s.foreign_share >= float(limit) \
                     and (s.foreign_s is None or s.foreign_s >= excess):
@@ -171,13 +182,31 @@ def judge(sides: Sequence[Side], builds: Sequence[str], rule: Mapping[str, Any],
                            + (f', {s.foreign_s:.0f} s' if s.foreign_s is not None else '')
                            + f' (limit {float(limit):.0%} and {excess:g} s)')
             out.sides.append({'pair': s.pair_id, 'build': build, 'wall_s': s.wall_s,
-                              'wall_to_median': s.wall_s / median
-                              if median and s.wall_s is not None else None,
+                              'wall_to_expected': s.wall_s / expected if expected else None,
                               'foreign_share': s.foreign_share, 'load_start': s.load_start,
                               'load_end': s.load_end, 'contended': bool(why)})
             if why:
                 out.excluded.setdefault(s.pair_id, []).extend(why)
     return out
+
+
+def _usual_times(sides: Sequence[Side], min_sides: int) -> dict[str, float]:
+    """Each test's median time over ``sides`` (one build's), for tests that ran on at
+    least ``min_sides`` of them."""
+    times: dict[str, list[float]] = {}
+    for side in sides:
+        for name, seconds in side.timed_tests():
+            times.setdefault(name, []).append(seconds)
+    return {name: stats.median(ts) for name, ts in times.items() if len(ts) >= min_sides}
+
+
+def _expected_wall(side: Side, usual: Mapping[str, float]) -> float | None:
+    """What ``side``'s tests take at their usual times; None when one has no usual time
+    (too few sides ran it) or the side's wall time is unknown."""
+    tests = side.timed_tests()
+    if side.wall_s is None or not tests or any(name not in usual for name, _ in tests):
+        return None
+    return math.fsum(usual[name] for name, _ in tests)
 
 
 def mark_rows(metrics: Sequence[Any], exclusion: Exclusion, records: int, needed: int) -> None:
