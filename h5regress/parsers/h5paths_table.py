@@ -64,11 +64,11 @@ PATHS: dict[str, Path] = {
     'multi-dataset': Path(_DATA, 1048576, 8),
     'strided-chunks': Path(_DATA, 2097152),
     'vds-open': Path(('open_vds',), 65536, 4096, work='objects'),
-    'flush-datasets': Path(('create_flush',), 16, 4000, work='objects'),
-    'append': Path(('append',), 1048576, 256),
+    'flush-datasets': Path(('create_flush',), 16, 16000, work='objects'),
+    'append': Path(('append',), 4194304, 256),
     'point-selections': Path(('write', 'read', 'select_ops'), 131072),
-    'multi-chunk': Path(('write', 'read', 'write_mc', 'read_mc'), 524288, 2),
-    'storage-kinds': Path(_DATA, 1024, 500, work='objects'),
+    'multi-chunk': Path(('write', 'read', 'write_mc', 'read_mc'), 2097152, 2),
+    'storage-kinds': Path(_DATA, 1024, 2000, work='objects'),
     'vlen-strings': Path(_DATA, 65536),
 }
 
