@@ -127,6 +127,8 @@ def _tables(result: Mapping[str, Any]) -> list[Table]:
                 'pairs (a median of per-pair ratios: it need not equal the quotient of the two '
                 f'medians), with its {interval_label(result)} interval; ↑ higher is better, '
                 '↓ lower is better; '
+                'pairs = the metric\'s own: the nightly adds pairs only for the metrics a '
+                'look left undecided, so one PASS or FAIL at 10 pairs keeps 10; '
                 'q = Benjamini-Hochberg adjusted one-sided p-value of a slowdown; envelope = '
                 'candidate median against the reference envelope.'))
     out += _machine_tables(result)
