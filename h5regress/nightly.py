@@ -88,7 +88,7 @@ from h5regress.nightrun import (NIGHT_SELECTION, tests_regex, SETTINGS, STANDIN_
                                 attempt_perflogs, attempt_reports, checks_selection,
                                 choose_builds, install_environment, resolve_commit, run_once,
                                 run_pairs, standin_checks, start_attempt,
-                                undecided_selection)
+                                undecided_selection, undecided_tests)
 from h5regress.standins import STANDIN_A, STANDIN_B, build_standins, injected_delay
 from h5regress.report.links import REPO_URL_ENV
 
@@ -333,11 +333,11 @@ def narrow_to_undecided(args: NightRequest) -> None:
         result = json.loads((args.out / 'gate.json').read_text())
     except (OSError, ValueError):
         return      # the look wrote no result: the next pairs run the whole selection
-    select = undecided_selection(args.select or (), result)
+    tests = undecided_tests(result)
+    select = undecided_selection(args.select or (), tests)
     if select != args.select:
-        undecided = sum(m.get('role') == 'gated' and m.get('verdict') not in ('PASS', 'FAIL')
-                        for m in result.get('metrics', ()))
-        log(f'the next pairs run the tests of the {undecided} undecided gated metric(s) only')
+        log(f'the next pairs run only the {len(tests)} test(s) whose gated metric the look '
+            f'left undecided')
         args.select = select
 
 

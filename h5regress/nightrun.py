@@ -136,16 +136,20 @@ def tests_regex(tests: list[str]) -> str:
     return '^(' + '|'.join(map(one, tests)) + ')$'
 
 
-def undecided_selection(select: tuple[str, ...], gate_result: dict) -> tuple[str, ...]:
-    """``select`` narrowed to the tests whose gated metric a look left undecided (neither
-    PASS nor FAIL): the pairs after a look run only those, as a group-sequential design
-    stops each metric at the look that decides it. A decided metric keeps its pairs, and
-    the gate judges it on them at every later look: a PASS or FAIL it had cannot change
-    (each later look spends at least as much of alpha on the same pairs). Unchanged when
-    the look names no undecided gated metric (nothing to narrow to)."""
-    tests = sorted({m['test'] for m in gate_result.get('metrics', ())
-                    if m.get('role') == 'gated' and m.get('test')
-                    and m.get('verdict') not in ('PASS', 'FAIL')})
+def undecided_tests(gate_result: dict) -> list[str]:
+    """The tests whose gated metric a look (the gate's result) left undecided: neither
+    PASS nor FAIL."""
+    return sorted({m['test'] for m in gate_result.get('metrics', ())
+                   if m.get('role') == 'gated' and m.get('test')
+                   and m.get('verdict') not in ('PASS', 'FAIL')})
+
+
+def undecided_selection(select: tuple[str, ...], tests: list[str]) -> tuple[str, ...]:
+    """``select`` narrowed to ``tests`` (:func:`undecided_tests`): the pairs after a look
+    run only those, as a group-sequential design stops each metric at the look that
+    decides it. A decided metric keeps its pairs, and the gate judges it on them at every
+    later look: a PASS or FAIL it had cannot change (each later look spends at least as
+    much of alpha on the same pairs). Unchanged without tests (nothing to narrow to)."""
     if not tests:
         return select
     kept, words = [], iter(select)

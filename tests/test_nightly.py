@@ -459,5 +459,5 @@ def test_pairs_after_a_look_run_only_the_undecided_rows(tmp_path, monkeypatch, c
         (tmp_path / 'out' / 'gate.json').read_text())['metrics']}
     assert rows['quiet']['verdict'] == 'PASS' and rows['quiet']['n_pairs'] == 10
     assert rows['noisy']['n_pairs'] == 20
-    assert 'the next pairs run the tests of the 1 undecided gated metric(s) only' in \
-        capfd.readouterr().err
+    assert 'the next pairs run only the 1 test(s) whose gated metric the look left ' \
+        'undecided' in capfd.readouterr().err
