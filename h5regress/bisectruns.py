@@ -46,7 +46,9 @@ class NightlyRuns(Runs):
                                                                            self.cand_id)}})
         self.args = dataclasses.replace(
             self.template, out=step_dir, attempt='', pairs_run=0,
-            margin=self.template.margin if margin is None else round(margin, 6))
+            margin=self.template.margin if margin is None else round(margin, 6),
+            # loaded at the step's first look with the step's margin, never a template's
+            gate_config=None)
         if self.args.select is None:   # --stand-in without --checks: the night's choice
             nightrun.standin_checks(self.args, cand.entry.get('tools', {}))
         nightrun.start_attempt(self.args)
@@ -86,7 +88,8 @@ class SimulatedRuns(Runs):
     def start(self, good: Built, cand: Built, commit: str, step_dir: Path,
               margin: float | None = None) -> None:
         self.ratio = (1 + good.info['slowdown']) / (1 + cand.info['slowdown'])
-        self.cfg = {**gate.load_config(), **({} if margin is None else {'margin': margin})}
+        # the step's margin, a float in the one typed configuration (no dict on the way)
+        self.cfg = gate.load_config().with_overrides(margin=margin)
         self.cand_id, self.commit = f'hdf5-bisect-{commit[:12]}', commit
         self.records: list[Record] = []
 

@@ -32,12 +32,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from typing import Any
 
 import reframe as rfm
 import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
-from reframe.core.builtins import run_after, run_before, sanity_function, variable
+from reframe.core.builtins import parameter, run_after, run_before, sanity_function, variable
 from reframe.core.exceptions import BuildError, SkipTestError
+from reframe.core.meta import make_test
 
 from h5regress import sources, tools
 
@@ -363,6 +365,18 @@ class BuiltByFixture(rfm.RegressionTestPlugin):
     def companion_binary(self, name: str) -> str:
         """Another binary of the same build (h5bench's read test runs h5bench_write)."""
         return self.tool_build.product(name)
+
+
+def build_check(base: type, module: str, doc: str, **body: Any) -> type:
+    """The ``<tool>_build_check`` of the check ``base`` (``<tool>_base``), registered
+    with ReFrame in the check file ``module`` (its ``__name__``): :class:`BuiltByFixture`
+    with ``body`` (its ``tool_build`` fixture), on the partition's HDF5 only, the build
+    the records call ``path``. One declaration serves every such twin: ReFrame refuses
+    a parameter that two bases define, so no mixin can carry ``hdf5_build``."""
+    name = base.__name__.removesuffix('_base') + '_build_check'
+    body = {'__doc__': doc, **body,
+            'hdf5_build': parameter([tools.PATH_BUILD], inherit_params=False, loggable=True)}
+    return rfm.simple_test(make_test(name, (BuiltByFixture, base), body, module=module))
 
 
 class Prebuilt(rfm.RegressionTestPlugin):

@@ -41,12 +41,11 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import deferrable, parameter, run_after, sanity_function, variable
 
 from h5regress import catalog, loadedhdf5, tools
-from h5regress.checkjob import (CACHE_MARK, EXIT_MARK, FILES_LIST, HINTS_FILE,  # noqa: F401
-                                PROBE_FILE, SETUP_MARK, START_STAMP, SWEEP_ENV, JobLayout,
-                                expand_scratch, extras_values, partition_values, shell_word)
+from h5regress.checkjob import (CACHE_MARK, SWEEP_ENV, JobLayout,  # noqa: F401 (re-exported)
+                                extras_values, partition_values, shell_word)
 from h5regress.checkrecord import RecordContext
 from h5regress.checksanity import SanityProof
-from h5regress.checktool import REQUIRE_TOOLS_ENV, ToolResolution  # noqa: F401
+from h5regress.checktool import ToolResolution
 from h5regress.gateconfig import REFERENCES_DIR
 from h5regress.parsers import parser_for
 

@@ -25,13 +25,10 @@ import sys
 
 from h5regress import atomic
 from h5regress.cmdline import EXIT_ERROR, EXIT_USAGE, UsageExitParser
-from h5regress.manifestgen import (  # noqa: F401  (re-exported)
-    TOOL_LAYOUT, find_spack, from_spack, generate,
-)
+from h5regress.manifestgen import TOOL_LAYOUT, from_spack, generate  # noqa: F401 (re-exported)
 from h5regress.manifestschema import (  # noqa: F401  (re-exported)
-    ASYNC_CONNECTOR, ASYNC_LIBRARY, ASYNC_PACKAGE, DARSHAN_LIBRARY, DARSHAN_PACKAGE, SCHEMA,
-    AsyncIO, Build,
-    ManifestError, async_io_of, sha256_file, validate,
+    ASYNC_LIBRARY, ASYNC_PACKAGE, DARSHAN_LIBRARY, DARSHAN_PACKAGE, SCHEMA, Build, ManifestError,
+    async_io_of, sha256_file, validate,
 )
 
 ENV_VAR = "H5REGRESS_MANIFEST"

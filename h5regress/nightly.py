@@ -86,9 +86,9 @@ from h5regress.nightprocs import (Interrupted, _state, handle_signals, log, run,
 from h5regress.nightrun import (NIGHT_SELECTION, tests_regex, SETTINGS, STANDIN_IOR_SELECTION,
                                 STANDIN_IOR_SETVARS, STANDIN_SELECTION, NightRequest, NightResult,
                                 attempt_perflogs, attempt_reports, checks_selection,
-                                choose_builds, install_environment, resolve_commit, run_once,
-                                run_pairs, standin_checks, start_attempt,
-                                undecided_selection, undecided_tests)
+                                choose_builds, install_environment, read_attempt,
+                                resolve_commit, run_once, run_pairs, standin_checks,
+                                start_attempt, undecided_selection, undecided_tests)
 from h5regress.standins import STANDIN_A, STANDIN_B, build_standins, injected_delay
 from h5regress.report.links import REPO_URL_ENV
 
@@ -142,8 +142,11 @@ def gate_once(baseline: str, candidate: str, args, final: bool) -> int:
     except gate.ConfigError as err:
         log(f'error: {err}')
         return gate.EXIT_ERROR
+    if final:
+        args.run_records = read_attempt(args)
     request = gate.GateRequest(
         baseline=baseline, candidate=candidate, reports=[str(attempt_reports(args))],
+        run_records=args.run_records if final else None,
         attempt=args.attempt, looks=looks(args), night=args.night,
         json=str(args.out / 'gate.json'), gate_config=args.gate_config,
         # none run (records of an earlier step): the gate counts them
@@ -398,7 +401,8 @@ def add_coverage(args) -> None:
     with uninterrupted():
         atomic.write_text(gate_json, gate.dumps(result))
         report.write_all(result, history.load(args.history, exclude_night=args.night)
-                         if args.history else None, args.out / 'report')
+                         if args.history else None, args.out / 'report',
+                         records=args.run_records and args.run_records.records)
 
 
 def after_fail(manifest_path: Path, args, env: dict) -> None:
@@ -429,7 +433,8 @@ def after_fail(manifest_path: Path, args, env: dict) -> None:
     with uninterrupted():
         atomic.write_text(gate_json, gate.dumps(result))
         report.write_all(result, history.load(args.history, exclude_night=args.night)
-                         if args.history else None, args.out / 'report')
+                         if args.history else None, args.out / 'report',
+                         records=args.run_records and args.run_records.records)
 
 
 def last_pass_commit(args) -> str | None:

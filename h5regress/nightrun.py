@@ -101,6 +101,9 @@ class NightRequest:
     pairs_run: int = 0
     #: the gate's configuration, loaded at the first look (``--margin``/``--alpha`` in it)
     gate_config: GateConfig | None = None
+    #: the attempt's records as the verdict read them: every write of the report takes
+    #: them, none reads them again (None: not read)
+    run_records: runrecords.RunRecords | None = None
 
     def __post_init__(self) -> None:
         if self.select is None and self.checks:
@@ -190,6 +193,15 @@ def attempt_perflogs(args) -> Path:
 def attempt_reports(args) -> Path:
     """This attempt's ReFrame run reports: the records its gate reads."""
     return args.out / runrecords.REPORTS / args.attempt
+
+
+def read_attempt(args) -> runrecords.RunRecords | None:
+    """This attempt's records, read once for the verdict and its report (None when
+    they cannot be read: the gate then reads them itself and says why)."""
+    try:
+        return runrecords.read(reports=[str(attempt_reports(args))])
+    except OSError:
+        return None
 
 
 def start_attempt(args) -> None:

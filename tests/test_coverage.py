@@ -380,10 +380,10 @@ def test_the_nightly_puts_the_blind_spot_line_into_its_result_and_report(tmp_pat
     (out / 'gate.json').write_text(json.dumps({'baseline_commit': good,
                                                'candidate_commit': bad}))
     written = []
-    monkeypatch.setattr(report, 'write_all', lambda result, *a: written.append(result))
+    monkeypatch.setattr(report, 'write_all', lambda result, *a, **kw: written.append(result))
     args = argparse.Namespace(out=out, coverage_map=tmp_path / 'map.json',
                               coverage_repo=str(repo), bisect_repo=None, hdf5_repo='x',
-                              history=None, night='n')
+                              history=None, night='n', run_records=None)
     nightly.add_coverage(args)
     section = json.loads((out / 'gate.json').read_text())['coverage']
     assert section['not_exercised'] == ['src/H5x.c:f1']

@@ -684,3 +684,14 @@ def test_each_verdict_carries_the_bound_it_compared_and_the_report_reads_it():
     reworded = dict(fail, reason='FAIL', verdict_bound=dict(fail['verdict_bound'],
                                                             perf_ratio=0.5, confidence=0.99))
     assert text.verdict_bound(reworded) == 'upper bound 0.500 at 99 %'
+
+
+def test_the_simulated_bisect_step_judges_at_its_margin_in_the_typed_config():
+    # issue 26: no dict between gate.yaml and a bisect step's verdict either
+    from h5regress import bisectbuild, bisectruns
+    built = bisectbuild.Built(entry={}, top={}, info={'slowdown': 0.0})
+    runs = bisectruns.SimulatedRuns(0.02, random.Random(1))
+    runs.start(built, built, 'c' * 40, None, margin=0.125)
+    assert isinstance(runs.cfg, gate.GateConfig) and runs.cfg.margin == 0.125
+    runs.start(built, built, 'c' * 40, None)
+    assert isinstance(runs.cfg, gate.GateConfig) and runs.cfg.margin == gate.load_config().margin

@@ -385,7 +385,8 @@ def test_a_candidate_that_breaks_a_row_stops_the_loop_with_an_error(tmp_path, mo
     real_gate = nightly_mod.gate.gate_request
 
     def gate_on_records(request):
-        return real_gate(dataclasses.replace(request, reports=(), records=[str(records)]))
+        return real_gate(dataclasses.replace(request, reports=(), records=[str(records)],
+                                             run_records=None))
 
     monkeypatch.setattr(nightly_mod.gate, 'gate_request', gate_on_records)
     code = nightly_mod.main(['--stand-in', '--pairs', '10', '--max-pairs', '20', '--quiet',

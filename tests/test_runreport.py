@@ -114,3 +114,29 @@ def test_a_run_report_is_read_once_for_its_cases_and_session(tmp_path):
         runreport.num_cases(tmp_path / 'bare.json')
     with pytest.raises(ValueError):
         runreport.load('{"session_info": {}}')
+
+
+def test_a_night_reads_its_run_records_once_for_its_verdict_and_report(tmp_path,
+                                                                        monkeypatch):
+    """The nightly's verdict, its report and the report's later rewrite (the coverage
+    line) take the records the gate read: the attempt's run reports are read once."""
+    from h5regress import nightly
+    args = nightly.parse_args(['--stand-in', '--out', str(tmp_path), '--night', '2026-11-21'])
+    nightly.start_attempt(args)
+    cases = []
+    for pair in range(1, 4):
+        for build, value in (('hdf5-a', 300.0), ('hdf5-b', 290.0)):
+            context = json.dumps({**json.loads(CONTEXT), 'pair_id': f'{args.attempt}-p{pair}',
+                                  'provenance': {'nodelist': 'node-that-ran-it'}})
+            cases.append(case(context=context, hdf5_build=build, run_id=f'{build}-{pair}',
+                              perfvalues={'local:default:write_bw_mean': [
+                                  value, 300, -0.95, 30.0, 'MiB/s', 'pass']}))
+    (nightly.attempt_reports(args) / 'side.json').write_text(report(*cases))
+    reads = []
+    real_read = runrecords.read
+    monkeypatch.setattr(runrecords, 'read', lambda **kw: reads.append(kw) or real_read(**kw))
+    nightly.gate_once('hdf5-a', 'hdf5-b', args, final=True)
+    nightly.add_coverage(args)
+    assert reads == [{'reports': [str(nightly.attempt_reports(args))]}]
+    assert [r.run_id for r in args.run_records.records][:2] == ['hdf5-a-1', 'hdf5-b-1']
+    assert 'node-that-ran-it' in (tmp_path / 'report' / 'report.md').read_text()

@@ -20,6 +20,7 @@ from h5regress.cmdline import (EXIT_ERROR, EXIT_USAGE, ArgParser, GATE_CONFIG_HE
 from h5regress.gateconfig import (REFERENCES_DIR, ConfigError, GateConfig, load_config,
                                   looks_arg)
 from h5regress.record import Record
+from h5regress.runrecords import RunRecords
 from h5regress.gate import contention
 from h5regress.gate.records import (_night_of, check_builds, collect, default_night,
                                      load_records, of_attempt)
@@ -218,7 +219,7 @@ def build_parser() -> ArgParser:
 
 def _usage_problem(args: GateRequest) -> str | None:
     """What is wrong with the command line beyond argparse's checks (None: nothing)."""
-    if not args.records and not args.perflogs and not args.reports:
+    if args.run_records is None and not (args.records or args.perflogs or args.reports):
         return 'give --records, --perflogs and/or --reports'
     if args.pairs_run is not None and args.pairs_run < 1:
         return f'--pairs-run must be a positive pair count, got {args.pairs_run}'
@@ -235,12 +236,16 @@ class GateRequest:
     nightly builds one and calls :func:`gate_request`, no argv list. ``gate_config``:
     the configuration, loaded once by the caller (None: ``config``'s file layered
     over ``ci/gate.yaml``); ``margin``, ``alpha`` and ``confidence`` override its
-    values (None: keep them), floats from here to the verdict (:meth:`configured`)."""
+    values (None: keep them), floats from here to the verdict (:meth:`configured`).
+    ``run_records``: the records, read once by the caller for the gate and its report
+    (None: read ``records``, ``perflogs`` and ``reports``; each side's load comes from
+    ``reports`` either way)."""
     baseline: str
     candidate: str
     records: Sequence[str] = ()
     perflogs: Sequence[str] = ()
     reports: Sequence[str] = ()
+    run_records: RunRecords | None = None
     config: str | None = None
     gate_config: GateConfig | None = None
     margin: float | None = None
@@ -263,7 +268,13 @@ class GateRequest:
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> GateRequest:
         return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)
-                      if f.name != 'gate_config'})
+                      if f.name not in ('gate_config', 'run_records')})
+
+    def read_records(self) -> tuple[list[Record], list[str]]:
+        """(records, problems) to judge: ``run_records`` when given, else read."""
+        if self.run_records is not None:
+            return list(self.run_records.records), list(self.run_records.problems)
+        return load_records(self.records, self.perflogs, self.reports)
 
     def configured(self) -> GateConfig:
         """The configuration this gate judges with (:class:`ConfigError` when a file or
@@ -289,7 +300,7 @@ def gate_request(args: GateRequest) -> int:
         return EXIT_USAGE
     try:
         cfg = args.configured()
-        records, problems = load_records(args.records, args.perflogs, args.reports)
+        records, problems = args.read_records()
         sides, side_problems = contention.load_sides(args.reports)
         problems += side_problems
         check_builds(records, args.baseline, args.candidate, args.attempt)
@@ -324,7 +335,8 @@ def gate_request(args: GateRequest) -> int:
         if args.json:
             atomic.write_text(Path(args.json), dumps(result))
         if args.report:
-            report_mod.write_all(result, history, Path(args.report))
+            # the records the gate judged: the report reads none again
+            report_mod.write_all(result, history, Path(args.report), records=records)
     except (UsageError, OSError) as err:
         print(f'h5regress gate: error: {err}', file=sys.stderr)
         return EXIT_ERROR

@@ -1,9 +1,10 @@
 """``h5regress report``: the night's report as Markdown, self-contained HTML and JUnit XML.
 
 Input: the gate's result (``h5regress gate --json``), the history (for the
-plots) and, when found, tonight's perflogs and the builds manifest (for where
-the metrics ran: node list, file system, data size, command; and whether the
-builds are stand-ins). Output in one directory:
+plots), tonight's records (handed over by the gate that judged them, else read
+from the night's run reports or perflogs) and, when found, the builds manifest
+(for where the metrics ran: node list, file system, data size, command; and
+whether the builds are stand-ins). Output in one directory:
 
 * ``report.md``: verdict, builds, where, and the other tables, for merge
   requests and mail;

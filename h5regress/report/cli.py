@@ -15,6 +15,7 @@ from h5regress import history as hist_mod
 from h5regress import followup
 from h5regress.cmdline import EXIT_ERROR, EXIT_USAGE, GATE_CONFIG_HELP, ArgParser, parse_args
 from h5regress.gateconfig import ConfigError, load_config
+from h5regress.record import Record
 from h5regress.report.context import find_context
 from h5regress.report.markdown import markdown, summary_markdown
 from h5regress.report.page import index_html, to_html
@@ -68,15 +69,18 @@ def junit(result: Mapping[str, Any]) -> str:
 
 def write_all(result: Mapping[str, Any], history: hist_mod.History | None,
               outdir: str | Path, ctx: Mapping[str, Any] | None = None,
-              url: str | None = None) -> dict[str, Path]:
+              url: str | None = None, *,
+              records: Sequence[Record] | None = None) -> dict[str, Path]:
     """report.md, report.html, junit.xml and summary.md (a merge-request comment) in
-    ``outdir``. Without ``ctx``, tonight's records and manifest are looked for where
-    the nightly leaves them, beside
-    ``outdir`` (``../perflogs/<attempt>/``, ``../manifest.json``)."""
+    ``outdir``. Without ``ctx``, the context is found beside ``outdir`` (the night's
+    directory: ``../manifest.json``, its job files, ``../perflogs/<attempt>/`` linked)
+    from ``records``, tonight's records as the gate read them; without those, the
+    records are read again where the nightly leaves them."""
     outdir = Path(outdir)
     history = history or hist_mod.History()
     # the page's links to a run's files are relative to where it is written
-    ctx = {'link_base': str(outdir.resolve()), **(ctx or find_context(result, outdir.parent))}
+    ctx = {'link_base': str(outdir.resolve()),
+           **(ctx or find_context(result, outdir.parent, records=records))}
     files = {'md': outdir / 'report.md', 'html': outdir / 'report.html',
              'junit': outdir / 'junit.xml', 'summary': outdir / 'summary.md'}
     url = repo_url(url)

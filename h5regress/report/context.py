@@ -62,18 +62,21 @@ def find_jobs(result: Mapping[str, Any], night_dir: Path | None, records: Sequen
 
 
 def find_context(result: Mapping[str, Any], night_dir: Path | None,
-                 perflogs: str | None = None, manifest: str | None = None) -> dict[str, Any]:
-    """:func:`collect_context` from files: the records of ``perflogs`` when given, else
-    of the attempt's run reports where the nightly leaves them (those its gate read:
-    :func:`h5regress.runrecords.of_night`); ``manifest`` when given, else
+                 perflogs: str | None = None, manifest: str | None = None,
+                 records: Sequence[Record] | None = None) -> dict[str, Any]:
+    """:func:`collect_context` from files: ``records`` when the caller has read them
+    (the gate's: a night reads its run records once), else those of ``perflogs`` when
+    given, else of the attempt's run reports where the nightly leaves them (those its
+    gate read: :func:`h5regress.runrecords.of_night`); ``manifest`` when given, else
     ``<night_dir>/manifest.json``. The perflogs (``<night_dir>/perflogs/<attempt>``
     unless given) are linked for people. Missing files leave the fields unknown."""
     attempt = str(result.get('attempt') or '')
-    records: list[Record] = []
-    if perflogs:
+    if records is None and perflogs:
         records = runrecords.read(perflogs=[perflogs]).records
-    elif night_dir is not None and attempt:
+    elif records is None and night_dir is not None and attempt:
         records = runrecords.of_night(night_dir, attempt).records
+    records = list(records or ())
+    if not perflogs and night_dir is not None and attempt:
         cand = night_dir / runrecords.PERFLOGS / attempt
         perflogs = str(cand) if cand.is_dir() else None
     if manifest is None and night_dir is not None and (night_dir / 'manifest.json').is_file():

@@ -49,7 +49,7 @@ import reframe.utility.typecheck as typ
 from reframe.core.builtins import fixture, parameter, run_after, variable
 
 from h5regress import proof, tools
-from h5regress.builds import BuiltByFixture, Prebuilt
+from h5regress.builds import Prebuilt, build_check
 from h5regress.durability import WRITE_FLUSH
 from h5regress.manifest import wrapped_tool
 from h5regress.parsers import RunFailed
@@ -489,40 +489,14 @@ class h5bench_metadata_check(Prebuilt, h5bench_metadata_base):
     """h5bench_hdf5_iotest as the Spack environment installed it."""
 
 
-class h5bench_built(BuiltByFixture):
-    """What the ``*_build_check`` twins share: h5bench built once by the fixture."""
-
-    #: h5bench built once per partition and environment, optimised
-    tool_build = fixture(build_h5bench, scope='environment')
-
-
-#: the partition's HDF5, the build the records call ``path`` (each build check's parameter)
-FIXTURE_BUILDS = [tools.PATH_BUILD]
-
-
-@rfm.simple_test
-class h5bench_write_build_check(h5bench_built, h5bench_write_base):
-    """h5bench_write built by the fixture, when nothing provides it."""
-
-    hdf5_build = parameter(FIXTURE_BUILDS, inherit_params=False, loggable=True)
-
-
-@rfm.simple_test
-class h5bench_read_build_check(h5bench_built, h5bench_read_base):
-    """h5bench_read and h5bench_write built by the fixture, when nothing provides them."""
-
-    hdf5_build = parameter(FIXTURE_BUILDS, inherit_params=False, loggable=True)
-
-
-@rfm.simple_test
-class h5bench_exerciser_build_check(h5bench_built, h5bench_exerciser_base):
-    """h5bench_exerciser built by the fixture, when nothing provides it."""
-
-    hdf5_build = parameter(FIXTURE_BUILDS, inherit_params=False, loggable=True)
-
-
-@rfm.simple_test
-class h5bench_metadata_build_check(h5bench_built, h5bench_metadata_base):
-    """h5bench_hdf5_iotest built by the fixture, when nothing provides it."""
-
-    hdf5_build = parameter(FIXTURE_BUILDS, inherit_params=False, loggable=True)
+# the *_build_check twins (h5bench_write_build_check, ...): h5bench built by the fixture
+# once per partition and environment, optimised, when nothing provides it
+for _base, _doc in (
+        (h5bench_write_base, 'h5bench_write built by the fixture, when nothing provides it.'),
+        (h5bench_read_base, 'h5bench_read and h5bench_write built by the fixture, when '
+                            'nothing provides them.'),
+        (h5bench_exerciser_base, 'h5bench_exerciser built by the fixture, when nothing '
+                                 'provides it.'),
+        (h5bench_metadata_base, 'h5bench_hdf5_iotest built by the fixture, when nothing '
+                                'provides it.')):
+    build_check(_base, __name__, _doc, tool_build=fixture(build_h5bench, scope='environment'))

@@ -37,8 +37,8 @@ import sys
 import reframe as rfm
 from reframe.core.builtins import fixture, parameter, run_after, run_before, variable
 
-from h5regress import flush, presets, proof, tools
-from h5regress.builds import BuiltByFixture, Prebuilt, ToolBuild
+from h5regress import flush, presets, proof
+from h5regress.builds import Prebuilt, ToolBuild, build_check
 from h5regress.checkbase import HDF5Benchmark, shell_word
 from h5regress.durability import FSYNC, WRITE_FLUSH
 from h5regress.parsers import Measurement, RunFailed
@@ -274,11 +274,7 @@ class macsio_check(Prebuilt, macsio_base):
     """MACSio as the Spack environment installed it, per HDF5 build (else from PATH)."""
 
 
-@rfm.simple_test
-class macsio_build_check(BuiltByFixture, macsio_base):
-    """MACSio built by a fixture from the pinned commit, when nothing provides it."""
-
-    #: MACSio (and json-cwx) built once per partition and environment
-    tool_build = fixture(build_macsio, scope='environment')
-    #: the partition's HDF5: the build the records call ``path``
-    hdf5_build = parameter([tools.PATH_BUILD], inherit_params=False, loggable=True)
+#: MACSio (and json-cwx) built once per partition and environment
+build_check(macsio_base, __name__,
+            'MACSio built by a fixture from the pinned commit, when nothing provides it.',
+            tool_build=fixture(build_macsio, scope='environment'))
