@@ -449,7 +449,7 @@ def test_pairs_after_a_look_run_only_the_undecided_rows(tmp_path, monkeypatch, c
     monkeypatch.setattr(nightrun, 'run_once', run_once)
     real_gate = nightly_mod.gate.gate_request
     monkeypatch.setattr(nightly_mod.gate, 'gate_request', lambda request: real_gate(
-        dataclasses.replace(request, reports=(), records=[str(records)])))
+        dataclasses.replace(request, reports=(), records=[str(records)], run_records=None)))
     code = nightly_mod.main(['--stand-in', '--checks', '^ior_check', '--pairs', '10',
                              '--max-pairs', '20', '--quiet', '--out', str(tmp_path / 'out'),
                              '--night', '2026-11-22'])
