@@ -173,8 +173,8 @@ def simulate(args) -> None:
         print(f'  {verdict:<17} {count / n:6.1%}')
     good = (overall['PASS'] + overall['NO-SLOWDOWN-SEEN']) / n
     print(f'  PASS or NO-SLOWDOWN-SEEN: {good:.1%}')
+    at_cap = [w for w, p in zip(walls, pairs_run) if p == looks[-1]]
     walls.sort()
-    at_cap = [w for w, p in zip(walls, sorted(pairs_run)) if p == looks[-1]]
     print(f'wall time, minutes: median {stats.median(walls) / 60:.1f}, 90th percentile '
           f'{walls[int(0.9 * (n - 1))] / 60:.1f}, longest {walls[-1] / 60:.1f}; nights that '
           f'reached {looks[-1]} pairs: {sum(p == looks[-1] for p in pairs_run) / n:.0%}'
