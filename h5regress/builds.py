@@ -100,7 +100,7 @@ class ToolBuild(rfm.CompileOnlyRegressionTest):
     #:
     #: :type: bool
     #: :default: ``False``
-    keep_asserts = variable(bool, value=False)
+    keep_asserts = variable(typ.Bool, value=False)
 
     #: Parallel build jobs (the machines are small, and a Spack build may run beside).
     #:
@@ -112,7 +112,7 @@ class ToolBuild(rfm.CompileOnlyRegressionTest):
     #:
     #: :type: bool
     #: :default: ``True``
-    uses_hdf5 = variable(bool, value=True)
+    uses_hdf5 = variable(typ.Bool, value=True)
 
     #: Changes made to the unpacked source before building, as recorded.
     #:

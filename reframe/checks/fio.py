@@ -63,7 +63,7 @@ class fio_check(IOBenchmark):
     #:
     #: :type: bool
     #: :default: ``False``
-    sync = variable(bool, value=False)
+    sync = variable(typ.Bool, value=False)
 
     #: fsync at the end of writing, inside the timed phase (fio ``--end_fsync=1``).
     #:

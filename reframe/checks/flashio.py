@@ -18,6 +18,7 @@ time); unset, FLASH's own 80-82.
 import os
 
 import reframe as rfm
+import reframe.utility.typecheck as typ
 from reframe.core.builtins import fixture, parameter, variable
 
 from h5regress import proof, tools
@@ -74,7 +75,7 @@ class flashio_base(KernelBenchmark):
     #:
     #: :type: bool
     #: :default: ``True``
-    fsync = variable(bool, value=True)
+    fsync = variable(typ.Bool, value=True)
 
     #: Iterations (each writes every file once; per-iteration values are the samples).
     #:

@@ -31,6 +31,7 @@ each row runs once.
 import os
 
 import reframe as rfm
+import reframe.utility.typecheck as typ
 from reframe.core.builtins import fixture, parameter, run_after, variable
 
 from h5regress import presets, proof, runresults, tools
@@ -109,7 +110,7 @@ class ior_hdf5_options(rfm.RegressionTestPlugin):
     #:
     #: :type: bool
     #: :default: ``False``
-    hdf5_collective_metadata = variable(bool, value=False)
+    hdf5_collective_metadata = variable(typ.Bool, value=False)
 
     #: HDF5 object alignment in bytes (``--hdf5.setAlignment``); ``''`` = HDF5 default.
     #:
@@ -127,7 +128,7 @@ class ior_hdf5_options(rfm.RegressionTestPlugin):
     #:
     #: :type: bool
     #: :default: ``False``
-    hdf5_nofill = variable(bool, value=False)
+    hdf5_nofill = variable(typ.Bool, value=False)
 
 
 class ior_base(HDF5Benchmark, ior_hdf5_options):
@@ -167,7 +168,7 @@ class ior_base(HDF5Benchmark, ior_hdf5_options):
     #:
     #: :type: bool
     #: :default: ``False``
-    one_transfer = variable(bool, value=False)
+    one_transfer = variable(typ.Bool, value=False)
 
     #: Repetitions (IOR ``-i``): of the write phase inside one execution (each writes
     #: the file anew); on one node, of the read phase one execution each, after a cache
@@ -187,7 +188,7 @@ class ior_base(HDF5Benchmark, ior_hdf5_options):
     #:
     #: :type: bool
     #: :default: ``True``
-    fsync = variable(bool, value=True)
+    fsync = variable(typ.Bool, value=True)
 
     tool = 'ior'
 
