@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 
 from h5regress import buildid, manifest, runreport
-from h5regress.nightrun import NIGHT_SELECTION, build_filter
+from h5regress.nightrun import NIGHT_SELECTION, NIGHT_SETVARS, build_filter
 from h5regress.coverage import (PRONE_FILE, CoverageError, CoverageMap, RowCoverage,
                                 blind_spot_line, changes_between, failing_rows_line,
                                 load_prone, map_summary, merge_maps, merge_rows,
@@ -227,7 +227,8 @@ def run_rows(manifest_path: pathlib.Path, build: str, checks: str,
            '--report-file', str(report)]
     if system:
         cmd += ['--system', system]
-    cmd += [arg for var in setvars for arg in ('-S', var)]
+    cmd += [arg for var in (*(NIGHT_SETVARS if night else ()), *setvars)
+            for arg in ('-S', var)]
     env = dict(os.environ, H5REGRESS_MANIFEST=str(manifest_path),
                H5REGRESS_PERFLOG_DIR=str(out / 'perflogs'))   # never a gate's samples
     env.setdefault('RFM_CONFIG_FILES', str(root / 'reframe' / 'config' / 'settings.py'))

@@ -32,6 +32,10 @@ SETTINGS = REPO / 'reframe' / 'config' / 'settings.py'
 #: against MPI-IO through the same pattern, the canary; FLASH-IO; the h5paths rows of the
 #: HDF5 code paths where real regressions were)
 NIGHT_SELECTION = ('-t', 'nightly')
+#: ReFrame variables of every night run (pairs, bisect steps, follow-ups), before the
+#: user's ``-S`` (ReFrame keeps the last): IOR without its read phase, since the gate
+#: judges IOR's writes only and each cold read is an execution of its own
+NIGHT_SETVARS = ('ior_check.read_phase=false', 'ior_build_check.read_phase=false')
 #: the stand-in night's checks when its builds have IOR (:func:`standin_ior`): the rows
 #: tagged ``standin``, IOR's quietest HDF5 row measured on a workstation VM (2 ranks,
 #: independent 1 MiB transfers into one file, fsync; the gated write bw_mean: pair
@@ -290,7 +294,7 @@ def run_once(build: str, pair_id: str, args, env: dict, reports: Path | None = N
            '-o', output or args.out / 'output', '--report-file', report]
     if args.system:
         cmd += ['--system', args.system]
-    for setting in args.setvar:
+    for setting in (*NIGHT_SETVARS, *args.setvar):
         cmd += ['-S', setting]
     # the pairs repeat this selection: after its first run, only its tests' check files
     cmd = checkfiles.narrowed(cmd, env)

@@ -574,6 +574,9 @@ def test_a_coverage_run_makes_one_pass_of_each_h5paths_row(tmp_path, monkeypatch
     with pytest.raises(coverage.CoverageError, match='report.json'):
         coveragerun.run_rows(tmp_path / 'm.json', 'hdf5-x-cov', '.', tmp_path, night=True)
     assert seen[-1][seen[-1].index('-t') + 1] == 'nightly' and '-t' not in seen[0]
+    # ... run as the night runs them: IOR without its read phase
+    assert [seen[-1][i + 1] for i, w in enumerate(seen[-1]) if w == '-S'][:2] == [
+        'ior_check.read_phase=false', 'ior_build_check.read_phase=false']
 
 
 def test_rows_counters_are_read_at_once_and_the_notes_listed_once(tmp_path, monkeypatch):

@@ -462,3 +462,22 @@ def test_pairs_after_a_look_run_only_the_undecided_rows(tmp_path, monkeypatch, c
     assert rows['noisy']['n_pairs'] == 20
     assert 'the next pairs run only the 1 test(s) whose gated metric the look left ' \
         'undecided' in capfd.readouterr().err
+
+
+def test_the_night_runs_ior_without_its_ungated_read_phase(tmp_path, monkeypatch):
+    """Issue 25: the gate judges IOR's writes only, so every ReFrame run of a night asks
+    IOR's rows for no read phase (-S read_phase=false), before the user's own -S
+    (ReFrame keeps the last). Fails on the old code: yes (no such -S)."""
+    seen = []
+
+    def fake_run(cmd, **kw):
+        seen.append([str(word) for word in cmd])
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(nightrun, 'run', fake_run)
+    args = nightrun.NightRequest(out=tmp_path / 'out', setvar=['ior_check.read_phase=true'])
+    with pytest.raises(RuntimeError, match='no readable report'):
+        nightrun.run_once('hdf5-1.15.0', 'p01', args, {})
+    settings = [seen[0][i + 1] for i, word in enumerate(seen[0]) if word == '-S']
+    assert settings == ['ior_check.read_phase=false', 'ior_build_check.read_phase=false',
+                        'ior_check.read_phase=true']

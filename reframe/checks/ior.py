@@ -46,6 +46,8 @@ SUMMARY = 'ior.json'
 #: ``ior-read-<repetition>.json`` after it
 WRITE_SUMMARY = 'ior-write.json'
 READ_SUMMARY = 'ior-read.json'
+#: the provenance of a row run without its read phase
+READS_OFF = 'not run (-S read_phase=false): write figures only'
 #: IOR's data file in the data directory (``ior.dat.<rank, 8 digits>`` with ``-F``)
 DATA_FILE = 'ior.dat'
 
@@ -131,7 +133,27 @@ class ior_hdf5_options(rfm.RegressionTestPlugin):
     hdf5_nofill = variable(typ.Bool, value=False)
 
 
-class ior_base(HDF5Benchmark, ior_hdf5_options):
+class ior_phase_options(rfm.RegressionTestPlugin):
+    """What IOR's write and read phases do, set with ``-S`` (recorded with every row)."""
+
+    #: fsync after the write phase (IOR ``-e``): without it the figure is page cache.
+    #:
+    #: :type: bool
+    #: :default: ``True``
+    fsync = variable(typ.Bool, value=True)
+
+    #: Run the read phase after the write phase. The nightly turns it off
+    #: (``nightrun.NIGHT_SETVARS``): its gate judges IOR's writes only, and on one node
+    #: each read repetition is an execution of its own after a cache drop. Off, the
+    #: record has no read figures and its provenance says why; the write phase and the
+    #: configuration hash are the same either way.
+    #:
+    #: :type: bool
+    #: :default: ``True``
+    read_phase = variable(typ.Bool, value=True)
+
+
+class ior_base(HDF5Benchmark, ior_hdf5_options, ior_phase_options):
     #: (api, preset, layout): what the field compares. POSIX has no collective mode.
     benchmark = parameter([
         ('POSIX', 'independent', 'ssf'),
@@ -183,12 +205,6 @@ class ior_base(HDF5Benchmark, ior_hdf5_options):
     #: :type: int
     #: :default: ``0``
     stonewall = variable(int, value=0)
-
-    #: fsync after the write phase (IOR ``-e``): without it the figure is page cache.
-    #:
-    #: :type: bool
-    #: :default: ``True``
-    fsync = variable(typ.Bool, value=True)
 
     tool = 'ior'
 
@@ -246,7 +262,8 @@ class ior_base(HDF5Benchmark, ior_hdf5_options):
         return p['block_size'] * p['segments'] * self.num_nodes * self.tasks_per_node
 
     def perf_table(self):
-        return {f'{op}_{metric}': (op, metric, 'MiB/s') for op in ('write', 'read')
+        ops = ('write', 'read') if self.read_phase else ('write',)
+        return {f'{op}_{metric}': (op, metric, 'MiB/s') for op in ops
                 for metric in ('bw_mean', 'bw_max', 'bw_min', 'bw_std')}
 
     def expected_output(self, p):
@@ -272,8 +289,8 @@ class ior_base(HDF5Benchmark, ior_hdf5_options):
         if self.num_nodes > 1:
             # -C: each node reads another node's data, not its own page cache; -k keeps
             # the file for the listing (the proof of the work), the trap removes it after
-            self.executable_opts = self.tool_options + ['-w', '-r', '-k'] + target + \
-                summary(SUMMARY)
+            self.executable_opts = self.tool_options + ['-w'] + ['-r'] * self.read_phase + \
+                ['-k'] + target + summary(SUMMARY)
             self.output_files = [SUMMARY, 'stdout']
             return
         # one node: the write phase (each repetition writes the file anew, -k keeps the
@@ -282,6 +299,9 @@ class ior_base(HDF5Benchmark, ior_hdf5_options):
         reps = self.test_params['repetitions']
         self.executable_opts = self.tool_options + ['-w', '-k'] + target + \
             summary(WRITE_SUMMARY)
+        if not self.read_phase:
+            self.output_files = [WRITE_SUMMARY, 'stdout']
+            return
         read_opts = [o for o in self.tool_options if o != '-e']
         read_opts[read_opts.index('-i') + 1] = '1'
         self.read_command = self.launch_command(read_opts + ['-r', '-k'] + target +
@@ -302,6 +322,11 @@ class ior_base(HDF5Benchmark, ior_hdf5_options):
         if self.num_nodes > 1:
             run = self.parse_phases([SUMMARY], files, cache_matters=False)
             provenance = run.phases[0].run.provenance
+            if not self.read_phase:
+                provenance['read_phase'] = READS_OFF
+                if fsync:
+                    provenance[runresults.CACHE_DEFEATED] = fsync
+                return run
             provenance['read_page_cache'] = "another node's data (IOR -C)"
             if fsync:
                 provenance[runresults.CACHE_DEFEATED] = \
@@ -310,6 +335,9 @@ class ior_base(HDF5Benchmark, ior_hdf5_options):
         write = self.parse_phases([WRITE_SUMMARY], files, cache_matters=False)
         if fsync:
             write.phases[0].run.provenance[runresults.CACHE_DEFEATED] = fsync
+        if not self.read_phase:
+            write.phases[0].run.provenance['read_phase'] = READS_OFF
+            return write
         reads = [run for name in self.output_files[1:-1]
                  for run in ior_parser.parse({name: files.get(name, '')})]
         return runresults.merge_phases(self.tool, [
