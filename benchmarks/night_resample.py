@@ -100,7 +100,7 @@ def records(metrics: list[dict], ratios: list[list[float]],
             real, sign = pair_draws[p]
             lr = sign * (d[real] - centre) + shifts[i]
             for build, value in ((BASE, 1000.0), (CAND, 1000.0 * math.exp(lr))):
-                out.append(Record(tool='ior', operation='write', metric='bw_mean',
+                out.append(Record(tool='ior', operation='write', metric='bw_max',
                                   value=value, unit='MiB/s', higher_is_better=True,
                                   params=params, provenance={'hdf5_commit': build},
                                   hdf5_build=build, config_hash=f'c{i}',

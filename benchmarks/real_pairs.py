@@ -108,7 +108,7 @@ def one_run(args, datadir: Path, shim: Path | None, fraction: float) -> float:
     parser = ior_parser if args.tool == 'ior' else fio_parser
     for run in parser.parse(files):
         for m in run.measurements:
-            if m.operation == 'write' and m.metric in ('bw_mean', 'bw'):
+            if m.operation == 'write' and m.metric in ('bw_max', 'bw'):
                 return m.value
     raise SystemExit(f'{" ".join(cmd)}: no write bandwidth in its output')
 

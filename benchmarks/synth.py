@@ -81,7 +81,7 @@ def night_records(night: str, n_metrics: int, n_pairs: int, noise: Noise,
                   cand_commit: str = 'c0', canary: bool = True, fio: bool = True,
                   system: str = 'local:default', canary_level: float = 1.0,
                   ops: tuple[str, ...] = ('write',)) -> list[Record]:
-    """One night: ``n_metrics`` gated IOR HDF5 metrics (``bw_mean``, one operation
+    """One night: ``n_metrics`` gated IOR HDF5 metrics (``bw_max``, one operation
     each unless ``ops`` has two), paired A/B runs; plus MPI-IO canaries (HDF5 at
     ~90 % of MPI-IO) and a fio ceiling. ``slowdown[i]`` = true candidate ratio."""
     slowdown = slowdown or {}
@@ -105,9 +105,9 @@ def night_records(night: str, n_metrics: int, n_pairs: int, noise: Noise,
         for p in range(n_pairs):
             na, nb = noise.pair()
             pid = f'{night}-p{p}'
-            recs.append(rec('ior', op, 'bw_mean', level * na, params, baseline, base_commit,
+            recs.append(rec('ior', op, 'bw_max', level * na, params, baseline, base_commit,
                             f'{night}-{i}-{p}-A', pid))
-            recs.append(rec('ior', op, 'bw_mean', level * nb * slowdown.get(i, 1.0), params,
+            recs.append(rec('ior', op, 'bw_max', level * nb * slowdown.get(i, 1.0), params,
                             candidate, cand_commit, f'{night}-{i}-{p}-B', pid))
     if canary:
         for i in range(min(n_metrics, 4)):
@@ -117,9 +117,9 @@ def night_records(night: str, n_metrics: int, n_pairs: int, noise: Noise,
             for p in range(min(n_pairs, 6)):
                 na, nb = noise.pair()
                 pid = f'{night}-c{p}'
-                recs.append(rec('ior', op, 'bw_mean', level * na, params, baseline,
+                recs.append(rec('ior', op, 'bw_max', level * na, params, baseline,
                                 base_commit, f'{night}-m{i}-{p}-A', pid))
-                recs.append(rec('ior', op, 'bw_mean', level * nb, params, candidate,
+                recs.append(rec('ior', op, 'bw_max', level * nb, params, candidate,
                                 cand_commit, f'{night}-m{i}-{p}-B', pid))
     if fio:
         for op in ops:

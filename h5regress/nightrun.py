@@ -38,7 +38,7 @@ NIGHT_SELECTION = ('-t', 'nightly')
 NIGHT_SETVARS = ('ior_check.read_phase=false', 'ior_build_check.read_phase=false')
 #: the stand-in night's checks when its builds have IOR (:func:`standin_ior`): the rows
 #: tagged ``standin``, IOR's quietest HDF5 row measured on a workstation VM (2 ranks,
-#: independent 1 MiB transfers into one file, fsync; the gated write bw_mean: pair
+#: independent 1 MiB transfers into one file, fsync; its write bw_mean then had pair
 #: log-ratio SD 0.04-0.19 there) and its MPI-IO twin, the canary. FLASH-IO's checkpoint
 #: (393 MB with fsync at local's 2000 blocks per rank) varied 0.1-0.3 on the same VM.
 STANDIN_IOR_SELECTION = ('-t', 'standin')

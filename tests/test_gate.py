@@ -14,7 +14,7 @@ from h5regress.record import Record
 BASE, CAND = 'hdf5-1.14.6', 'hdf5-develop'
 
 
-def rec(value, build, pair, *, op='write', metric='bw_mean', api='HDF5', tool='ior',
+def rec(value, build, pair, *, op='write', metric='bw_max', api='HDF5', tool='ior',
         hib=True, night='2025-01-10', chash=None, run=None, result='pass', unit='MiB/s',
         commit=None, extra=None):
     params = {'api': api, 'preset': 'collective', 'layout': 'ssf', **(extra or {})}
@@ -170,8 +170,8 @@ def night_with_canary(ratio=1.0, canary_level=1.0, night='2025-01-10', seed=1):
 def test_roles_canary_ratio_and_fio_ceiling():
     res = run(night_with_canary())
     roles = {m['config_hash']: m['role'] for m in res['metrics']}
-    assert roles['h-ior-HDF5-write-bw_mean'] == 'gated'
-    assert roles['h-ior-MPIIO-write-bw_mean'] == 'canary'
+    assert roles['h-ior-HDF5-write-bw_max'] == 'gated'
+    assert roles['h-ior-MPIIO-write-bw_max'] == 'canary'
     assert roles['h-fio---write-bw'] == 'control'
     (c,) = res['canary']
     assert c['cand']['ratio'] == pytest.approx(0.9, abs=0.06)
@@ -286,7 +286,7 @@ def test_false_alarms_counted_on_a_a_nights(tmp_path):
 def test_reference_envelope_applied(tmp_path):
     (tmp_path / 'ior.yaml').write_text(
         "ior_check:\n  $index: ['$partition', 'case']\n  'local:default':\n"
-        "    'HDF5-collective-ssf':\n      write_bw_mean: [1000, -0.1, 0.1, 'MiB/s']\n")
+        "    'HDF5-collective-ssf':\n      write_bw_max: [1000, -0.1, 0.1, 'MiB/s']\n")
     R = refs.References.load([tmp_path])
     res = run(paired(20, 0.7), references=R)
     (m,) = gated(res)
@@ -431,11 +431,12 @@ def test_bad_config_is_an_error(tmp_path):
 def test_repo_gate_config_loads():
     cfg = gate.load_config()
     assert cfg['margin'] == 0.05
-    assert gate.role_of(cfg, 'ior', 'write', 'bw_mean', {'api': 'HDF5'}) == 'gated'
-    assert gate.role_of(cfg, 'ior', 'write', 'bw_mean', {'api': 'MPIIO'}) == 'canary'
-    # one primary metric per test: IOR's read bandwidth is reported, not gated
-    assert gate.role_of(cfg, 'ior', 'read', 'bw_mean', {'api': 'HDF5'}) == 'reported'
-    assert gate.role_of(cfg, 'ior', 'write', 'bw_max', {'api': 'HDF5'}) == 'reported'
+    assert gate.role_of(cfg, 'ior', 'write', 'bw_max', {'api': 'HDF5'}) == 'gated'
+    assert gate.role_of(cfg, 'ior', 'write', 'bw_max', {'api': 'MPIIO'}) == 'canary'
+    # one primary metric per test: IOR's read bandwidth and its other write statistics
+    # are reported, not gated (the best repetition is the quietest: ci/gate.yaml)
+    assert gate.role_of(cfg, 'ior', 'read', 'bw_max', {'api': 'HDF5'}) == 'reported'
+    assert gate.role_of(cfg, 'ior', 'write', 'bw_mean', {'api': 'HDF5'}) == 'reported'
     assert gate.role_of(cfg, 'flash-io', 'checkpoint', 'bw', {'api': 'hdf5'}) == 'gated'
 
 

@@ -190,8 +190,8 @@ def test_the_stand_in_night_gates_the_quiet_ior_row_and_its_canary():
     cfg = gate.load_config()
     params = {'api': 'HDF5', 'preset': 'independent', 'layout': 'ssf',
               'transfer_size': 1 << 20}
-    assert gate.role_of(cfg, 'ior', 'write', 'bw_mean', params) == 'gated'
-    assert gate.role_of(cfg, 'ior', 'write', 'bw_mean', {**params, 'api': 'MPIIO'}) == 'canary'
+    assert gate.role_of(cfg, 'ior', 'write', 'bw_max', params) == 'gated'
+    assert gate.role_of(cfg, 'ior', 'write', 'bw_max', {**params, 'api': 'MPIIO'}) == 'canary'
     # stand-in builds without IOR: the FLASH-IO kernel; a --checks of the user: kept
     args = nightly_mod.parse_args(['--stand-in'])
     nightrun.standin_checks(args, {'flash-io': 'k'})

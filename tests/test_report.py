@@ -42,10 +42,10 @@ def night(n_night, ratio_slow=1.0, seed=0):
                     test='ior_check_0a1b2c3d', system='local:default',
                     pair_id=f'{n_night}-{p}'))
 
-    add('ior', 'HDF5', 'bw_mean', 900.0, ratio_slow, 20)
-    add('ior', 'HDF5', 'bw_mean', 1200.0, 1.0, 20, layout='fpp')
-    add('ior', 'MPIIO', 'bw_mean', 1000.0, 1.0, 6)
-    add('ior', 'HDF5', 'bw_max', 1100.0, 1.0, 20)
+    add('ior', 'HDF5', 'bw_max', 900.0, ratio_slow, 20)
+    add('ior', 'HDF5', 'bw_max', 1200.0, 1.0, 20, layout='fpp')
+    add('ior', 'MPIIO', 'bw_max', 1000.0, 1.0, 6)
+    add('ior', 'HDF5', 'bw_mean', 1100.0, 1.0, 20)
     add('fio', '-', 'bw', 2000.0, 1.0, 3)
     return recs
 
@@ -61,7 +61,7 @@ def gated_night(tmp_path_factory):
     (root / 'refs').mkdir()
     (root / 'refs' / 'ior.yaml').write_text(
         "ior_check:\n  $index: ['$partition', 'case']\n  'local:default':\n"
-        "    '.*':\n      write_bw_mean: [900, -0.2, 0.2, 'MiB/s']\n")
+        "    '.*':\n      write_bw_max: [900, -0.2, 0.2, 'MiB/s']\n")
     hist = history.load(hdir)
     res = gate.run_gate(night(15, ratio_slow=0.7, seed=15), BASE, CAND, cfg, history=hist,
                         references=refs.References.load([root / 'refs']))
@@ -75,14 +75,14 @@ def test_markdown_has_verdict_table_and_sections(gated_night):
     md = files['md'].read_text()
     assert md.startswith('# h5regress night 2025-03-15: FAIL')
     assert '| metric | system | baseline | candidate | unit | ratio | 95% interval |' in md
-    fail_row = next(line for line in md.splitlines() if 'write bw_mean' in line
+    fail_row = next(line for line in md.splitlines() if 'write bw_max' in line
                     and 'FAIL' in line)
     assert '0.7' in fail_row and 'below (worse)' in fail_row
     for section in ('HDF5 as a fraction of MPI-IO', 'HDF5 as a fraction of the fio ceiling',
                     'Canaries against their own history', 'Change points in the history of main',
                     'False alarms', 'Reported, not gated'):
         assert f'## {section}' in md
-    assert 'bw_max' in md.split('## Reported, not gated')[1]
+    assert 'bw_mean' in md.split('## Reported, not gated')[1]
 
 
 class _Tags(HTMLParser):
@@ -238,7 +238,7 @@ def test_junit(gated_night):
     cases = suite.findall('testcase')
     assert len([c for c in cases if c.get('classname') == 'h5regress.gate.ior']) == 2
     failures = [c for c in cases if c.find('failure') is not None]
-    assert len(failures) == 1 and 'write bw_mean' in failures[0].get('name')
+    assert len(failures) == 1 and 'write bw_max' in failures[0].get('name')
     assert suite.get('failures') == '1'
 
 
@@ -396,9 +396,9 @@ def test_fail_sentence_says_the_slowdown_in_words(gated_night):
     res, _, _ = gated_night
     m = next(m for m in res['metrics'] if m['role'] == 'gated' and m['verdict'] == 'FAIL')
     text = report.summary(res)
-    # was: 'ior_check HDF5-collective-ssf write bw_mean [ior-HD] (ratio 0.682 [0.628, 0.722])'
+    # was: 'ior_check HDF5-collective-ssf write bw_max [ior-HD] (ratio 0.682 [0.628, 0.722])'
     iv = m['interval']      # the interval the verdict read (issue 25)
-    assert (f'ior HDF5-collective-ssf write: writes take {1 / m["ratio"]:.2f}x as long '
+    assert (f'ior HDF5-collective-ssf write bw_max: writes take {1 / m["ratio"]:.2f}x as long '
             f'(performance {(1 - iv["ratio_hi"]) * 100:.0f}-{(1 - iv["ratio_lo"]) * 100:.0f} % '
             f'lower), 20 pairs; the verdict used the upper bound {m["fail_bound"]:.3f} at 95 %'
             ) in text
@@ -410,8 +410,8 @@ def test_first_screen_uses_short_labels_wide_forest_and_full_where(gated_night):
     html = files['html'].read_text()
     first = _section(html, 'first-screen')
     fig = report.forest_figure(res)
-    assert set(fig.layout.yaxis.categoryarray) == {'ior HDF5-collective-ssf write',
-                                                   'ior HDF5-collective-fpp write'}
+    assert set(fig.layout.yaxis.categoryarray) == {'ior HDF5-collective-ssf write<br>bw_max',
+                                                   'ior HDF5-collective-fpp write<br>bw_max'}
     assert '<div class="wide">\n<h3>Tonight per gated metric' in first
     where = _section(html, 'where')
     assert '<th>Spack spec (candidate HDF5)</th>' in where
@@ -557,7 +557,7 @@ def test_merge_request_summary_fits_sixty_columns(gated_night, tmp_path):
     text = (files['md'].parent / 'summary.md').read_text()
     assert max(len(line) for line in text.splitlines()) < 60
     assert text.startswith('### h5regress 2025-03-15: FAIL')
-    assert '- FAIL: ior HDF5-collective-ssf write: writes take' in text
+    assert '- FAIL: ior HDF5-collective-ssf write bw_max: writes take' in text
     assert 'no slowdown seen: ior HDF5-collective-fpp write' in ' '.join(text.split())
     quiet = report.summary_markdown(_quiet_night(res, 'NO-SLOWDOWN-SEEN'))
     assert max(len(line) for line in quiet.splitlines()) < 60

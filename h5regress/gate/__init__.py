@@ -9,7 +9,7 @@ Records of the build named by ``--baseline`` are the baseline, those of
 Roles (rules in ``ci/gate.yaml``, the one place of the gate's configuration: see
 :mod:`h5regress.gateconfig`):
 
-* ``gated``: the one primary metric per test (IOR HDF5 write ``bw_mean``,
+* ``gated``: the one primary metric per test (IOR HDF5 write ``bw_max``,
   FLASH-IO checkpoint and MACSio write ``bw``, h5bench ``observed_rate``):
   gets a verdict;
 * ``canary``: the same pattern through MPI-IO (``api: MPIIO``): HDF5/MPI-IO
