@@ -163,11 +163,17 @@ class Recording(bisectsearch.Runs):
 
 
 def row_results(gate_result: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each gated row: its verdict, ratio with interval, pairs and sensitivity."""
-    return [{k: m.get(k) for k in ('key', 'label', 'verdict', 'ratio', 'ratio_lo', 'ratio_hi',
-                                    'perf_ratio', 'perf_lo', 'perf_hi', 'n_pairs',
-                                    'sensitivity')}
-            for m in bisectsearch.judged_rows(gate_result, [])]
+    """Each gated row: its verdict, ratio with interval, pairs and sensitivity; an
+    ERROR row also the gate's reason (it has no ratio to say why)."""
+    rows = []
+    for m in bisectsearch.judged_rows(gate_result, []):
+        row = {k: m.get(k) for k in ('key', 'label', 'verdict', 'ratio', 'ratio_lo', 'ratio_hi',
+                                      'perf_ratio', 'perf_lo', 'perf_hi', 'n_pairs',
+                                      'sensitivity')}
+        if m.get('verdict') == 'ERROR':
+            row['reason'] = m.get('reason')
+        rows.append(row)
+    return rows
 
 
 def faster_rows(rows: list[dict[str, Any]]) -> list[str]:
@@ -293,6 +299,10 @@ def cell(replay: dict[str, Any] | None) -> str:
         row = next(r for r in replay['rows'] if r['label'] == faster[0])
         ratio += (f'; recovery seen: {len(faster)} row(s) faster, performance '
                   f'{row["perf_ratio"]:.3f} [{row["perf_lo"]:.3f}, {row["perf_hi"]:.3f}]')
+    # a row the candidate broke has no ratio: the cell says so instead of hiding it
+    errors = sum(r['verdict'] == 'ERROR' for r in replay['rows'])
+    if errors:
+        ratio += f'; {errors} row(s) ERROR'
     return f'{replay["verdict"]}, {replay["pairs"]} pairs{ratio}, {replay["wall_seconds"]:.0f} s'
 
 

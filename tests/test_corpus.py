@@ -298,3 +298,21 @@ def test_every_stored_replay_is_of_a_replayed_case_and_its_commits():
     # replay is counted apart, in "recovery seen on ... fix replay(s)")
     regressions = sum('regression' in res['replays'] for res in results)
     assert f'of {regressions} replayed case(s) ({len(cases)} in the corpus)' in table
+
+
+def test_a_row_the_candidate_broke_keeps_the_gates_reason_and_shows_in_the_table():
+    """A row whose candidate runs all fail their sanity (the gate's ERROR, no ratio): the
+    replay's result keeps the gate's reason and the table's cell counts the row, instead
+    of showing only the other rows' ratio under "missed"."""
+    broke = 'no candidate samples: 20 candidate run(s) failed: the candidate breaks this benchmark'
+    gate = {'metrics': [
+        {'key': 'w', 'label': 'mwb write bw', 'role': 'gated', 'verdict': 'ERROR',
+         'reason': broke, 'n_pairs': 0},
+        {'key': 'r', 'label': 'warm read bw', 'role': 'gated', 'verdict': 'NO-SLOWDOWN-SEEN',
+         'reason': 'undecided', 'ratio': 0.92, 'ratio_lo': 0.80, 'ratio_hi': 1.07,
+         'perf_ratio': 0.92, 'n_pairs': 20}]}
+    rows = replay.row_results(gate)
+    assert rows[0]['reason'] == broke and 'reason' not in rows[1]
+    done = {'mode': 'regression', 'verdict': 'missed', 'pairs': 20, 'rows': rows,
+            'wall_seconds': 600.0}
+    assert replay.cell(done) == 'missed, 20 pairs 0.920 [0.800, 1.070]; 1 row(s) ERROR, 600 s'
