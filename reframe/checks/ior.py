@@ -18,7 +18,8 @@ every read sample is a cold read, and the record says so per repetition
 not asked for is labelled cached and left out of the figure while any repetition
 read cold; with none cold, the whole read phase is labelled cached. Each phase's
 record names its own execution (command line, JSON summary, parameters). Results
-come from IOR's JSON summary files.
+come from IOR's JSON summary files. The nightly runs the rows without their read
+phase (``-S read_phase=false``): its gate judges the writes only.
 
 ``ior_check`` runs the IOR of each HDF5 build of the Spack manifest (without one, the
 IOR on PATH). ``ior_build_check`` runs the same rows with IOR built by a fixture
