@@ -38,18 +38,3 @@ def test_a_configuration_of_the_users_own_wins(tmp_path):
     assert show('--show-config=systems/0/name',
                 env_extra={'RFM_CONFIG_FILES': str(mine)}) == '"mine"'
     assert show('-C', str(mine), '--show-config=systems/0/name') == '"mine"'
-
-
-@pytest.mark.parametrize('system, decay', [
-    ('local', 0.0), ('ci-slurm:alloc', 0.0), ('example-lustre:alloc', 0.0),
-    ('ci-slurm:slurm-srun', 0.1), ('example-lustre:compute', 0.1)])
-def test_local_jobs_are_polled_at_a_constant_rate(system, decay):
-    """Issue 25: ReFrame's poll rate decays from 10 Hz, so a short local job was seen up
-    to half a second after it ended, and a night's side runs 29 of them. Local
-    schedulers keep polling at 10 Hz; sbatch partitions keep ReFrame's decay (each poll
-    is a squeue or sacct call). Fails on the old code: yes (0.1 everywhere)."""
-    from reframe.core import config
-    site = config.load_config(str(REPO / 'reframe' / 'config' / 'settings.py'))
-    site.select_subconfig(system)
-    assert site.get('general/0/poll_rate_decay') == decay
-    assert site.get('general/0/check_search_path') == [str(REPO / 'reframe' / 'checks')]

@@ -306,15 +306,6 @@ site_configuration = {
             # a run keeps its full report and test-case JSON next to the perflogs
             'report_file': os.path.join(PERFLOG_DIR, 'reports', 'run-report-{sessionid}.json'),
         },
-        {
-            # Jobs of a local scheduler (this machine, or inside an allocation): ReFrame's
-            # poll rate decays from 10 Hz, so a job that ends after 3 s is seen up to half a
-            # second later, and a night's sides run 29 short jobs each. A local poll is a
-            # waitpid: keep polling at 10 Hz. Not for sbatch partitions: each of their
-            # polls is a squeue or sacct call.
-            'target_systems': ['local', 'example-lustre:alloc', 'ci-slurm:alloc'],
-            'poll_rate_decay': 0.0,
-        },
     ],
     # ReFrame's results database: `reframe --performance-compare` and
     # `reframe --list-stored-sessions` read it.
