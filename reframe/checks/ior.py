@@ -320,14 +320,17 @@ class ior_base(HDF5Benchmark, ior_hdf5_options, ior_phase_options):
 
     def parse_output(self, files):
         fsync = 'fsync before the timer stops (IOR -e)' if self.test_params['fsync'] else ''
+        if not self.read_phase:     # one execution, writes only, on any number of nodes
+            run = self.parse_phases([SUMMARY if self.num_nodes > 1 else WRITE_SUMMARY],
+                                    files, cache_matters=False)
+            provenance = run.phases[0].run.provenance
+            provenance['read_phase'] = READS_OFF
+            if fsync:
+                provenance[runresults.CACHE_DEFEATED] = fsync
+            return run
         if self.num_nodes > 1:
             run = self.parse_phases([SUMMARY], files, cache_matters=False)
             provenance = run.phases[0].run.provenance
-            if not self.read_phase:
-                provenance['read_phase'] = READS_OFF
-                if fsync:
-                    provenance[runresults.CACHE_DEFEATED] = fsync
-                return run
             provenance['read_page_cache'] = "another node's data (IOR -C)"
             if fsync:
                 provenance[runresults.CACHE_DEFEATED] = \
@@ -336,9 +339,6 @@ class ior_base(HDF5Benchmark, ior_hdf5_options, ior_phase_options):
         write = self.parse_phases([WRITE_SUMMARY], files, cache_matters=False)
         if fsync:
             write.phases[0].run.provenance[runresults.CACHE_DEFEATED] = fsync
-        if not self.read_phase:
-            write.phases[0].run.provenance['read_phase'] = READS_OFF
-            return write
         reads = [run for name in self.output_files[1:-1]
                  for run in ior_parser.parse({name: files.get(name, '')})]
         return runresults.merge_phases(self.tool, [
