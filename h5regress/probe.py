@@ -50,18 +50,27 @@ def _run(cmd: list[str]) -> str:
     return (out.stdout or out.stderr).strip()
 
 
-def mpi_library() -> str:
-    out = _run(['ompi_info', '--parsable', '--version', 'ompi', 'full'])
-    m = re.search(r'ompi:version:full:(\S+)', out)
-    if m:
-        return f'Open MPI {m.group(1)}'
-    first = _run(['mpirun', '--version']).splitlines()
-    return first[0] if first else 'unknown'
+def mpi_library(ldd_output: str = '') -> tuple[str, str]:
+    """(path, version) of the MPI library: the one the binary loads, as that library
+    reports itself (``MPI_Get_library_version``, callable before ``MPI_Init``); without
+    one, what the ``mpirun`` on ``PATH`` says, with no path."""
+    lib = loaded_library(ldd_output, r'lib(mpi|mpich)\.so')
+    if not lib:
+        first = _run(['mpirun', '--version']).splitlines()
+        return '', first[0] if first else 'unknown'
+    try:
+        # MPI_MAX_LIBRARY_VERSION_STRING: 256 in Open MPI, 8192 in MPICH
+        text, length = ctypes.create_string_buffer(8192), ctypes.c_int()
+        if ctypes.CDLL(lib).MPI_Get_library_version(text, ctypes.byref(length)) != 0:
+            return lib, 'unknown (MPI_Get_library_version failed)'
+    except (OSError, AttributeError) as err:
+        return lib, f'unknown ({err})'
+    return lib, (text.value.decode(errors='replace').strip().splitlines() or ['unknown'])[0]
 
 
-def linked_hdf5(binary: str) -> tuple[str, str]:
-    """(path, version) of the libhdf5 that ``binary`` loads, asking the library itself."""
-    lib = loaded_libhdf5(_run(['ldd', binary]))
+def linked_hdf5(ldd_output: str) -> tuple[str, str]:
+    """(path, version) of the libhdf5 the binary loads, asking the library itself."""
+    lib = loaded_libhdf5(ldd_output)
     if not lib:
         return '', 'not linked'
     try:
@@ -75,18 +84,22 @@ def linked_hdf5(binary: str) -> tuple[str, str]:
         return lib, f'unknown ({err})'
 
 
-def loaded_libhdf5(ldd_output: str) -> str:
-    """The libhdf5 the loader would give the binary, from ``ldd``'s output in this
-    environment: a preloaded one (``LD_PRELOAD``: listed first, without ``=>``) wins
-    over the one the binary links; ``libhdf5_hl`` is not the library."""
+def loaded_library(ldd_output: str, name_pattern: str) -> str:
+    """The library whose file name matches ``name_pattern`` that the loader would give
+    the binary, from ``ldd``'s output in this environment: a preloaded one
+    (``LD_PRELOAD``: listed first, without ``=>``) wins over the one the binary links."""
     for line in ldd_output.splitlines():
         m = re.match(r'\s*(?:(\S+)\s+=>\s+)?(/\S+|\S+/\S+)\s', line + ' ')
         if not m:
             continue
-        name = posixpath.basename(m.group(1) or m.group(2))
-        if re.match(r'libhdf5(?!_hl)[^/\s]*\.so', name):
+        if re.match(name_pattern, posixpath.basename(m.group(1) or m.group(2))):
             return m.group(2)
     return ''
+
+
+def loaded_libhdf5(ldd_output: str) -> str:
+    """The libhdf5 the loader would give the binary (``libhdf5_hl`` is not the library)."""
+    return loaded_library(ldd_output, r'libhdf5(?!_hl)[^/\s]*\.so')
 
 
 def nodelist() -> str:
@@ -100,15 +113,14 @@ def probe(data_dir: str, binary: str | None) -> dict:
         'fs_type': fs_type(data_dir),
         'data_dir': data_dir,
         'node_memory_bytes': node_memory_bytes(),
-        'mpi_library': mpi_library(),
         'kernel': platform.release(),
         'ompi_mca_io': os.environ.get('OMPI_MCA_io', ''),
         'romio_hints': os.environ.get('ROMIO_HINTS', ''),
     }
+    ldd = _run(['ldd', binary]) if binary else ''
+    result['mpi_library_path'], result['mpi_library'] = mpi_library(ldd)
     if binary:
-        lib, version = linked_hdf5(binary)
-        result['hdf5_library'] = lib
-        result['hdf5_library_version'] = version
+        result['hdf5_library'], result['hdf5_library_version'] = linked_hdf5(ldd)
     return result
 
 

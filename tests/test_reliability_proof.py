@@ -9,7 +9,10 @@ a listing with a row's expectation (:mod:`h5regress.proof`) is tested on its own
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -177,3 +180,28 @@ def test_the_probe_reads_a_preloaded_libhdf5_first():
               '\tlibhdf5.so.310 => /spack/hdf5-1.14.1/lib/libhdf5.so.310 (0x2)\n')
     assert probe.loaded_libhdf5(linked) == '/spack/hdf5-1.14.1/lib/libhdf5.so.310'
     assert probe.loaded_libhdf5('\tlibhdf5.so.310 => not found\n') == ''
+
+
+def test_the_probe_names_the_mpi_library_by_its_file_name():
+    ldd = ('\tlibmpi_cxx.so.40 => /usr/lib/libmpi_cxx.so.40 (0x1)\n'
+           '\tlibmpi.so.40 => /spack/openmpi-5.0.5/lib/libmpi.so.40 (0x2)\n'
+           '\tlibmpich.so.12 => /usr/lib/libmpich.so.12 (0x3)\n')
+    assert probe.loaded_library(ldd, r'lib(mpi|mpich)\.so') == \
+        '/spack/openmpi-5.0.5/lib/libmpi.so.40'
+
+
+@pytest.mark.skipif(shutil.which('mpicc') is None, reason='needs mpicc')
+def test_the_probe_asks_the_mpi_library_the_binary_loads(tmp_path, monkeypatch):
+    # the version of the libmpi the benchmark runs with, as that library says it, not
+    # what an mpirun on PATH says (it may be another MPI's, or none)
+    src = tmp_path / 'mpi.c'
+    src.write_text('#include <mpi.h>\nint main(void) { int f; return MPI_Initialized(&f); }\n')
+    subprocess.run(['mpicc', str(src), '-o', str(tmp_path / 'mpi')], check=True)
+    other = tmp_path / 'bin'
+    other.mkdir()
+    (other / 'mpirun').write_text('#!/bin/sh\necho "mpirun (Another MPI) 0.1"\n')
+    (other / 'mpirun').chmod(0o755)
+    monkeypatch.setenv('PATH', f'{other}:{os.environ["PATH"]}')
+    found = probe.probe(str(tmp_path), str(tmp_path / 'mpi'))
+    assert re.match(r'(Open MPI v|MPICH)', found['mpi_library'])
+    assert re.match(r'lib(mpi|mpich)\.so', os.path.basename(found['mpi_library_path']))
