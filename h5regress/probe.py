@@ -50,6 +50,11 @@ def _run(cmd: list[str]) -> str:
     return (out.stdout or out.stderr).strip()
 
 
+def ldd(binary: str) -> str:
+    """``ldd``'s output for ``binary`` in this environment (what the loader would give it)."""
+    return _run(['ldd', binary])
+
+
 def mpi_library(ldd_output: str = '') -> tuple[str, str]:
     """(path, version) of the MPI library: the one the binary loads, as that library
     reports itself (``MPI_Get_library_version``, callable before ``MPI_Init``); without
@@ -117,10 +122,10 @@ def probe(data_dir: str, binary: str | None) -> dict:
         'ompi_mca_io': os.environ.get('OMPI_MCA_io', ''),
         'romio_hints': os.environ.get('ROMIO_HINTS', ''),
     }
-    ldd = _run(['ldd', binary]) if binary else ''
-    result['mpi_library_path'], result['mpi_library'] = mpi_library(ldd)
+    libraries = ldd(binary) if binary else ''
+    result['mpi_library_path'], result['mpi_library'] = mpi_library(libraries)
     if binary:
-        result['hdf5_library'], result['hdf5_library_version'] = linked_hdf5(ldd)
+        result['hdf5_library'], result['hdf5_library_version'] = linked_hdf5(libraries)
     return result
 
 

@@ -54,7 +54,7 @@ from h5regress.durability import WRITE_FLUSH
 from h5regress.manifest import wrapped_tool
 from h5regress.parsers import RunFailed
 from h5regress.parsers import h5bench as h5bench_parser
-from h5regress.probe import linked_hdf5
+from h5regress.probe import ldd, linked_hdf5
 from h5regress.h5benchbase import (ASYNC_VOL_CONNECTOR, async_run, async_run_problem,
                                    build_h5bench, h5bench_base, h5bench_exerciser_base,
                                    h5bench_metadata_base)
@@ -86,7 +86,7 @@ NO_SUBFILING_MESSAGE = b'HDF5 version does not support SUBFILING'
 def subfiling_support(binary: str) -> str | None:
     """Why the HDF5 that ``binary`` loads cannot do SUBFILING, or None when it can."""
     binary = wrapped_tool(binary)
-    lib, version = linked_hdf5(binary)
+    lib, version = linked_hdf5(ldd(binary))
     if not lib:
         return f'{binary} is not linked with a shared libhdf5 ({version})'
     try:
