@@ -232,6 +232,17 @@ def summary(path: str, reps: int = 300) -> None:
               + (f'  ({bad} failed run(s))' if bad else ''))
 
 
+def night_log_ratios(metric: dict) -> list[float]:
+    """A gated metric's pair log-ratios from a night's ``gate.json`` (candidate over
+    baseline, oriented so that below 0 is slower); [] when not gated or under 3 pairs."""
+    n = metric.get('n_pairs') or 0
+    if metric.get('role') != 'gated' or n < 3:
+        return []
+    sign = 1.0 if metric['higher_is_better'] else -1.0
+    return [sign * math.log(c / b) for b, c in zip(metric['base'][:n], metric['cand'][:n])
+            if b > 0 and c > 0]
+
+
 def night_summary(path: str, reps: int = 300) -> None:
     """The noise table of a real night: per gated metric of its ``gate.json``, the SD
     of the night's pair log-ratios (candidate over baseline, oriented so that below 0
@@ -242,12 +253,9 @@ def night_summary(path: str, reps: int = 300) -> None:
     print(f'{"metric":100} {"pairs":>5} {"sd lr":>7} {"ratio":>6} {"verdict":>16} '
           f'{"pairs@10%":>9}')
     for m in night['metrics']:
-        n = m.get('n_pairs') or 0
-        if m.get('role') != 'gated' or n < 3:
+        d = night_log_ratios(m)
+        if not d:
             continue
-        sign = 1.0 if m['higher_is_better'] else -1.0
-        d = [sign * math.log(c / b) for b, c in zip(m['base'][:n], m['cand'][:n])
-             if b > 0 and c > 0]
         sd = stats.variance(d) ** 0.5
         need = pairs_to_fail(d, reps)
         print(f'{m["label"][:100]:100} {len(d):5d} {sd:7.4f} {m["ratio"]:6.3f} '

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import statistics
 import sys
@@ -33,7 +32,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / 'benchmarks'))
 
+import h5paths_noise  # noqa: E402
 from h5regress import nightrun  # noqa: E402
 from h5regress.gate.cli import GateRequest, gate_request  # noqa: E402
 
@@ -80,16 +81,9 @@ def gate(args, setting: str, pairs: int) -> dict:
 
 
 def log_ratio_sds(gate_json: dict) -> dict[str, float]:
-    """Per gated metric, the SD of its pair log-ratios (the fields
-    ``benchmarks/h5paths_noise.py --night-gate`` reads)."""
-    sds = {}
-    for m in gate_json['metrics']:
-        n = m.get('n_pairs') or 0
-        if m.get('role') == 'gated' and n >= 3:
-            sds[m['label']] = statistics.stdev(
-                math.log(c / b) for b, c in zip(m['base'][:n], m['cand'][:n])
-                if b > 0 and c > 0)
-    return sds
+    """Per gated metric, the SD of its pair log-ratios."""
+    ratios = {m['label']: h5paths_noise.night_log_ratios(m) for m in gate_json['metrics']}
+    return {label: statistics.stdev(d) for label, d in ratios.items() if len(d) >= 2}
 
 
 def main(argv=None) -> int:
@@ -117,7 +111,9 @@ def main(argv=None) -> int:
         if name in sds['decay']:
             c, d = sds['const'][name], sds['decay'][name]
             quieter += c < d
-            print(f'{name[:60]:60} {c:9.3f} {d:9.3f}')
+            # the row and metric, not the label's head: every label of a check starts alike
+            row = name.split('benchmark=', 1)[-1]
+            print(f'{row[:60]:60} {c:9.3f} {d:9.3f}')
     print(f'\nconstant poll quieter in {quieter} of '
           f'{len(set(sds["const"]) & set(sds["decay"]))} metrics')
     return 0

@@ -55,7 +55,7 @@ def ldd(binary: str) -> str:
     return _run(['ldd', binary])
 
 
-def mpi_library(ldd_output: str = '') -> tuple[str, str]:
+def mpi_library(ldd_output: str) -> tuple[str, str]:
     """(path, version) of the MPI library: the one the binary loads, as that library
     reports itself (``MPI_Get_library_version``, callable before ``MPI_Init``); without
     one, what the ``mpirun`` on ``PATH`` says, with no path."""
