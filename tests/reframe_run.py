@@ -15,6 +15,11 @@ SETTINGS = REPO / 'reframe' / 'config' / 'settings.py'
 OWN_FIXTURES = REPO / 'tests' / 'fixtures'
 #: more real outputs, shared beside the checkout when present: an extra, never required
 FIXTURES = REPO.parent / 'shared' / 'fixtures'
+#: ReFrame options of a real run beside the fast tests (`.ci/run`'s `beside` sessions):
+#: on two cores shared with them a rate is noise (h5bench's collective write fell from
+#: hundreds of MiB/s to 4), so a missed reference is printed, not a failure (ReFrame's
+#: `strict_check`); sanity and every other phase still fail the run.
+UNDER_LOAD = ['-S', 'strict_check=0']
 
 
 def reframe_bin() -> str:

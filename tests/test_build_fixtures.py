@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from h5regress import builds, perflog, sources
-from reframe_run import REPO, run_reframe
+from reframe_run import REPO, UNDER_LOAD, run_reframe
 
 #: the shared Spack source mirror beside the checkout
 MIRROR = REPO.parent / 'shared' / 'spack-offline' / 'mirror'
@@ -242,7 +242,7 @@ def built_run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp('built')
     out = run_reframe(['-c', 'reframe/checks/ior.py', '-c', 'reframe/checks/mdtest.py',
                        '-c', 'reframe/checks/macsio.py', '-c', 'reframe/checks/h5bench.py',
-                       '-n', ROWS, '-r'] + SMALL, tmp,
+                       '-n', ROWS, '-r'] + SMALL + UNDER_LOAD, tmp,
                       env=reframe_env(H5REGRESS_TOOL_SOURCES=str(MIRROR)), timeout=1500)
     records, problems = perflog.read([str(tmp / 'perflogs')])
     return out, records, problems

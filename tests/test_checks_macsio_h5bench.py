@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from reframe_run import (REPO, path_with_tools, reframe_bin, reframe_command,
+from reframe_run import (REPO, UNDER_LOAD, path_with_tools, reframe_bin, reframe_command,
                          reframe_env)
 
 REFRAME = Path(reframe_bin())
@@ -300,7 +300,8 @@ def by_test(rows: list[dict]) -> dict[str, dict[str, dict]]:
 def test_macsio_runs_on_local(tmp_path):
     path = path_with_tools('macsio', how=HOW['macsio'])
     out = reframe(tmp_path, '-c', str(CHECKS / 'macsio.py'), '-r',
-                  '-n', 'miftmpl-MIF$|hdf5-MIF$|hdf5-SIF-collective$', path=path, check=False)
+                  '-n', 'miftmpl-MIF$|hdf5-MIF$|hdf5-SIF-collective$', *UNDER_LOAD, path=path,
+                  check=False)
     assert out.returncode == 0, out.stdout[-6000:]
     tests = by_test(perf_lines(tmp_path, 'macsio_check'))
     assert set(tests) == {'miftmpl-MIF', 'hdf5-MIF', 'hdf5-SIF-collective'}
@@ -330,7 +331,7 @@ def test_h5bench_runs_on_local(tmp_path):
     out = reframe(tmp_path, '-c', str(CHECKS / 'h5bench.py'), '-r', '-n',
                   'write_check.*(1D-CONTIG-CONTIG-collective|subfiling)$|'
                   'read_check.*(1D-FULL|2D-CS)$|exerciser.*collective$|'
-                  'metadata.*contiguous-independent$', path=path, check=False)
+                  'metadata.*contiguous-independent$', *UNDER_LOAD, path=path, check=False)
     assert out.returncode == 0, out.stdout[-6000:]
     write = by_test(perf_lines(tmp_path, 'h5bench_write_check'))
     assert '1D-CONTIG-CONTIG-collective' in write
@@ -363,7 +364,8 @@ def test_h5bench_runs_on_local(tmp_path):
 @pytest.mark.beside
 def test_mdtest_runs_on_local(tmp_path):
     path = path_with_tools('mdtest', how=HOW['mdtest'])
-    out = reframe(tmp_path, '-c', str(CHECKS / 'mdtest.py'), '-r', path=path, check=False)
+    out = reframe(tmp_path, '-c', str(CHECKS / 'mdtest.py'), '-r', *UNDER_LOAD, path=path,
+                  check=False)
     assert out.returncode == 0, out.stdout[-6000:]
     tests = by_test(perf_lines(tmp_path, 'mdtest_check'))
     assert set(tests) == {'unique_dir', 'shared_dir'}

@@ -18,7 +18,7 @@ from h5regress import gate, gateconfig, manifest, perflog
 from h5regress.parsers import h5paths as parser
 from h5regress.parsers.h5paths_table import PATHS, Row
 from kernel_build import cmake_build
-from reframe_run import REPO, load_check_file, run_reframe, two_build_manifest
+from reframe_run import REPO, UNDER_LOAD, load_check_file, run_reframe, two_build_manifest
 from test_reliability import chained_config, full_fs  # noqa: F401 (a fixture)
 
 CHECKS = REPO / 'reframe' / 'checks' / 'h5paths.py'
@@ -209,7 +209,8 @@ SMALL = ['-S', 'h5paths_build_check.iterations=2', '-S', 'h5paths_build_check.si
 @pytest.mark.skipif(bool(_missing()), reason=f'needs {", ".join(_missing())} (Debian: cmake '
                     'libopenmpi-dev openmpi-bin libhdf5-openmpi-dev)')
 def test_every_row_built_from_this_tree_runs_on_local(tmp_path):
-    out = run_reframe(['-c', str(CHECKS), '-r', '-n', 'h5paths_build_check'] + SMALL, tmp_path,
+    out = run_reframe(['-c', str(CHECKS), '-r', '-n', 'h5paths_build_check'] + SMALL + UNDER_LOAD,
+                      tmp_path,
                       env={'RFM_COLORIZE': 'n'}, timeout=2400)
     assert out.returncode == 0, out.stdout[-8000:] + out.stderr[-2000:]
     records, problems = perflog.read([str(tmp_path / 'perflogs')])

@@ -21,7 +21,7 @@ import pytest
 from h5regress import perflog, runresults
 from h5regress.parsers import ior
 from h5regress.parsers.base import Measurement, ParsedRun
-from reframe_run import REPO, load_check_file, path_with_tools, run_reframe
+from reframe_run import REPO, UNDER_LOAD, load_check_file, path_with_tools, run_reframe
 
 FIXTURE = Path(__file__).resolve().parent / 'fixtures' / 'ior' / \
     'json-one-read-execution-per-repetition'
@@ -217,7 +217,7 @@ def test_mdtest_stat_and_read_on_one_node_are_labelled_cached(tmp_path):
     node's caches, and its records say so."""
     path = path_with_tools('mdtest')
     out = run_reframe(['-c', 'reframe/checks/mdtest.py', '-r', '-n',
-                       '^mdtest_check.*unique_dir'], tmp_path, env={'PATH': path})
+                       '^mdtest_check.*unique_dir'] + UNDER_LOAD, tmp_path, env={'PATH': path})
     assert out.returncode == 0, out.stdout + out.stderr
     records, problems = perflog.read([str(tmp_path / 'perflogs')])
     assert not problems and {r.operation for r in records} >= {'file_stat', 'file_read'}
@@ -284,7 +284,7 @@ def test_without_a_drop_the_ior_reads_are_labelled_cached(tmp_path):
            'RFM_CONFIG_FILES': chained_config(tmp_path, drop_caches=False)}
     out = run_reframe(['-c', 'reframe/checks/ior.py', '-r', '-n',
                        '^ior_check.*POSIX-independent-ssf', '-S', 'block_size=16m',
-                       '-S', 'transfer_size=1m'], tmp_path, env=env)
+                       '-S', 'transfer_size=1m'] + UNDER_LOAD, tmp_path, env=env)
     assert out.returncode == 0, out.stdout + out.stderr
     records, problems = perflog.read([str(tmp_path / 'perflogs')])
     assert not problems

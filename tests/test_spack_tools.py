@@ -22,7 +22,7 @@ from collections import Counter
 import pytest
 
 from h5regress import manifest, perflog
-from reframe_run import REPO, run_reframe
+from reframe_run import REPO, UNDER_LOAD, run_reframe
 
 pytestmark = pytest.mark.slow
 
@@ -64,7 +64,7 @@ def real_run(tmp_path_factory):
     builds = manifest_builds()
     tmp = tmp_path_factory.mktemp('spack-tools')
     names = '|'.join(f'^{name}' for name in CHECKS)
-    out = run_reframe(['-c', 'reframe/checks', '-n', f'({names})', '-r'] + SMALL, tmp,
+    out = run_reframe(['-c', 'reframe/checks', '-n', f'({names})', '-r'] + SMALL + UNDER_LOAD, tmp,
                       env={'H5REGRESS_MANIFEST': str(MANIFEST),
                            'H5REGRESS_REQUIRE_TOOLS': '1', 'RFM_COLORIZE': 'n'},
                       timeout=2400)
