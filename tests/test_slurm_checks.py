@@ -61,6 +61,7 @@ def test_checks_run_through_each_partition_on_1_and_2_nodes(slurm_cluster, parti
     for name, script in job_scripts(tmp_path).items():
         assert '#SBATCH --partition=debug' in script and '#SBATCH --exclusive' in script
         assert '#SBATCH --time=0:10:0' in script
+        assert 'export OMPI_MCA_btl_tcp_if_include=lo' in script
         if partition.endswith('srun'):
             assert 'export SLURM_MPI_TYPE=pmix' in script
         if name.startswith('flashio_build_check'):
