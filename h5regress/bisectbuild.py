@@ -102,6 +102,33 @@ class Built:
     info: dict[str, Any]
 
 
+def missing_blobs(repo: Path, commit: str) -> list[str]:
+    """Paths of ``commit``'s tree whose blobs the clone lacks."""
+    tree = git(repo, 'ls-tree', '-r', '-z', commit).split('\0')
+    blobs = [(line.split()[2], line.split('\t', 1)[1]) for line in tree
+             if line and line.split()[1] == 'blob']
+    out = subprocess.run(['git', '-C', str(repo), 'cat-file', '--batch-check'],
+                         input=''.join(f'{sha}\n' for sha, _ in blobs),
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    return [path for (_, path), line in zip(blobs, out) if line.endswith(' missing')]
+
+
+def source_tarball(repo: Path, commit: str, tarball: Path) -> list[str]:
+    """``commit``'s tree under ``hdf5/`` into ``tarball`` (whole or not at all),
+    leaving out the files whose blobs the clone lacks; returns those paths."""
+    missing = missing_blobs(repo, commit)
+    tarball.parent.mkdir(parents=True, exist_ok=True)
+    part = tarball.with_name(tarball.name + '.part')
+    try:
+        git(repo, 'archive', '--format=tar.gz', '--prefix=hdf5/', '-o', str(part), commit,
+            '--', '.', *(f':(exclude){p}' for p in missing))
+    except BisectError:
+        part.unlink(missing_ok=True)
+        raise
+    part.rename(tarball)
+    return missing
+
+
 class Builder:
     """Builds one commit; :meth:`build` raises :class:`BuildFailed` when it cannot."""
     name = 'builder'
@@ -156,22 +183,21 @@ class SpackBuilder(Builder):
 
     def archive_source(self, commit: str) -> None:
         """The commit's tree from the clone into the bisect's source mirror (once; whole
-        or not at all). A clone that cannot archive it (objects missing) is said, and the
-        build goes on with the other mirrors."""
+        or not at all), without the files whose blobs the clone lacks (public snapshots
+        of HDF5 lack some test data, which no build needs). A commit the clone does not
+        hold is said, and the build goes on with the other mirrors."""
         tarball = self.source_mirror() / HDF5_MIRROR_PATH / f'{commit}.tar.gz'
         if tarball.exists():
             return
-        tarball.parent.mkdir(parents=True, exist_ok=True)
-        part = tarball.with_name(tarball.name + '.part')
-        out = subprocess.run(['git', '-C', str(self.repo), 'archive', '--format=tar.gz',
-                              '--prefix=hdf5/', '-o', str(part), commit],
-                             capture_output=True, text=True)
-        if out.returncode:
-            part.unlink(missing_ok=True)
-            log(f'warning: no source of {commit[:12]} from {self.repo} (git archive: '
-                f'{out.stderr.strip()[:300]}); Spack tries the other mirrors')
+        try:
+            left = source_tarball(self.repo, commit, tarball)
+        except BisectError as e:
+            log(f'warning: no source of {commit[:12]} ({str(e)[:300]}); Spack tries the '
+                f'other mirrors')
             return
-        part.rename(tarball)
+        if left:
+            log(f'{commit[:12]}: source without {len(left)} file(s) whose blobs the clone '
+                f'lacks: {", ".join(left[:5])}')
 
     def run_install(self, cmd: list[str], install_log: Path) -> None:
         install_log.parent.mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,7 @@ on where it stopped.
 
 A clone that lacks some blobs (public snapshots lack test data) cannot ``git
 archive`` a commit whole: the Spack builder's source mirror gets each commit's
-tarball without the missing files (:func:`source_tarball`), which a build does
+tarball without the missing files (:func:`bisectbuild.source_tarball`), which a build does
 not need.
 
 Exit codes: 0 done, 1 a fix or control replay FAILed (a false alarm), 4 error (a
@@ -46,7 +46,6 @@ import json
 import os
 import platform
 import random
-import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -104,43 +103,6 @@ def pairs_of(case: corpus.Case, fix: bool, control: bool) -> list[Pair]:
     if control:
         out.append(Pair(case.id, 'control', good, good))
     return out
-
-
-# ------------------------------------------------------------------ sources
-def missing_blobs(repo: Path, commit: str) -> list[str]:
-    """Paths of ``commit``'s tree whose blobs the clone lacks."""
-    tree = bisectbuild.git(repo, 'ls-tree', '-r', '-z', commit).split('\0')
-    blobs = [(line.split()[2], line.split('\t', 1)[1]) for line in tree
-             if line and line.split()[1] == 'blob']
-    out = subprocess.run(['git', '-C', str(repo), 'cat-file', '--batch-check'],
-                         input=''.join(f'{sha}\n' for sha, _ in blobs),
-                         capture_output=True, text=True, check=True).stdout.splitlines()
-    return [path for (_, path), line in zip(blobs, out) if line.endswith(' missing')]
-
-
-def source_tarball(repo: Path, commit: str, tarball: Path) -> list[str]:
-    """``commit``'s tree under ``hdf5/`` into ``tarball`` (whole or not at all),
-    leaving out the files whose blobs the clone lacks; returns those paths."""
-    missing = missing_blobs(repo, commit)
-    tarball.parent.mkdir(parents=True, exist_ok=True)
-    part = tarball.with_name(tarball.name + '.part')
-    bisectbuild.git(repo, 'archive', '--format=tar.gz', '--prefix=hdf5/', '-o', str(part),
-               commit, '--', '.', *(f':(exclude){p}' for p in missing))
-    part.rename(tarball)
-    return missing
-
-
-def fill_source_mirror(builder: bisectbuild.SpackBuilder, repo: Path, commits: Sequence[str]
-                       ) -> None:
-    """The builder's source mirror gets each commit's tarball (what its own ``git
-    archive`` of the whole tree cannot make from a clone that lacks blobs)."""
-    for commit in commits:
-        tarball = builder.source_mirror() / bisectbuild.HDF5_MIRROR_PATH / f'{commit}.tar.gz'
-        if not tarball.exists():
-            left = source_tarball(repo, commit, tarball)
-            if left:
-                bisectbuild.log(f'{commit[:12]}: source without {len(left)} file(s) whose '
-                           f'blobs the clone lacks: {", ".join(left[:5])}')
 
 
 # ------------------------------------------------------------------ runs
@@ -418,8 +380,8 @@ def run(args) -> int:
     else:
         builder = bisectbuild.SpackBuilder(work, args.mirror, repo=repo,
                                       packages=bisectruns.tool_packages(args.tool))
-        fill_source_mirror(builder, repo, sorted({s for p in pairs
-                                                  for s in (p.baseline, p.candidate)}))
+        for commit in sorted({s for p in pairs for s in (p.baseline, p.candidate)}):
+            builder.archive_source(commit)
     params = {'builder': builder.name + (f' (simulated, CV {args.simulate_cv:g})'
                                          if simulate else ''),
               'checks': args.checks, 'tools': sorted(args.tool),

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import tarfile
 
 import pytest
 
@@ -246,21 +245,6 @@ def test_prepare_concretizes_each_commit_and_builds_or_runs_nothing(tmp_path, ca
     assert f'{good[:12]}: nothing to prepare' in out
     assert not (tmp_path / 'work' / replay.STATE_FILE).exists()
     assert not (tmp_path / 'results').exists()
-
-
-def test_a_source_tarball_leaves_out_the_blobs_a_clone_lacks(tmp_path):
-    repo = tmp_path / 'repo'
-    bisectbuild.make_standin_repo(repo, [0.0])
-    (repo / 'data.h5').write_bytes(b'test data')
-    bisectbuild.git(repo, 'add', 'data.h5')
-    bisectbuild.git(repo, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-qm', 'data')
-    blob = bisectbuild.git(repo, 'rev-parse', 'HEAD:data.h5').strip()
-    (repo / '.git' / 'objects' / blob[:2] / blob[2:]).unlink()
-    assert replay.missing_blobs(repo, 'HEAD') == ['data.h5']
-    tarball = tmp_path / 'mirror' / 'c.tar.gz'
-    assert replay.source_tarball(repo, 'HEAD', tarball) == ['data.h5']
-    with tarfile.open(tarball) as tar:
-        assert sorted(tar.getnames()) == ['hdf5', 'hdf5/slowdown']
 
 
 def test_the_benchmark_prints_the_table_and_names_a_bad_result_file(tmp_path):
