@@ -27,6 +27,11 @@ lies on one side of the midpoint (:func:`at_cap`), else skipped.
 It stops when no unknown commit is left between the last good and the first bad
 one; with skipped commits in between, the answer is a range and says so.
 
+``--speedup`` looks for the commit that made the checks faster (which commit
+fixed a slowdown): --good is the older, slower end and --bad the newer, faster
+one; each step runs --good's build as the candidate against the step's commit,
+so "bad" (a FAIL) means "has the speed-up", as ``git bisect --term-new``.
+
 Builders: :class:`SpackBuilder` (``spack-env/install --candidate SHA``, the
 install tree reused; with ``--tool``, ``--only`` the packages of those tools: a
 step builds HDF5 and the checks' tools, not the whole environment) and :class:`StandInBuilder` (a small git repository whose
@@ -99,6 +104,12 @@ def build_parser() -> ArgParser:
                         'gated ratio; ci/nightly --bisect passes it): --bad is then not '
                         'measured again; each step is judged at the margin 1 - sqrt(R). '
                         'Default: --bad measured first')
+    p.add_argument('--speedup', action='store_true',
+                   help='find the commit that made the checks faster (a fix), as git bisect '
+                        '--term-old=slow --term-new=fast: --good is then the older, slower '
+                        'commit, --bad the newer, faster one; each step runs --good\'s build '
+                        'as the candidate against the step\'s commit, so the gate FAILs a '
+                        'step that has the speed-up (reported as bad: like --bad)')
     p.add_argument('--work', type=Path, default=Path('bisect-work'),
                    help='work directory: state file, builds, steps (default ./bisect-work)')
     p.add_argument('--pairs', type=int, default=DEFAULT_PAIRS)
@@ -133,6 +144,7 @@ def request_of(args: argparse.Namespace) -> BisectRequest:
         good=args.good, bad=args.bad, repo=Path(args.repo), work=args.work.resolve(),
         repo_name=str(args.repo), builder=args.builder, checks=args.checks,
         tools=list(args.tool), metrics=list(args.metric), bad_ratio=args.bad_ratio,
+        speedup=args.speedup,
         pairs=args.pairs, more_pairs=args.more_pairs, max_pairs=args.max_pairs,
         mirror=list(args.mirror), simulate_cv=args.simulate_cv, seed=args.seed,
         lock=args.lock, coverage_maps=list(args.coverage_map),

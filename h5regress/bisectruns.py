@@ -30,16 +30,25 @@ DEFAULT_PAIRS, DEFAULT_MORE, DEFAULT_MAX = 10, 5, 20
 GateLook = Callable[[str, str, NightRequest], int]
 
 
+def step_sides(cand_id: str, speedup: bool) -> tuple[str, str]:
+    """A step's (baseline, candidate) build ids. A speed-up's search runs the older,
+    slower end as the candidate, so the gate FAILs a step that has the speed-up (git
+    bisect's "new")."""
+    return (cand_id, BASE_ID) if speedup else (BASE_ID, cand_id)
+
+
 class NightlyRuns(Runs):
     """The nightly's machinery: ReFrame runs of the request's checks per build, pair ids,
     ABBA order, the nightly's gate look on the step's own perflogs."""
 
-    def __init__(self, template: NightRequest, gate_look: GateLook) -> None:
-        self.template, self.gate_look = template, gate_look
+    def __init__(self, template: NightRequest, gate_look: GateLook,
+                 speedup: bool = False) -> None:
+        self.template, self.gate_look, self.speedup = template, gate_look, speedup
 
     def start(self, good: Built, cand: Built, commit: str, step_dir: Path,
               margin: float | None = None) -> None:
         self.cand_id = f'hdf5-bisect-{commit[:12]}'
+        self.sides = step_sides(self.cand_id, self.speedup)
         path = step_dir / 'manifest.json'
         manifest.write(path, {**cand.top, 'builds': {BASE_ID: relabel(good.entry, BASE_ID),
                                                      self.cand_id: relabel(cand.entry,
@@ -58,10 +67,10 @@ class NightlyRuns(Runs):
                     'RFM_CONFIG_FILES': ':'.join(self.args.config_files)}
 
     def pairs(self, first: int, last: int) -> None:
-        nightrun.run_pairs(first, last, BASE_ID, self.cand_id, self.args, self.env)
+        nightrun.run_pairs(first, last, *self.sides, self.args, self.env)
 
     def gate(self, looks_: list[int]) -> dict[str, Any]:
-        self.gate_look(BASE_ID, self.cand_id, self.args)
+        self.gate_look(*self.sides, self.args)
         path = self.args.out / 'gate.json'
         if not path.is_file():
             raise BisectError(f'the gate wrote no {path} (see its error above)')
@@ -82,15 +91,20 @@ class SimulatedRuns(Runs):
 
     PARAMS = {'api': 'HDF5', 'transfer_size': '1m', 'block_size': '16m', 'simulated': True}
 
-    def __init__(self, cv: float, rng: random.Random) -> None:
+    def __init__(self, cv: float, rng: random.Random, speedup: bool = False) -> None:
         self.sigma, self.rng = math.sqrt(math.log1p(cv * cv)), rng
+        self.speedup = speedup
 
     def start(self, good: Built, cand: Built, commit: str, step_dir: Path,
               margin: float | None = None) -> None:
+        # the candidate's bandwidth over the baseline's (step_sides)
         self.ratio = (1 + good.info['slowdown']) / (1 + cand.info['slowdown'])
+        if self.speedup:
+            self.ratio = 1 / self.ratio
         # the step's margin, a float in the one typed configuration (no dict on the way)
         self.cfg = gate.load_config().with_overrides(margin=margin)
         self.cand_id, self.commit = f'hdf5-bisect-{commit[:12]}', commit
+        self.sides = step_sides(self.cand_id, self.speedup)
         self.records: list[Record] = []
 
     def _record(self, build: str, value: float, pair: int) -> Record:
@@ -107,10 +121,11 @@ class SimulatedRuns(Runs):
         for i in range(first, last + 1):
             a = 1024 * math.exp(self.rng.gauss(-s * s / 2, s))
             b = 1024 * self.ratio * math.exp(self.rng.gauss(-s * s / 2, s))
-            self.records += [self._record(BASE_ID, a, i), self._record(self.cand_id, b, i)]
+            self.records += [self._record(self.sides[0], a, i),
+                             self._record(self.sides[1], b, i)]
 
     def gate(self, looks_: list[int]) -> dict[str, Any]:
-        return gate.run_gate(self.records, BASE_ID, self.cand_id, self.cfg, looks=looks_,
+        return gate.run_gate(self.records, *self.sides, self.cfg, looks=looks_,
                              night='bisect')
 
 
@@ -143,6 +158,9 @@ class BisectRequest:
     tools: list[str] = field(default_factory=list)
     metrics: list[str] = field(default_factory=list)
     bad_ratio: float | None = None
+    #: search the commit that made the checks faster (a fix): ``good`` is then the
+    #: older, slower end, ``bad`` the newer, faster one
+    speedup: bool = False
     pairs: int = DEFAULT_PAIRS
     more_pairs: int = DEFAULT_MORE
     max_pairs: int = DEFAULT_MAX
@@ -208,15 +226,16 @@ def run_bisect(req: BisectRequest, gate_look: GateLook,
         builder = SpackBuilder(req.work, req.mirror, packages=tool_packages(req.tools),
                                repo=req.repo)
     if simulate:
-        runs: Runs = SimulatedRuns(req.simulate_cv, random.Random(req.seed))
+        runs: Runs = SimulatedRuns(req.simulate_cv, random.Random(req.seed), req.speedup)
     else:
-        runs = NightlyRuns(step_request(req), gate_look)
+        runs = NightlyRuns(step_request(req), gate_look, req.speedup)
     params = {'good': req.good, 'bad': req.bad, 'repo': req.repo_name or str(req.repo),
               'builder': builder.name + (f' (simulated, CV {req.simulate_cv:g})'
                                          if simulate else ''),
               'tools': sorted(req.tools), 'checks': req.checks,
               'select': list(req.select) if req.select else None, 'coverage': req.coverage,
               'metrics': sorted(req.metrics), 'bad_ratio': req.bad_ratio,
+              'speedup': req.speedup,
               'looks': looks(req.pairs, req.more_pairs, req.max_pairs)}
     found = bisect(req.repo, req.good, req.bad, builder, runs, req.work, params,
                    on_step=on_step, lock=req.lock)

@@ -191,9 +191,9 @@ class State:
     """The bisect's state file: written atomically after every build and step."""
 
     KEYS = ('good', 'bad', 'repo', 'builder', 'tools', 'checks', 'select', 'metrics',
-            'looks', 'bad_ratio')
+            'looks', 'bad_ratio', 'speedup')
     #: a key a state file of an older version lacks, and what it meant there
-    OLD_DEFAULTS = {'tools': [], 'bad_ratio': None, 'select': None}
+    OLD_DEFAULTS = {'tools': [], 'bad_ratio': None, 'select': None, 'speedup': False}
 
     def __init__(self, path: Path, data: dict[str, Any]) -> None:
         self.path, self.data = path, data
@@ -341,7 +341,8 @@ def reference(state: State, builder: Builder, runs: Runs, good_build: Built, bad
         shown = ('' if step.get('ratio') is None else
                  f', ratio {step["ratio"]:.3f} [{step["ratio_lo"]:.3f}, {step["ratio_hi"]:.3f}]')
         raise BisectError(
-            f'--bad {bad[:12]} is not shown slower than --good: the gate said '
+            f'--bad {bad[:12]} is not shown {"faster" if params.get("speedup") else "slower"} '
+            f'than --good: the gate said '
             f'{step.get("gate") or "nothing"} after {step["pairs"]} pairs{shown} '
             f'({step["reason"]}); a bisect would follow noise. Bisect a metric that FAILs, '
             f'with more pairs (--max-pairs), or give --bad-ratio; the measurement is kept in '
@@ -380,6 +381,7 @@ def summarize(data: dict[str, Any], commits: list[Commit]) -> dict[str, Any]:
         'looks': data['looks'], 'metrics': data['metrics'],
         'bad_ratio': bad_ratio, 'bad_measured': data['bad'] in data['steps'],
         'step_margin': round(midpoint_margin(bad_ratio), 6),
+        'speedup': data.get('speedup', False),
     }
 
 

@@ -32,11 +32,17 @@ def answer(b: Mapping[str, Any]) -> str:
                 'by this bisect' + ('' if b.get('bad_ratio') is None else
                                     f' (given ratio {b["bad_ratio"]:.3f})'))
     if b['found']:
-        return (f'first bad commit {fb["commit"]} "{fb["subject"]}" ({fb["date"]})'
+        return (f'{first_words(b)} {fb["commit"]} "{fb["subject"]}" ({fb["date"]})'
                 + ('' if fb.get('tested') else ', every commit before it tested good')
                 + untested)
-    return ('the first bad commit is one of ' + ', '.join(c[:12] for c in b['candidates'])
+    return (f'the {first_words(b)} is one of ' + ', '.join(c[:12] for c in b['candidates'])
             + ' (skipped commits in the way, as git bisect skip)' + untested)
+
+
+def first_words(b: Mapping[str, Any]) -> str:
+    """What the bisect looked for: the first bad commit, or (``--speedup``) the first
+    commit with the speed-up."""
+    return 'first commit with the speed-up' if b.get('speedup') else 'first bad commit'
 
 
 def bisect_summary(b: Mapping[str, Any]) -> str:

@@ -78,6 +78,26 @@ def test_bad_is_measured_first_and_sets_the_steps_metrics_and_margin(tmp_path, c
     assert 'ceil(log2 K)+1, +1 for --bad measured = 6' in capsys.readouterr().out
 
 
+def test_speedup_finds_the_commit_that_made_the_checks_faster(tmp_path, capsys):
+    """Which commit fixed a slowdown (a corpus case with a fix and no regressing
+    commit): --good is the older, slow end; the fix is planted at commit 11. Without
+    --speedup the same range is an error, --bad being no slower than --good."""
+    fractions = [SLOW] + [0.0 if i >= 11 else SLOW for i in range(1, 17)]
+    shas = bisectbuild.make_standin_repo(tmp_path / 'repo', fractions)
+    assert bisect.main(cli(tmp_path, shas, '--speedup')) == 0
+    result = json.loads((tmp_path / 'result.json').read_text())
+    assert result['speedup'] and result['found']
+    assert result['first_bad']['commit'] == shas[11]
+    first, *steps = result['steps']
+    assert first['commit'] == shas[-1] and first['verdict'] == 'bad'
+    (ratio,) = first['fails'].values()          # --good's bandwidth over --bad's
+    assert ratio == pytest.approx(1 / (1 + SLOW), rel=0.05)
+    assert {s['verdict'] for s in steps} <= {'good', 'bad'}
+    assert f'first commit with the speed-up {shas[11]}' in capsys.readouterr().out
+    assert bisect.main(cli(tmp_path, shas, '--work', str(tmp_path / 'w2'))) == 4
+    assert f'--bad {shas[-1][:12]} is not shown slower than --good' in capsys.readouterr().err
+
+
 def test_a_bad_commit_the_gate_does_not_fail_is_an_error_not_an_answer(tmp_path, capsys):
     """A real bisect over HDF5 commits here took --bad as bad and answered a range
     ending at it, while --bad was no slower than --good (PASS 1.007): now --bad is
@@ -472,6 +492,17 @@ def test_the_lock_is_held_during_the_runs_of_a_step_and_not_its_build(tmp_path):
     assert all(held == (what == 'pairs') for what, held in seen), seen
 
 
+def standin_built(tmp_path, tools):
+    """A stand-in build with these tools, no slowdown."""
+    entry = {'hdf5': {'version': 'system', 'label': 'x', 'commit': '0' * 40,
+                      'variants': 'stand-in', 'hash': 'x', 'prefix': str(tmp_path)},
+             'tools': tools}
+    top = {'schema': manifest.SCHEMA, 'generated': '2026-11-24T00:00:00+00:00',
+           'spack_version': 'none (stand-in)', 'environment': str(tmp_path),
+           'lock_sha256': '0' * 64}
+    return bisectbuild.Built(entry, top, {'slowdown': 0.0})
+
+
 def test_a_stand_in_bisect_without_checks_runs_the_stand_in_nights_checks(tmp_path):
     """h5regress bisect --builder stand-in without --checks: the step's runs take the
     stand-in night's default checks (with IOR: its quiet HDF5 row; else FLASH-IO), not a
@@ -480,15 +511,26 @@ def test_a_stand_in_bisect_without_checks_runs_the_stand_in_nights_checks(tmp_pa
     for tools, checks in (({'flash-io': '/k/flash-io'}, nightrun.STANDIN_SELECTION),
                           ({'flash-io': '/k/flash-io', 'ior': '/k/ior'},
                            nightrun.STANDIN_IOR_SELECTION)):
-        entry = {'hdf5': {'version': 'system', 'label': 'x', 'commit': '0' * 40,
-                          'variants': 'stand-in', 'hash': 'x', 'prefix': str(tmp_path)},
-                 'tools': tools}
-        top = {'schema': manifest.SCHEMA, 'generated': '2026-11-24T00:00:00+00:00',
-               'spack_version': 'none (stand-in)', 'environment': str(tmp_path),
-               'lock_sha256': '0' * 64}
-        built = bisectbuild.Built(entry, top, {'slowdown': 0.0})
+        built = standin_built(tmp_path, tools)
         runs.start(built, built, 'a' * 40, tmp_path / checks[1].strip('^'))
         assert runs.args.select == checks
+
+
+def test_a_speedup_step_runs_the_older_end_as_the_candidate(tmp_path, monkeypatch):
+    """The nightly's runs of a --speedup step: the step's commit is the baseline and
+    --good's build the candidate, in the pairs and at the gate."""
+    seen = []
+    monkeypatch.setattr(nightrun, 'run_pairs', lambda first, last, a, b, *_: seen.append(
+        ('pairs', a, b)))
+    runs = bisectruns.NightlyRuns(nightrun.NightRequest(quiet=True, checks='^x'),
+                                  lambda a, b, req: seen.append(('gate', a, b)), speedup=True)
+    built = standin_built(tmp_path, {'flash-io': '/k/flash-io'})
+    runs.start(built, built, 'a' * 40, tmp_path / 'step')
+    runs.pairs(1, 2)
+    with pytest.raises(bisectbuild.BisectError):    # the stand-in gate wrote no gate.json
+        runs.gate([2])
+    step = 'hdf5-bisect-' + 'a' * 12
+    assert seen == [('pairs', step, bisectbuild.BASE_ID), ('gate', step, bisectbuild.BASE_ID)]
 
 
 class InconclusiveRuns(bisectsearch.Runs):
