@@ -23,7 +23,8 @@ Wall time: a pair of the first look costs what the real night's pairs cost (its 
 median on the real night's sides, plus the fixed cost of two ReFrame runs (a real
 pair's time less its tests'). Metrics whose test the reports do not name cost nothing
 extra (a warning says so). A night whose pairs are fewer than the looks need stops at
-the pairs it has.
+the pairs it has; a night that ran only undecided rows after a look is resampled on
+the pairs every metric has (its first look's).
 
 Usage:
   python3 benchmarks/night_resample.py NIGHT_DIR [--nights 300] [--slowdown 0.10]
@@ -137,7 +138,7 @@ def simulate(args) -> None:
     # (those of the first look), whole pairs as the draws need
     shared = min(len(d) for d in ratios)
     if len({len(d) for d in ratios}) != 1:
-        print(f'{night_dir}/gate.json: its gated metrics have {min(len(d) for d in ratios)}-'
+        print(f'{night_dir}/gate.json: its gated metrics have {shared}-'
               f'{max(len(d) for d in ratios)} pairs: resampling the first {shared}, which '
               f'every metric has')
         ratios = [d[:shared] for d in ratios]
