@@ -97,10 +97,9 @@ class SimulatedRuns(Runs):
 
     def start(self, good: Built, cand: Built, commit: str, step_dir: Path,
               margin: float | None = None) -> None:
-        # the candidate's bandwidth over the baseline's (step_sides)
-        self.ratio = (1 + good.info['slowdown']) / (1 + cand.info['slowdown'])
-        if self.speedup:
-            self.ratio = 1 / self.ratio
+        # the candidate's bandwidth over the baseline's, the builds in step_sides' order
+        base, other = (cand, good) if self.speedup else (good, cand)
+        self.ratio = (1 + base.info['slowdown']) / (1 + other.info['slowdown'])
         # the step's margin, a float in the one typed configuration (no dict on the way)
         self.cfg = gate.load_config().with_overrides(margin=margin)
         self.cand_id, self.commit = f'hdf5-bisect-{commit[:12]}', commit
