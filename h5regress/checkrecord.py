@@ -9,7 +9,7 @@ import os
 import reframe as rfm
 import reframe.utility.sanity as sn
 import reframe.utility.typecheck as typ
-from reframe.core.builtins import deferrable, run_before, variable
+from reframe.core.builtins import deferrable, run_after, run_before, variable
 
 from h5regress import runresults, toolversion
 from h5regress.parsers import ParsedRun
@@ -34,6 +34,25 @@ class RecordContext(rfm.RegressionTestPlugin):
 
     #: Perflog context: JSON with parameters, provenance, samples; the last perflog column.
     h5r_context = variable(str, value='{}', loggable=True)
+
+    #: The nightly's pair of this run (``H5REGRESS_PAIR_ID``; '' outside a night), set at
+    #: init: in the run report of every test, also one that failed or skipped before its
+    #: context was written, so that the gate knows a side whose every test did.
+    pair_id = variable(str, value='', loggable=True)
+
+    @run_after('init')
+    def set_pair_id(self):
+        self.pair_id = os.environ.get('H5REGRESS_PAIR_ID', '')
+
+    #: Why the test was skipped ('' unless it was): ReFrame's run report keeps no
+    #: reason for a skip, and the gate says it when a build's runs left no samples.
+    skip_reason = variable(str, value='', loggable=True)
+
+    def skip_because(self, why: str | None) -> None:
+        """Skip saying ``why``, kept in :attr:`skip_reason`; None: no skip."""
+        if why is not None:
+            self.skip_reason = why
+            self.skip(why)
 
     @deferrable
     def measured(self, operation: str, metric: str):
@@ -106,7 +125,7 @@ class RecordContext(rfm.RegressionTestPlugin):
                     for phase in runresults.phases_of(run, self.main_command())]
         self.h5r_context = runresults.context_json(
             self.tool, *contexts[0],
-            runresults.perfvars(run, self.perfvar_measurements, contexts))
+            runresults.perfvars(run, self.perfvar_measurements, contexts), self.pair_id)
 
     def set_perf_variables(self, table: dict[str, tuple[str, str, str]]):
         """``{perf var name: (operation, metric, unit)}`` -> performance variables."""

@@ -63,5 +63,5 @@ class ToolResolution(rfm.RegressionTestPlugin):
             if os.environ.get(REQUIRE_TOOLS_ENV):
                 raise ReframeError(f'{err} ({REQUIRE_TOOLS_ENV} is set: a missing '
                                    'tool is a failure, not a skip)') from None
-            self.skip(str(err))
+            self.skip_because(str(err))
         self.executable = self.resolved_tool.path

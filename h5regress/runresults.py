@@ -159,12 +159,12 @@ def perfvars(run: ParsedRun, measurements: Mapping[str, tuple[str, str]],
 
 
 def context_json(tool: str, params: Mapping[str, Any], provenance: Mapping[str, Any],
-                 perf: Mapping[str, dict]) -> str:
-    """The perflog context column (``h5r_context``)."""
+                 perf: Mapping[str, dict], pair_id: str | None = None) -> str:
+    """The perflog context column (``h5r_context``); ``pair_id``: the nightly's pair."""
     return json.dumps({
         'tool': tool,
         'params': dict(params),
         'provenance': dict(provenance),
         'perfvars': dict(perf),
-        'pair_id': os.environ.get('H5REGRESS_PAIR_ID') or None,
+        'pair_id': pair_id or None,
     }, sort_keys=True, default=str)

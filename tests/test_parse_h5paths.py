@@ -162,12 +162,53 @@ def test_hdf5_stack_shown_before_the_launchers_words():
 @pytest.mark.parametrize('case, words', [
     ('multi-dataset-1.10-unavailable', 'multi-dataset: not available in HDF5 1.10.8'),
     ('mwb-1.10-not-applied', 'HDF5 1.10.8 has no H5Pset_modify_write_buf'),
+    ('many-datasets-cmd-1.10-not-done', '--coll-metadata not done: HDF5 1.10.8 did metadata '
+     'I/O independently: open_read: the ranks other than 0 made 134 independent MPI-IO reads '
+     '(rank 0 137)'),
 ])
 def test_what_the_build_cannot_run(case, words):
     files = case_files(case)
     assert words in h5paths.unavailable(files)
-    with pytest.raises(RunFailed, match=words):
+    with pytest.raises(RunFailed, match=re.escape(words)):
         h5paths.parse(files)
+
+
+def test_collective_metadata_done_is_shown_by_who_read():
+    """HDF5 1.14.1 did what --coll-metadata asks: rank 0 alone read metadata
+    (broadcast to the others), every metadata write was collective; the counts are
+    the run's provenance. Debian's 1.10.8, the same run, read it on both ranks."""
+    run, = h5paths.parse(case_files('many-datasets-cmd-1.14-ok'))
+    calls = run.provenance['mpi_file_calls']
+    assert calls['open_read']['read_independent'] == [137, 0]
+    assert calls['open_read']['read_collective'] == [100, 100]     # the raw data
+    assert calls['create']['write_independent'] == [0, 0]
+    assert calls['create']['write_collective'] == [102, 102]
+
+
+@pytest.mark.parametrize('edit, words', [
+    (lambda d: d['iterations'][1]['phases'][0]['mpi_file_calls'].update(
+        write_independent=[3, 0]), 'create: 3 independent MPI-IO writes (rank 0 3)'),
+    (lambda d: d['iterations'][0]['phases'][1]['mpi_file_calls'].update(
+        read_independent=[137, 1]), 'open_read: the ranks other than 0 made 1 independent'),
+])
+def test_any_independent_metadata_io_under_coll_metadata_is_not_done(edit, words):
+    with pytest.raises(RunFailed, match=re.escape(words)):
+        h5paths.parse(edited('many-datasets-cmd-1.14-ok', edit))
+
+
+@pytest.mark.parametrize('edit', [
+    # a kernel before 1.6.0, or one whose MPI-IO calls did not reach its counters
+    lambda d: d.pop('mpi_file_calls_counted'),
+    lambda d: d.update(mpi_file_calls_counted=False),
+    # raw data read independently (a fallback): the reads cannot be told apart
+    lambda d: [ph.update(mpio_actual_io_mode='no-collective') for it in d['iterations']
+               for ph in it['phases']],
+    # without --coll-metadata every rank reads its metadata, as it should
+    lambda d: d['params'].update(coll_metadata=False),
+])
+def test_coll_metadata_not_judged_without_the_counts_to_judge_it(edit):
+    run, = h5paths.parse(edited('many-datasets-cmd-1.10-not-done', edit))
+    assert run.params['path'] == 'many-datasets'
 
 
 @pytest.mark.parametrize('edit, words', [

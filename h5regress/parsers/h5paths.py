@@ -27,7 +27,10 @@ phase that touched fewer objects than asked.
 
 A path the HDF5 build cannot run (``multi-dataset`` before 1.14) is not a failure:
 the kernel exits 2 with ``h5paths: ERROR <path>: not available in HDF5 <version>``,
-and :func:`unavailable` returns that line for the check to skip the row with it.
+and :func:`unavailable` returns that line for the check to skip the row with it. So
+does a row the build ran other than its name says: ``--modify-write-buf`` not applied,
+or ``--coll-metadata`` asked and metadata read or written independently (the kernel's
+per-phase counts of MPI-IO calls, :func:`coll_metadata_not_done`).
 """
 
 from __future__ import annotations
@@ -93,9 +96,10 @@ def error_line(files: Mapping[str, str]) -> str | None:
 
 def unavailable(files: Mapping[str, str]) -> str | None:
     """Why the HDF5 build cannot run the row as labelled, or None: the kernel's exit-2
-    line (a path or ``--libver`` the build lacks), or ``--modify-write-buf`` asked of a
-    build without ``H5Pset_modify_write_buf`` (the kernel runs without it and says so:
-    its figures would not be what the row's name says)."""
+    line (a path or ``--libver`` the build lacks), ``--modify-write-buf`` asked of a
+    build without ``H5Pset_modify_write_buf`` (the kernel runs without it and says so),
+    or ``--coll-metadata`` asked of a build that did metadata I/O independently anyway
+    (:func:`coll_metadata_not_done`): its figures would not be what the row's name says."""
     for name, text in files.items():
         m = _UNAVAILABLE.search(text)
         if m:
@@ -107,11 +111,51 @@ def unavailable(files: Mapping[str, str]) -> str | None:
             except json.JSONDecodeError:
                 continue
             opts = d.get('params') if isinstance(d, dict) and d.get('tool') == TOOL else None
-            if isinstance(opts, dict) and opts.get('api') == 'hdf5' and \
-                    opts.get('modify_write_buf') and opts.get('modify_write_buf_applied') is False:
+            if not isinstance(opts, dict) or opts.get('api') != 'hdf5':
+                continue
+            if opts.get('modify_write_buf') and opts.get('modify_write_buf_applied') is False:
                 return (f'h5paths: --modify-write-buf not applied: HDF5 '
                         f'{d.get("hdf5_version")} has no H5Pset_modify_write_buf')
+            if opts.get('coll_metadata'):
+                why = coll_metadata_not_done(d)
+                if why:
+                    return f'h5paths: --coll-metadata not done: HDF5 {d.get("hdf5_version")} {why}'
     return None
+
+
+def coll_metadata_not_done(summary: Mapping[str, Any]) -> str | None:
+    """How a run asked for collective metadata I/O did otherwise, from the MPI-IO calls
+    the kernel counted in each phase (``mpi_file_calls``: [rank 0's, the other ranks'
+    sum] per kind), or None.
+
+    Collective metadata reads mean rank 0 reads and broadcasts: another rank's
+    independent read is a metadata read of its own (the rows that ask for it transfer
+    raw data collectively; a phase whose transfers fell back to independent is not
+    judged). Collective metadata writes leave no independent write on any rank.
+    A summary without counts (a kernel before 1.6.0, or one whose MPI-IO calls did not
+    reach its counters) is not judged."""
+    if summary.get('mpi_file_calls_counted') is not True:
+        return None
+    seen: dict[str, list[str]] = {}
+    for it in summary.get('iterations') or []:
+        for ph in it.get('phases') or []:
+            calls = ph.get('mpi_file_calls') or {}
+            if ph.get('mpio_actual_io_mode') == 'no-collective' or ph['phase'] in seen:
+                continue
+            reads, writes = calls.get('read_independent', [0, 0]), \
+                calls.get('write_independent', [0, 0])
+            said = []
+            if reads[1]:
+                said.append(f'the ranks other than 0 made {reads[1]} independent MPI-IO '
+                            f'reads (rank 0 {reads[0]})')
+            if sum(writes):
+                said.append(f'{sum(writes)} independent MPI-IO writes (rank 0 {writes[0]})')
+            if said:
+                seen[ph['phase']] = said
+    if not seen:
+        return None
+    return ('did metadata I/O independently: ' + '; '.join(
+        f'{phase}: {" and ".join(said)}' for phase, said in seen.items()))
 
 
 def parse(files: Mapping[str, str]) -> list[ParsedRun]:
@@ -181,8 +225,13 @@ def _from_json(path: str, d: dict[str, Any]) -> ParsedRun:
              for ph in it['phases'] if ph.get('mpio_actual_io_mode')}
     causes = {ph['phase']: ph['mpio_no_collective_cause'] for it in d['iterations'][-1:]
               for ph in it['phases'] if ph.get('mpio_no_collective_cause')}
+    calls = {ph['phase']: ph['mpi_file_calls'] for it in d['iterations'][-1:]
+             for ph in it['phases'] if ph.get('mpi_file_calls')}
     if modes:
         prov['mpio_actual_io_mode'] = modes
+    if calls:
+        # [rank 0's, the other ranks' sum] per kind: who read and wrote, and how
+        prov['mpi_file_calls'] = calls
     if causes:
         prov['mpio_no_collective_cause'] = causes
     warnings = list(d.get('warnings') or [])

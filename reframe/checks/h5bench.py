@@ -305,7 +305,7 @@ class h5bench_pattern_base(h5bench_base):
         try:
             run = async_run(self.resolved_tool)
         except tools.ToolNotFound as err:
-            self.skip(str(err))
+            self.skip_because(str(err))
         if run is not None:
             self.resolved_tool, self.executable = run.tool, run.tool.path
             self.env_vars.update({k: shlex.quote(v) for k, v in run.env_vars.items()})
@@ -314,7 +314,7 @@ class h5bench_pattern_base(h5bench_base):
             extras = self.current_partition.extras
             plugin_path = extras.get('hdf5_plugin_path') or os.environ.get('HDF5_PLUGIN_PATH', '')
             why, directory = async_connector(self.executable, plugin_path)
-            self.skip_if(why is not None, why)
+            self.skip_because(why)
             self.env_vars['HDF5_PLUGIN_PATH'] = directory
             self.env_vars['HDF5_VOL_CONNECTOR'] = shlex.quote(ASYNC_VOL_CONNECTOR)
             self.tool_provenance = {**self.tool_provenance, 'async_vol_connector': 'async',
@@ -378,7 +378,7 @@ class h5bench_write_base(h5bench_pattern_base):
         dims, mem, file, io = self.benchmark
         if io == 'subfiling':
             why = subfiling_support(self.executable)
-            self.skip_if(why is not None, why)
+            self.skip_because(why)
         if io.startswith('async'):
             self.use_async()
         return (self.pattern_config(dims, mem, file, io),
@@ -441,7 +441,7 @@ class h5bench_read_base(h5bench_pattern_base):
         try:
             writer = self.companion_binary('h5bench_write')
         except tools.ToolNotFound as err:
-            self.skip(f'the write phase: {err}')
+            self.skip_because(f'the write phase: {err}')
         # the write phase, its own output kept apart; then the page cache goes
         self.write_command = self.launch_command([WRITE_CFG, self.executable_opts[1]],
                                                  executable=writer)

@@ -20,7 +20,9 @@ chunk; serially, a file per rank (sec2): storage layouts (compact, external, fil
 anonymous) and variable-length strings and sequences. Data rows
 have an MPI-IO twin (``api`` ``mpiio``: the same bytes through MPI-IO, the gate's
 canary). A row the HDF5 build
-cannot run (``multi-dataset`` before 1.14) is skipped with the kernel's own words.
+cannot run (``multi-dataset`` before 1.14), or ran other than its name says (collective
+metadata I/O asked and not done, by the kernel's counts of MPI-IO calls), is skipped
+saying why.
 """
 
 import os
@@ -229,9 +231,10 @@ class h5paths_base(KernelBenchmark):
 
     @run_before('sanity')
     def skip_what_the_build_cannot_run(self):
-        """A path the HDF5 build lacks (the kernel's exit-2 line) is a skip, not a FAIL."""
-        line = h5paths.unavailable(self.read_outputs())
-        self.skip_if(line is not None, line)
+        """A row the HDF5 build cannot run as labelled is a skip, not a FAIL: a path it
+        lacks (the kernel's exit-2 line), an option it did not apply, collective
+        metadata I/O it did not do (:func:`h5paths.unavailable`)."""
+        self.skip_because(h5paths.unavailable(self.read_outputs()))
 
 
 @rfm.simple_test

@@ -25,8 +25,9 @@
 
 /* 1.1.1: a full disk ends with its cause; 1.2.0: the loaded libhdf5 named (dladdr);
  * 1.3.0: both (they were made side by side from 1.1.0); 1.4.0: strided-chunks, vds-open,
- * flush-datasets, append; 1.5.0: point-selections, multi-chunk, storage-kinds, vlen-strings */
-#define H5PATHS_VERSION "1.5.0"
+ * flush-datasets, append; 1.5.0: point-selections, multi-chunk, storage-kinds, vlen-strings;
+ * 1.6.0: each phase's MPI-IO calls counted (mpi_file_calls) */
+#define H5PATHS_VERSION "1.6.0"
 /* the headers' version (H5_VERS_STR is newer than 1.10) */
 #define H5PATHS_STR2(x) #x
 #define H5PATHS_STR(x) H5PATHS_STR2(x)
@@ -62,6 +63,10 @@ typedef struct {
     long long record_bytes_memory;
 } options_t;
 
+/* MPI-IO calls counted (mpicount.c) */
+enum { MPICOUNT_READ_INDEPENDENT, MPICOUNT_READ_COLLECTIVE, MPICOUNT_WRITE_INDEPENDENT,
+       MPICOUNT_WRITE_COLLECTIVE, MPICOUNT_KINDS };
+
 typedef struct {
     char name[24];
     double seconds;          /* max over ranks, barrier to barrier */
@@ -70,6 +75,8 @@ typedef struct {
     char io_mode[32];        /* H5Pget_mpio_actual_io_mode of the last transfer, "" if none */
     unsigned no_coll_cause;  /* H5Pget_mpio_no_collective_cause, global, of the last transfer */
     int has_cause;
+    /* MPI-IO calls of the phase, per kind: [0] rank 0's, [1] the other ranks' sum */
+    long long mpi_calls[MPICOUNT_KINDS][2];
 } phase_t;
 
 typedef struct {
@@ -93,6 +100,7 @@ typedef struct {
     char io_mode[32];
     unsigned no_coll_cause;
     int has_cause;
+    long long mpi_calls_at_start[MPICOUNT_KINDS];   /* this rank's, at phase_start */
 } run_t;
 
 /* one path of the kernel */
@@ -165,6 +173,11 @@ int verify_double(const char *phase, long long i, const char *member, double exp
 #define H5QUIET(fn, id) do { if ((id) >= 0) { H5E_BEGIN_TRY { fn(id); } H5E_END_TRY; \
     (id) = -1; } } while (0)
 /* H5RELEASE and H5CLOSE_ALL: kernel_common.h */
+
+/* ---- mpicount.c ---- */
+/* this process's MPI-IO calls count (HDF5's calls reach the kernel's wrappers) */
+int mpicount_active(void);
+void mpicount_now(long long out[MPICOUNT_KINDS]);
 
 /* ---- mpiio.c: the MPI-IO twins ---- */
 enum mpiio_mode { MIO_READ, MIO_CREATE, MIO_UPDATE };

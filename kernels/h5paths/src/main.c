@@ -242,6 +242,7 @@ typedef struct {
     char (*err)[512];
     char hdf5_version[32];
     char hdf5_library[4096]; /* the libhdf5 this process loaded (dladdr), or "unknown" */
+    int mpi_calls_counted;   /* mpicount_active(): per-phase MPI-IO calls in the summary */
     char mpi_version[256];
     long long *file_bytes;   /* [nfiles], -1 if absent */
     int ok;
@@ -272,7 +273,9 @@ static void write_params(FILE *f, const run_t *r)
     fprintf(f, "},\n");
 }
 
-static void write_phase(FILE *f, const phase_t *p)
+/* a phase's MPI-IO calls per kind: [rank 0's, the other ranks' sum] (mpicount.c),
+ * when HDF5's calls reach the kernel's counters */
+static void write_phase(FILE *f, const phase_t *p, int counted)
 {
     fprintf(f, "{\"phase\": \"%s\", \"seconds\": %.9g, \"bytes\": %lld, \"objects\": %lld",
             p->name, p->seconds, p->bytes, p->objects);
@@ -280,6 +283,15 @@ static void write_phase(FILE *f, const phase_t *p)
         fprintf(f, ", \"mpio_actual_io_mode\": \"%s\"", p->io_mode);
     if (p->has_cause)
         fprintf(f, ", \"mpio_no_collective_cause\": %u", p->no_coll_cause);
+    if (counted) {
+        static const char *const kind[MPICOUNT_KINDS] = {
+            "read_independent", "read_collective", "write_independent", "write_collective"};
+        fprintf(f, ", \"mpi_file_calls\": {");
+        for (int k = 0; k < MPICOUNT_KINDS; k++)
+            fprintf(f, "%s\"%s\": [%lld, %lld]", k ? ", " : "", kind[k], p->mpi_calls[k][0],
+                    p->mpi_calls[k][1]);
+        fputc('}', f);
+    }
     fputc('}', f);
 }
 
@@ -322,6 +334,7 @@ static int write_json(const run_t *r, const summary_t *s, long total_errors)
     json_string(f, r->read_cache[0] ? r->read_cache : "not-evicted: no read phase ran");
     fprintf(f, ", \"read_cache_check\": ");
     json_string(f, r->cache_check[0] ? r->cache_check : "none");
+    fprintf(f, ", \"mpi_file_calls_counted\": %s", jbool(s->mpi_calls_counted));
     if (r->extra_json[0])
         fprintf(f, ", %s", r->extra_json);
     fprintf(f, ",\n  \"iterations\": [");
@@ -332,7 +345,7 @@ static int write_json(const run_t *r, const summary_t *s, long total_errors)
         fprintf(f, "%s\n    {\"iteration\": %d, \"phases\": [", i ? "," : "", i);
         for (int k = 0; k < it->nphases; k++) {
             if (k) fputs(", ", f);
-            write_phase(f, &it->phase[k]);
+            write_phase(f, &it->phase[k], s->mpi_calls_counted);
         }
         fprintf(f, "]}");
     }
@@ -403,6 +416,7 @@ static void versions(summary_t *s)
     snprintf(s->hdf5_library, sizeof s->hdf5_library, "%s",
              dladdr((void *)H5get_libversion, &info) && info.dli_fname ? info.dli_fname
                                                                        : "unknown");
+    s->mpi_calls_counted = mpicount_active();
     if (MPI_Get_library_version(s->mpi_version, &len) != MPI_SUCCESS) {
         snprintf(s->mpi_version, sizeof s->mpi_version, "unknown");
     } else {

@@ -338,6 +338,7 @@ void phase_start(run_t *r)
     MPI_Barrier(MPI_COMM_WORLD);
     r->io_mode[0] = '\0';
     r->has_cause = 0;
+    mpicount_now(r->mpi_calls_at_start);
     r->t0 = MPI_Wtime();
 }
 
@@ -345,11 +346,19 @@ void phase_start(run_t *r)
 int phase_stop(run_t *r, const char *name, long long local_bytes, long long objects)
 {
     double dt = MPI_Wtime() - r->t0, tmax = 0;
-    long long bytes = 0;
+    long long bytes = 0, calls[MPICOUNT_KINDS], others[MPICOUNT_KINDS];
     iteration_t *it = &r->it[r->iteration];
     phase_t *p;
     MPICHK(MPI_Allreduce(&dt, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
     MPICHK(MPI_Allreduce(&local_bytes, &bytes, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
+    /* this phase's MPI-IO calls: rank 0's, and the sum of the other ranks' */
+    mpicount_now(calls);
+    for (int k = 0; k < MPICOUNT_KINDS; k++) {
+        calls[k] -= r->mpi_calls_at_start[k];
+        others[k] = g_rank == 0 ? 0 : calls[k];
+    }
+    MPICHK(MPI_Allreduce(MPI_IN_PLACE, others, MPICOUNT_KINDS, MPI_LONG_LONG, MPI_SUM,
+                         MPI_COMM_WORLD));
     if (it->nphases >= MAX_PHASES) {
         h5p_error("more than %d phases in one iteration", MAX_PHASES);
         return -1;
@@ -363,6 +372,10 @@ int phase_stop(run_t *r, const char *name, long long local_bytes, long long obje
     snprintf(p->io_mode, sizeof p->io_mode, "%s", r->io_mode);
     p->no_coll_cause = r->no_coll_cause;
     p->has_cause = r->has_cause;
+    for (int k = 0; k < MPICOUNT_KINDS; k++) {
+        p->mpi_calls[k][0] = calls[k];   /* rank 0's: only rank 0 writes the summary */
+        p->mpi_calls[k][1] = others[k];
+    }
     return 0;
 fail:
     return -1;
