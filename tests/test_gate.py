@@ -349,6 +349,44 @@ def test_a_gated_row_without_candidate_samples_is_an_error():
     assert m['verdict'] == 'INCONCLUSIVE' and m['reason'] == 'no baseline samples'
 
 
+def test_a_candidate_that_ran_and_left_no_record_at_all_is_judged_not_refused():
+    """Every run of the candidate left no record (the one row of a replay skipped on
+    it): a usage error "no record has this build" ended the night without a verdict.
+    The run reports show it ran (their sides): the gate judges, the row is an ERROR."""
+    base_only = [r for r in paired(10, 1.0) if r.hdf5_build == BASE]
+    attempt = base_only[0].pair_id.rsplit('-p', 1)[0]
+    with pytest.raises(gate.UsageError, match=f"--candidate '{CAND}': no record has"):
+        gate.check_builds(base_only, BASE, CAND, attempt)
+    # a side of another attempt is not tonight's
+    with pytest.raises(gate.UsageError, match='no record has this build'):
+        gate.check_builds(base_only, BASE, CAND, attempt, ran=[('other-p01', CAND)])
+    gate.check_builds(base_only, BASE, CAND, attempt,
+                      ran=[(f'{attempt}-p{i:02d}', b) for i in (1, 2) for b in (BASE, CAND)])
+    (m,) = gated(run(base_only))
+    assert m['verdict'] == 'ERROR' and m['reason'].startswith('no candidate samples')
+
+
+
+def test_a_row_without_candidate_samples_says_what_the_candidates_runs_said():
+    """The gate's ERROR names what the candidate's runs of the row's test said (their
+    run reports: a failure reason, or the check's skip_reason), the most frequent
+    first; another test's words and the baseline's are not the row's."""
+    base_only = [r for r in paired(10, 1.0) if r.hdf5_build == BASE]
+    test = base_only[0].test
+    skip = 'h5paths: --coll-metadata not done: HDF5 1.10.5 did metadata I/O independently'
+    sides = [gate.contention.Side(f'2025-01-10-p{p}', CAND, 10.0, not_passed=(
+        (f'{test} %hdf5_build={CAND}', skip if p < 9 else 'sanity: exit 1'),
+        ('other_check %hdf5_build=x', 'not this row'))) for p in range(10)]
+    sides.append(gate.contention.Side('2025-01-10-p0', BASE, 10.0,
+                                      not_passed=((test, 'the baseline\'s'),)))
+    (m,) = gated(run(base_only, sides=sides, attempt='2025-01-10'))
+    assert m['verdict'] == 'ERROR'
+    assert m['reason'].endswith(f"; the candidate's runs said: {skip} (9 run(s)); "
+                                'sanity: exit 1 (1 run(s))')
+    (m,) = gated(run(base_only))     # no sides: the gate's words alone
+    assert m['reason'].endswith('more pairs will not decide it')
+
+
 # ------------------------------------------------------------------ CLI and exit codes
 def cli(tmp_path, records, *extra):
     path = write_jsonl(tmp_path / 'night.jsonl', records)

@@ -272,3 +272,27 @@ def test_a_side_read_from_its_run_report_knows_its_tests_times():
     s = contention.side_of_report(report, 'r.json')
     assert s.pair_id == f'{NIGHT}-p3' and s.wall_s == 6.5
     assert s.tests == (('h5paths_check %benchmark=x', 2.5), ('h5paths_check %benchmark=y', 4.0))
+
+
+def test_a_side_keeps_why_its_tests_did_not_pass():
+    """A failed test's ReFrame reason, a skipped one's skip_reason (ReFrame's report keeps
+    no reason for a skip), the result alone without either; passed tests are not kept.
+    A test that failed or skipped before its context was written names its pair in its
+    own variable: a side whose every test did so is still a side."""
+    cases = [{'display_name': f't{i} %hdf5_build={CAND}', 'hdf5_build': CAND,
+              'h5r_context': '{}', 'pair_id': f'{NIGHT}-p1', 'time_run': 1.0, **case}
+             for i, case in enumerate([
+                 {'result': 'fail', 'fail_reason': 'sanity error: h5paths: ERROR verify'},
+                 {'result': 'skip', 'fail_reason': None, 'skip_reason': 'not done'},
+                 {'result': 'abort'}])]
+    side = contention.side_of_report(json.dumps({'session_info': {'num_cases': 3},
+                                                 'runs': [{'testcases': cases}]}), 'r.json')
+    assert (side.pair_id, side.build) == (f'{NIGHT}-p1', CAND)
+    passed = {'display_name': f't9 %hdf5_build={CAND}', 'hdf5_build': CAND, 'time_run': 1.0,
+              'h5r_context': json.dumps({'pair_id': f'{NIGHT}-p1'}), 'result': 'pass'}
+    assert contention.side_of_report(json.dumps({
+        'session_info': {'num_cases': 4}, 'runs': [{'testcases': cases + [passed]}]}),
+        'r.json').not_passed == side.not_passed
+    assert side.not_passed == ((f't0 %hdf5_build={CAND}', 'sanity error: h5paths: ERROR verify'),
+                               (f't1 %hdf5_build={CAND}', 'not done'),
+                               (f't2 %hdf5_build={CAND}', 'abort'))

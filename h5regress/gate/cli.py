@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import json
 import math
@@ -23,7 +24,7 @@ from h5regress.record import Record
 from h5regress.runrecords import RunRecords
 from h5regress.gate import contention
 from h5regress.gate.records import (_night_of, check_builds, collect, default_night,
-                                     load_records, of_attempt)
+                                     load_records, of_attempt, without_build)
 from h5regress.gate.comparing import NOT_FLUSHED, compare
 from h5regress.gate.verdicts import NO_SLOWDOWN_SEEN, decide_all
 from h5regress.gate.night import annotate, history_lines
@@ -65,6 +66,9 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
     aa = not injected_slowdown and (
         baseline == candidate or (base_commit is not None and base_commit == cand_commit))
     comparisons = compare(tonight.groups, cfg, history, aa)
+    say_why_no_candidate_samples(comparisons, [
+        s for s in sides
+        if s.build == candidate and (attempt is None or of_attempt(s.pair_id, attempt))])
     if pairs_run is None:
         pairs_run = max((m.comp.n for m in comparisons
                          if m.comp is not None and m.role != 'reported'), default=None)
@@ -90,6 +94,22 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
     }
     annotate(result, cfg, history, references)
     return result
+
+
+def say_why_no_candidate_samples(comparisons, candidate_sides: Sequence[contention.Side]) -> None:
+    """A gated row whose candidate left no samples: what the candidate's runs of its
+    test said (failure or skip reasons, the most frequent first), after the gate's words."""
+    for m in comparisons:
+        if not m.row.get('no_candidate'):
+            continue
+        test = without_build(m.row['test'])
+        said = collections.Counter(why for side in candidate_sides
+                                   for name, why in side.not_passed
+                                   if without_build(name) == test)
+        if said:
+            m.row['no_candidate'] += '; the candidate\'s runs said: ' + '; '.join(
+                f'{why} ({n} run(s))' for why, n in said.most_common(2)) + \
+                (f'; {len(said) - 2} other reason(s)' if len(said) > 2 else '')
 
 
 def _on_every_pair(records, night, cfg, history, aa, looks, pairs_run) -> list:
@@ -303,7 +323,8 @@ def gate_request(args: GateRequest) -> int:
         records, problems = args.read_records()
         sides, side_problems = contention.load_sides(args.reports)
         problems += side_problems
-        check_builds(records, args.baseline, args.candidate, args.attempt)
+        check_builds(records, args.baseline, args.candidate, args.attempt,
+                     ran=[(side.pair_id, side.build) for side in sides])
         hdir = hist_mod.resolve_dir(args.history, cfg)
         night = args.night or default_night(records)
         # tonight is left out: a rerun of the night must not see its own first attempt

@@ -55,6 +55,9 @@ class Side:
     #: the time each of its tests ran ((test, seconds), from its run report); () when
     #: unknown: the side is then one test of ``wall_s``
     tests: tuple[tuple[str, float], ...] = ()
+    #: (test, why) of each of its tests that did not pass: ReFrame's failure reason,
+    #: else the check's ``skip_reason`` (ReFrame's report keeps none for a skip)
+    not_passed: tuple[tuple[str, str], ...] = ()
 
     def timed_tests(self) -> tuple[tuple[str, float], ...]:
         if self.tests:
@@ -93,6 +96,8 @@ def side_of_report(text: str, source: str) -> Side | None:
             pair = json.loads(case.get('h5r_context') or '{}').get('pair_id')
         except (ValueError, AttributeError):
             pair = None
+        # a test that failed or skipped before its context was written: its own variable
+        pair = pair or case.get('pair_id') or None
         if pair is not None and case.get('hdf5_build'):
             ids.add((str(pair), str(case['hdf5_build'])))
     if len(ids) != 1:
@@ -102,11 +107,16 @@ def side_of_report(text: str, source: str) -> Side | None:
     # build's first side of a night does in full and its later sides narrowed
     runs = [(str(case.get('display_name') or case.get('name')), case.get('time_run'))
             for case in cases]
+    not_passed = tuple(
+        (str(case.get('display_name') or case.get('name')),
+         str(case.get('fail_reason') or case.get('skip_reason') or case.get('result')))
+        for case in cases if case.get('result') not in ('pass', None))
     if runs and all(isinstance(t, (int, float)) for _, t in runs):
         return Side(pair_id, build, math.fsum(t for _, t in runs), source=source,
-                    tests=tuple((name, float(t)) for name, t in runs))
+                    tests=tuple((name, float(t)) for name, t in runs), not_passed=not_passed)
     wall = report.time_elapsed
-    return Side(pair_id, build, float(wall) if wall is not None else None, source=source)
+    return Side(pair_id, build, float(wall) if wall is not None else None, source=source,
+                not_passed=not_passed)
 
 
 def with_load(side: Side, load: sideload.SideLoad) -> Side:

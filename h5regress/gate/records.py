@@ -55,11 +55,15 @@ def load_records(record_paths: Sequence[str] = (), perflog_dirs: Sequence[str] =
 
 
 def check_builds(records: Sequence[Record], baseline: str, candidate: str,
-                 attempt: str | None = None) -> None:
+                 attempt: str | None = None, ran: Sequence[tuple[str, str]] = ()) -> None:
     """A build id no record carries is a usage error naming the ids that are there
-    (a mistyped id would otherwise read as INCONCLUSIVE: no samples)."""
+    (a mistyped id would otherwise read as INCONCLUSIVE: no samples), unless a run
+    report shows that build ran (``ran``: the (pair id, build) of each side read): a
+    build whose every run left no record (skipped, failed sanity) is then judged, each
+    gated row it broke an ERROR."""
     builds = {r.hdf5_build for r in records
               if attempt is None or of_attempt(r.pair_id, attempt)}
+    builds |= {build for pair_id, build in ran if attempt is None or of_attempt(pair_id, attempt)}
     for option, build in (('--baseline', baseline), ('--candidate', candidate)):
         if build not in builds:
             raise UsageError(
@@ -95,6 +99,12 @@ def _true_ratio(rec: Record) -> float | None:
         return None
 
 
+def without_build(test: str) -> str:
+    """A test's ReFrame name without its ``%hdf5_build=`` parameter: the same test on
+    either side of the night."""
+    return re.sub(r' %hdf5_build=\S+', '', test or '')
+
+
 def _label(test: str, tool: str, operation: str, metric: str, chash: str,
            params: Mapping[str, Any] | None = None) -> str:
     """Short readable name: ``<test> <operation> <metric> [<hash>]``.
@@ -102,7 +112,7 @@ def _label(test: str, tool: str, operation: str, metric: str, chash: str,
     ReFrame's unique names (``ior_check_1a2b3c4d``) say nothing: they become
     the class name and the check's reference row (``case``) when known."""
     # baseline and candidate differ in their build only: leave it out of the label
-    name = re.sub(r' %hdf5_build=\S+', '', test or tool)
+    name = without_build(test) or tool
     if refs_mod._VARIANT.search(name.split()[0] if name.split() else ''):
         name = refs_mod.test_class(name)
         try:
