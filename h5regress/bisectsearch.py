@@ -131,10 +131,16 @@ def run_step(runs: Runs, good: Built, cand: Built, commit: str, step_dir: Path,
         done = n
         result = runs.gate(looks_)
         verdict, row, fails = step_verdict(result, metrics)
-        if verdict != 'undecided':
+        broken = [m for m in judged_rows(result, metrics) if m['verdict'] == 'ERROR']
+        if verdict != 'undecided' or broken:
             break
     decided_at_cap = False
-    if verdict == 'undecided' and margin is not None:
+    if verdict == 'undecided' and broken:
+        # the commit broke a row (its runs left no samples): more pairs will not decide
+        # it, and a slowdown cannot be judged on it
+        verdict, row = 'skip', broken[0]
+        reason = f'ERROR after {done} pairs, skipped as git bisect skip: {row.get("reason")}'
+    elif verdict == 'undecided' and margin is not None:
         verdict, row, reason = at_cap(judged_rows(result, metrics), margin, done)
         decided_at_cap = verdict != 'skip'
     elif verdict == 'undecided':

@@ -144,11 +144,15 @@ def faster_rows(rows: list[dict[str, Any]]) -> list[str]:
     return [r['label'] for r in rows if r.get('perf_lo') is not None and r['perf_lo'] > 1]
 
 
-def verdict_of(pair: Pair, rows: list[dict[str, Any]]) -> str:
-    """``caught``/``missed`` for a regression; ``false FAIL``/``no false FAIL`` else."""
+def verdict_of(mode: str, rows: list[dict[str, Any]]) -> str:
+    """``caught`` (a row FAILed), ``ERROR`` (none FAILed, a row ERRORed: the night exits
+    4 naming the row the candidate broke, e.g. its runs skipped or failed their sanity)
+    or ``missed`` for a regression; ``false FAIL``/``no false FAIL`` else (an ERROR
+    there shows in the table's cell)."""
     failed = any(r['verdict'] == 'FAIL' for r in rows)
-    if pair.mode == 'regression':
-        return 'caught' if failed else 'missed'
+    if mode == 'regression':
+        return 'caught' if failed else \
+            'ERROR' if any(r['verdict'] == 'ERROR' for r in rows) else 'missed'
     return 'false FAIL' if failed else 'no false FAIL'
 
 
@@ -178,7 +182,7 @@ def replay_pair(state: bisectsearch.State, builder: bisectbuild.Builder, runs: b
     rows = row_results(recorded.last)
     result = {'mode': pair.mode, 'baseline': pair.baseline, 'candidate': pair.candidate,
               'checks': state.data['checks'], 'tools': state.data['tools'],
-              'verdict': verdict_of(pair, rows), 'gate': recorded.last.get('overall'),
+              'verdict': verdict_of(pair.mode, rows), 'gate': recorded.last.get('overall'),
               'pairs': step['pairs'], 'rows': rows, 'faster_rows': faster_rows(rows),
               'builds': len(needed), 'builds_reused': len(reused),
               'build_seconds': round(sum(state.data['builds'][s].get('seconds', 0)
@@ -272,12 +276,16 @@ def catch_table(results: list[dict[str, Any]], corpus_size: int) -> str:
     """The catch-rate table of stored replay results (one per case)."""
     lines = ['| case | family | regression (worst row) | fix | A/A control | builds reused |',
              '|---|---|---|---|---|---|']
-    caught = replayed = false_fails = fixes = recovered = 0
+    caught = errors = replayed = false_fails = fixes = recovered = 0
     for res in sorted(results, key=lambda r: r['case']):
-        modes = res['replays']
+        # the verdicts from the rows: results stored before a verdict was added say
+        # what the rows say now
+        modes = {mode: {**done, 'verdict': verdict_of(mode, done['rows'])}
+                 for mode, done in res['replays'].items()}
         reg = modes.get('regression')
         replayed += reg is not None
         caught += reg is not None and reg['verdict'] == 'caught'
+        errors += reg is not None and reg['verdict'] == 'ERROR'
         false_fails += sum(modes[m]['verdict'] == 'false FAIL' for m in ('fix', 'control')
                            if m in modes)
         fixes += 'fix' in modes
@@ -288,7 +296,10 @@ def catch_table(results: list[dict[str, Any]], corpus_size: int) -> str:
                      f'{cell(modes.get("fix"))} | {cell(modes.get("control"))} | '
                      f'{reused} of {builds} |')
     lines.append(f'\ncaught {caught} of {replayed} replayed case(s) ({corpus_size} in the '
-                 f'corpus); false FAILs on fix and A/A replays: {false_fails}; '
+                 f'corpus)'
+                 + (f'; {errors} more ended ERROR (no row FAILed; the night failed naming '
+                    f'a row the candidate broke)' if errors else '')
+                 + f'; false FAILs on fix and A/A replays: {false_fails}; '
                  f'recovery seen on {recovered} of {fixes} fix replay(s)')
     return '\n'.join(lines)
 

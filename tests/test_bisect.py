@@ -574,6 +574,28 @@ def test_a_step_inconclusive_at_the_cap_is_decided_against_the_midpoint(ratio, v
     assert ref['verdict'] == 'skip' and not ref['decided_at_cap']
 
 
+class BrokenRowRuns(InconclusiveRuns):
+    """Every look: the row ERROR, its candidate's runs left no samples."""
+
+    def gate(self, looks_):
+        self.looked = getattr(self, 'looked', 0) + 1
+        return {'overall': 'ERROR', 'metrics': [{
+            **self.row, 'verdict': 'ERROR', 'ratio': None,
+            'reason': 'no candidate samples: 10 candidate run(s) failed'}]}
+
+
+def test_a_step_whose_commit_broke_the_row_stops_at_the_first_look():
+    """A row the step's build broke is an ERROR that more pairs will not decide: the
+    step ran on to the cap (20 pairs, twice the time) and then called it "INCONCLUSIVE
+    after 20 pairs (the cap)". It stops at the first look, a skip that says the ERROR."""
+    built = bisectbuild.Built({}, {}, {})
+    runs = BrokenRowRuns(0.9, 0.0025)
+    step = bisectsearch.run_step(runs, built, built, 'c' * 40, None, [10, 15, 20], [], 0.05)
+    assert (step['pairs'], runs.looked, step['verdict'], step['gate']) == (10, 1, 'skip', 'ERROR')
+    assert step['reason'] == ('ERROR after 10 pairs, skipped as git bisect skip: no candidate '
+                              'samples: 10 candidate run(s) failed')
+
+
 def test_a_signal_to_the_bisect_stops_the_runs_it_started(tmp_path):
     """The nightly's runs start ReFrame in a session of its own: a SIGTERM to `h5regress
     bisect` alone (a CI job's timeout, kill PID) left the running child behind. Now the

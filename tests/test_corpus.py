@@ -300,3 +300,24 @@ def test_a_row_the_candidate_broke_keeps_the_gates_reason_and_shows_in_the_table
     done = {'mode': 'regression', 'verdict': 'missed', 'pairs': 20, 'rows': rows,
             'wall_seconds': 600.0}
     assert replay.cell(done) == 'missed, 20 pairs 0.920 [0.800, 1.070]; 1 row(s) ERROR, 600 s'
+
+
+def test_a_regression_no_row_failed_but_one_errored_is_counted_apart_from_caught():
+    """The candidate broke a row (its runs skipped, e.g. a --coll-metadata row whose HDF5
+    read metadata on every rank) and no row FAILed: the night exits 4 naming the row.
+    The replay says ERROR, not missed, and the table counts it apart from "caught";
+    a stored result says what its rows say now."""
+    broke = {'key': 'c', 'label': 'cmd create', 'verdict': 'ERROR', 'reason': 'no candidate '
+             'samples: 10 candidate run(s) failed', 'n_pairs': 0}
+    calm = {'key': 'o', 'label': 'cmd open_read', 'verdict': 'PASS', 'ratio': 1.0,
+            'ratio_lo': 0.98, 'ratio_hi': 1.02, 'perf_ratio': 1.0, 'n_pairs': 10}
+    assert replay.verdict_of('regression', [broke, calm]) == 'ERROR'
+    assert replay.verdict_of('regression', [calm]) == 'missed'
+    assert replay.verdict_of('control', [broke, calm]) == 'no false FAIL'
+    stored = {'case': 'cmd', 'family': 'collective-metadata', 'replays': {'regression': {
+        'mode': 'regression', 'verdict': 'missed', 'pairs': 10, 'rows': [broke, calm],
+        'wall_seconds': 60.0, 'builds': 2, 'builds_reused': 0}}}
+    table = replay.catch_table([stored], 17)
+    assert '| cmd | collective-metadata | ERROR, 10 pairs 1.000 [0.980, 1.020]; 1 row(s) ' \
+        'ERROR, 60 s |' in table
+    assert 'caught 0 of 1 replayed case(s) (17 in the corpus); 1 more ended ERROR' in table
