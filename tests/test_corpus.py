@@ -273,7 +273,7 @@ def test_every_stored_replay_is_of_a_replayed_case_and_its_commits():
         for pair in wanted:     # the regression (a fix-only case: the fix) and any fix
             done = res['replays'][pair.mode]
             assert (done['baseline'], done['candidate']) == (pair.baseline, pair.candidate)
-            assert done['verdict'] in ('caught', 'missed', 'no false FAIL', 'false FAIL')
+            assert done['verdict'] in ('caught', 'ERROR', 'missed', 'no false FAIL', 'false FAIL')
             assert done['pairs'] >= 10
             assert all(r['verdict'] in ('PASS', 'FAIL', 'INCONCLUSIVE', 'DEGRADED', 'ERROR',
                                         'NO-SLOWDOWN-SEEN') for r in done['rows'])
