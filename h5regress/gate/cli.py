@@ -66,13 +66,9 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
     aa = not injected_slowdown and (
         baseline == candidate or (base_commit is not None and base_commit == cand_commit))
     comparisons = compare(tonight.groups, cfg, history, aa)
-    say_why_no_candidate_samples(comparisons, [
-        s for s in sides
-        if s.build == candidate and (attempt is None or of_attempt(s.pair_id, attempt))])
+    say_why_no_candidate_samples(comparisons, sides, candidate, attempt)
     if pairs_run is None:
-        pairs_run = max((m.comp.n for m in comparisons
-                         if m.comp is not None and m.role != 'reported'), default=None)
-        pairs_run = pairs_run and pairs_run + len(exclusion.excluded)
+        pairs_run = _pairs_reached(comparisons, exclusion)
     decide_all(comparisons, cfg, looks, pairs_run)
     contention.mark_rows(comparisons, exclusion, tonight.counts['contended'],
                          looks[0] if looks else cfg.min_pairs)
@@ -96,9 +92,19 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
     return result
 
 
-def say_why_no_candidate_samples(comparisons, candidate_sides: Sequence[contention.Side]) -> None:
+def _pairs_reached(comparisons, exclusion: contention.Exclusion) -> int | None:
+    """The pairs of the night's look: the most of any judged metric, with those excluded."""
+    pairs = max((m.comp.n for m in comparisons if m.comp is not None and m.role != 'reported'),
+                default=None)
+    return pairs and pairs + len(exclusion.excluded)
+
+
+def say_why_no_candidate_samples(comparisons, sides: Sequence[contention.Side],
+                                 candidate: str, attempt: str | None) -> None:
     """A gated row whose candidate left no samples: what the candidate's runs of its
     test said (failure or skip reasons, the most frequent first), after the gate's words."""
+    candidate_sides = [s for s in sides if s.build == candidate and
+                       (attempt is None or of_attempt(s.pair_id, attempt))]
     for m in comparisons:
         if not m.row.get('no_candidate'):
             continue

@@ -15,7 +15,25 @@ endif()
 find_package(MPI REQUIRED COMPONENTS C)
 set(HDF5_PREFER_PARALLEL TRUE)
 find_package(HDF5 REQUIRED COMPONENTS C)
-if(DEFINED HDF5_IS_PARALLEL AND NOT HDF5_IS_PARALLEL)
+# Whether it is parallel, and its version, from its own H5pubconf.h: FindHDF5 (CMake
+# 3.25) reads both from `h5pcc -showconfig` when it uses the wrapper, and a CMake-built
+# HDF5 of the 1.10 branch (1.10.8, 1.10.9) answers there in words it does not parse
+# (HDF5_IS_PARALLEL FALSE, no version), nor does its version "1.10.9.1" match the
+# header regex FindHDF5 has.
+find_file(KERNEL_H5PUBCONF H5pubconf.h PATHS ${HDF5_INCLUDE_DIRS} NO_DEFAULT_PATH)
+if(KERNEL_H5PUBCONF)
+  file(STRINGS "${KERNEL_H5PUBCONF}" _parallel REGEX "^#define H5_HAVE_PARALLEL 1")
+  if(_parallel)
+    set(HDF5_IS_PARALLEL TRUE)
+  else()
+    set(HDF5_IS_PARALLEL FALSE)
+  endif()
+  file(STRINGS "${KERNEL_H5PUBCONF}" _version REGEX "^#define H5_VERSION ")
+  if(_version MATCHES "\"([0-9]+\\.[0-9]+\\.[0-9]+)")
+    set(HDF5_VERSION "${CMAKE_MATCH_1}")
+  endif()
+endif()
+if(NOT HDF5_IS_PARALLEL)
   message(FATAL_ERROR
     "${PROJECT_NAME} needs a parallel HDF5 (found ${HDF5_VERSION} at ${HDF5_INCLUDE_DIRS}, "
     "which is serial). Install libhdf5-openmpi-dev or set HDF5_ROOT / "
