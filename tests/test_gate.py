@@ -367,10 +367,11 @@ def test_a_candidate_that_ran_and_left_no_record_at_all_is_judged_not_refused():
 
 
 
-def test_a_row_without_candidate_samples_says_what_the_candidates_runs_said():
+def test_a_row_without_samples_of_a_build_says_what_that_builds_runs_said():
     """The gate's ERROR names what the candidate's runs of the row's test said (their
     run reports: a failure reason, or the check's skip_reason), the most frequent
-    first; another test's words and the baseline's are not the row's."""
+    first; another test's words and the baseline's are not the row's. A row without
+    baseline samples says what the baseline's runs said."""
     base_only = [r for r in paired(10, 1.0) if r.hdf5_build == BASE]
     test = base_only[0].test
     skip = 'h5paths: --coll-metadata not done: HDF5 1.10.5 did metadata I/O independently'
@@ -385,6 +386,13 @@ def test_a_row_without_candidate_samples_says_what_the_candidates_runs_said():
                                 'sanity: exit 1 (1 run(s))')
     (m,) = gated(run(base_only))     # no sides: the gate's words alone
     assert m['reason'].endswith('more pairs will not decide it')
+    # a fix's replay: the baseline (the broken parent) left no samples, the candidate did
+    cand_only = [r for r in paired(10, 1.0) if r.hdf5_build == CAND]
+    sides = [gate.contention.Side(f'2025-01-10-p{p}', BASE, 10.0, not_passed=(
+        (f'{test} %hdf5_build={BASE}', skip),)) for p in range(10)]
+    (m,) = gated(run(cand_only, sides=sides))
+    assert (m['verdict'], m['reason']) == (
+        'INCONCLUSIVE', f"no baseline samples; the baseline's runs said: {skip} (10 run(s))")
 
 
 # ------------------------------------------------------------------ CLI and exit codes

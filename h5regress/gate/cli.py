@@ -66,7 +66,7 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
     aa = not injected_slowdown and (
         baseline == candidate or (base_commit is not None and base_commit == cand_commit))
     comparisons = compare(tonight.groups, cfg, history, aa)
-    say_why_no_candidate_samples(comparisons, sides, candidate, attempt)
+    say_what_runs_said(comparisons, sides, baseline, candidate, attempt)
     if pairs_run is None:
         pairs_run = _pairs_reached(comparisons, exclusion)
     decide_all(comparisons, cfg, looks, pairs_run)
@@ -99,23 +99,30 @@ def _pairs_reached(comparisons, exclusion: contention.Exclusion) -> int | None:
     return pairs and pairs + len(exclusion.excluded)
 
 
-def say_why_no_candidate_samples(comparisons, sides: Sequence[contention.Side],
-                                 candidate: str, attempt: str | None) -> None:
-    """A gated row whose candidate left no samples: what the candidate's runs of its
-    test said (failure or skip reasons, the most frequent first), after the gate's words."""
-    candidate_sides = [s for s in sides if s.build == candidate and
-                       (attempt is None or of_attempt(s.pair_id, attempt))]
+def say_what_runs_said(comparisons, sides: Sequence[contention.Side], baseline: str,
+                       candidate: str, attempt: str | None) -> None:
+    """A row one build of which left no samples: what that build's runs of its test
+    said (failure or skip reasons, the most frequent first), from the sides' run reports;
+    after the ERROR of a gated row without candidate samples, and in ``runs_said`` for the
+    INCONCLUSIVE "no baseline samples"."""
+    tonight = [s for s in sides if attempt is None or of_attempt(s.pair_id, attempt)]
     for m in comparisons:
-        if not m.row.get('no_candidate'):
-            continue
-        test = without_build(m.row['test'])
-        said = collections.Counter(why for side in candidate_sides
-                                   for name, why in side.not_passed
-                                   if without_build(name) == test)
-        if said:
-            m.row['no_candidate'] += '; the candidate\'s runs said: ' + '; '.join(
-                f'{why} ({n} run(s))' for why, n in said.most_common(2)) + \
-                (f'; {len(said) - 2} other reason(s)' if len(said) > 2 else '')
+        for side, build, samples in (('baseline', baseline, 'base'),
+                                     ('candidate', candidate, 'cand')):
+            if m.row[samples]:
+                continue
+            test = without_build(m.row['test'])
+            said = collections.Counter(why for s in tonight if s.build == build
+                                       for name, why in s.not_passed
+                                       if without_build(name) == test)
+            if said:
+                text = f'; the {side}\'s runs said: ' + '; '.join(
+                    f'{why} ({n} run(s))' for why, n in said.most_common(2)) + \
+                    (f'; {len(said) - 2} other reason(s)' if len(said) > 2 else '')
+                m.row.setdefault('runs_said', {})[side] = text
+    for m in comparisons:
+        if m.row.get('no_candidate'):
+            m.row['no_candidate'] += m.row.get('runs_said', {}).get('candidate', '')
 
 
 def _on_every_pair(records, night, cfg, history, aa, looks, pairs_run) -> list:

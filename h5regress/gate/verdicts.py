@@ -302,6 +302,7 @@ def decide_all(metrics: Sequence[MetricComparison], cfg: Mapping[str, Any],
                 row['verdict'], row['reason'] = None, 'reported, not gated'
             else:
                 side = 'candidate' if not row['cand'] else 'baseline'
-                row['verdict'], row['reason'] = 'INCONCLUSIVE', f'no {side} samples'
+                row['verdict'], row['reason'] = 'INCONCLUSIVE', f'no {side} samples' + \
+                    row.get('runs_said', {}).get(side, '')
         row['false_alarm'] = (row['verdict'] == 'FAIL' and row['true_ratio'] is not None
                               and abs(row['true_ratio'] - 1.0) < 1e-9)
