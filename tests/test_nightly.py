@@ -206,7 +206,8 @@ def test_the_stand_in_night_gates_the_quiet_ior_row_and_its_canary():
 OLD_NIGHT = (r'^(ior_check|flashio_check|h5paths_check(?=.*%benchmark=([^%]*-warm|'
              r'(many-datasets|attributes|open-close|flush-datasets|storage-kinds|vlen-strings)'
              r'-hdf5-collective-contiguous-earliest|(strided-chunks|append|point-selections|'
-             r'multi-chunk)-hdf5-collective-chunked-earliest)'
+             r'multi-chunk)-hdf5-collective-chunked-earliest|'
+             r'open-close-hdf5-collective-contiguous-cmd-earliest)'
              r'(%|$)))')
 OLD_STANDIN_IOR = r'^ior_check(?=.*%benchmark=(HDF5|MPIIO)-independent-ssf(%|$))'
 

@@ -70,7 +70,9 @@ ROWS = [
     Row('attributes', coll_metadata=True),
     Row('attributes', libver='v110'),
     Row('open-close', nightly=True),
-    Row('open-close', coll_metadata=True),
+    # in the night: the kernel's counts skip it when HDF5 reads metadata on every rank
+    # (HDFFV-11260, regressions/collective-metadata-1.10.5-hdffv-11260.yaml); 3.3 s a side
+    Row('open-close', coll_metadata=True, nightly=True),
     Row('open-close', libver='v110'),
     # filtered and partial chunks, virtual datasets, the external file cache and its twin
     # without it (--efc-size 0: every traversal opens and closes the file), multi-dataset
