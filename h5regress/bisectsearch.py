@@ -102,6 +102,17 @@ def step_verdict(result: dict[str, Any], metrics: Sequence[str]
     return 'undecided', worst, []
 
 
+def stuck_rows(rows: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Rows more pairs will not decide: those ERROR (the candidate's runs left no
+    samples), and, when every undecided row is one, those INCONCLUSIVE without baseline
+    samples whose baseline runs said why (the gate's ``runs_said``)."""
+    broken = [m for m in rows if m['verdict'] == 'ERROR']
+    undecided = [m for m in rows if m['verdict'] not in ('PASS', 'FAIL')]
+    no_base = [m for m in undecided if m['verdict'] == 'INCONCLUSIVE'
+               and 'baseline' in (m.get('runs_said') or {})]
+    return broken, no_base if undecided and len(no_base) == len(undecided) else []
+
+
 class Runs:
     """Pairs of runs of the good build (baseline) and a commit's build, gated."""
 
@@ -131,15 +142,16 @@ def run_step(runs: Runs, good: Built, cand: Built, commit: str, step_dir: Path,
         done = n
         result = runs.gate(looks_)
         verdict, row, fails = step_verdict(result, metrics)
-        broken = [m for m in judged_rows(result, metrics) if m['verdict'] == 'ERROR']
-        if verdict != 'undecided' or broken:
+        broken, unjudgeable = stuck_rows(judged_rows(result, metrics))
+        if verdict != 'undecided' or broken or unjudgeable:
             break
     decided_at_cap = False
-    if verdict == 'undecided' and broken:
-        # the commit broke a row (its runs left no samples): more pairs will not decide
-        # it, and a slowdown cannot be judged on it
-        verdict, row = 'skip', broken[0]
-        reason = f'ERROR after {done} pairs, skipped as git bisect skip: {row.get("reason")}'
+    if verdict == 'undecided' and (broken or unjudgeable):
+        # the commit broke a row, or the baseline did (their runs left no samples, and
+        # said why): more pairs will not decide it, and no slowdown can be judged on it
+        verdict, row = 'skip', (broken or unjudgeable)[0]
+        reason = (f'{row["verdict"]} after {done} pairs, skipped as git bisect skip: '
+                  f'{row.get("reason")}')
     elif verdict == 'undecided' and margin is not None:
         verdict, row, reason = at_cap(judged_rows(result, metrics), margin, done)
         decided_at_cap = verdict != 'skip'

@@ -126,13 +126,14 @@ class Recording(bisectsearch.Runs):
 
 def row_results(gate_result: dict[str, Any]) -> list[dict[str, Any]]:
     """Each gated row: its verdict, ratio with interval, pairs and sensitivity; an
-    ERROR row also the gate's reason (it has no ratio to say why)."""
+    ERROR row, and one a build's runs left without samples, also the gate's reason (it
+    has no ratio to say why)."""
     rows = []
     for m in bisectsearch.judged_rows(gate_result, []):
         row = {k: m.get(k) for k in ('key', 'label', 'verdict', 'ratio', 'ratio_lo', 'ratio_hi',
                                       'perf_ratio', 'perf_lo', 'perf_hi', 'n_pairs',
                                       'sensitivity')}
-        if m.get('verdict') == 'ERROR':
+        if m.get('verdict') == 'ERROR' or m.get('runs_said'):
             row['reason'] = m.get('reason')
         rows.append(row)
     return rows

@@ -596,6 +596,33 @@ def test_a_step_whose_commit_broke_the_row_stops_at_the_first_look():
                               'samples: 10 candidate run(s) failed')
 
 
+class BrokenBaselineRuns(InconclusiveRuns):
+    """Every look: the row INCONCLUSIVE without baseline samples, the baseline's runs
+    having said why (a fix replay whose parent breaks the row)."""
+
+    def gate(self, looks_):
+        self.looked = getattr(self, 'looked', 0) + 1
+        said = "; the baseline's runs said: not done (10 run(s))"
+        return {'overall': 'INCONCLUSIVE', 'metrics': [{
+            **self.row, 'ratio': None, 'reason': 'no baseline samples' + said,
+            'runs_said': {'baseline': said}}]}
+
+
+def test_a_step_whose_baseline_broke_every_undecided_row_stops_at_the_first_look():
+    """The fix replay of the 1.10.5 collective-metadata case ran 20 pairs (326 s) where
+    its first look had no baseline samples and the baseline's runs had said why."""
+    built = bisectbuild.Built({}, {}, {})
+    runs = BrokenBaselineRuns(0.9, 0.0025)
+    step = bisectsearch.run_step(runs, built, built, 'c' * 40, None, [10, 15, 20], [])
+    assert (step['pairs'], runs.looked, step['verdict']) == (10, 1, 'skip')
+    assert step['reason'].startswith('INCONCLUSIVE after 10 pairs, skipped as git bisect '
+                                     'skip: no baseline samples; the baseline')
+    # one other row still undecided with samples: more pairs may decide that one
+    rows = [{'verdict': 'INCONCLUSIVE', 'runs_said': {'baseline': 'x'}},
+            {'verdict': 'INCONCLUSIVE'}]
+    assert bisectsearch.stuck_rows(rows) == ([], [])
+
+
 def test_a_signal_to_the_bisect_stops_the_runs_it_started(tmp_path):
     """The nightly's runs start ReFrame in a session of its own: a SIGTERM to `h5regress
     bisect` alone (a CI job's timeout, kill PID) left the running child behind. Now the

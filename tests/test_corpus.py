@@ -297,6 +297,11 @@ def test_a_row_the_candidate_broke_keeps_the_gates_reason_and_shows_in_the_table
          'perf_ratio': 0.92, 'n_pairs': 20}]}
     rows = replay.row_results(gate)
     assert rows[0]['reason'] == broke and 'reason' not in rows[1]
+    # a row a build's runs left without samples keeps the gate's words too
+    said = {**gate['metrics'][1], 'verdict': 'INCONCLUSIVE', 'ratio': None,
+            'reason': "no baseline samples; the baseline's runs said: x (9 run(s))",
+            'runs_said': {'baseline': "; the baseline's runs said: x (9 run(s))"}}
+    assert replay.row_results({'metrics': [said]})[0]['reason'].startswith('no baseline')
     done = {'mode': 'regression', 'verdict': 'missed', 'pairs': 20, 'rows': rows,
             'wall_seconds': 600.0}
     assert replay.cell(done) == 'missed, 20 pairs 0.920 [0.800, 1.070]; 1 row(s) ERROR, 600 s'
