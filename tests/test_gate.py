@@ -349,6 +349,25 @@ def test_a_gated_row_without_candidate_samples_is_an_error():
     assert m['verdict'] == 'INCONCLUSIVE' and m['reason'] == 'no baseline samples'
 
 
+def test_a_test_that_left_no_record_on_either_build_is_named_not_judged():
+    """A row skipped on both builds (the -cmd- rows on an HDF5 that reads metadata on
+    every rank) left no record: it vanished from the night without a word. The result
+    names it and what each build's runs said; the text says NOT JUDGED."""
+    recs = paired(10, 1.0)
+    cmd = 'h5paths_check %benchmark=open-close-cmd'
+    why = 'h5paths: --coll-metadata not done: HDF5 1.10.8 did metadata I/O independently'
+    sides = [gate.contention.Side(f'2025-01-10-p{p}', build, 10.0, not_passed=(
+        (f'{cmd} %hdf5_build={build}', why),)) for p in range(10) for build in (BASE, CAND)]
+    res = run(recs, sides=sides)
+    assert res['not_judged'] == [{'test': cmd, 'baseline': f'{why} (10 run(s))',
+                                  'candidate': f'{why} (10 run(s))'}]
+    assert f'NOT JUDGED   {cmd}: no record of either build' in gate.format_text(res)
+    from h5regress.report.text import _skipped_text
+    assert f'Not judged, no record of either build (1): {cmd} (baseline: {why}' in \
+        _skipped_text(res)
+    assert run(recs)['not_judged'] == []
+
+
 def test_a_candidate_that_ran_and_left_no_record_at_all_is_judged_not_refused():
     """Every run of the candidate left no record (the one row of a replay skipped on
     it): a usage error "no record has this build" ended the night without a verdict.

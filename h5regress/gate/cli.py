@@ -66,7 +66,7 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
     aa = not injected_slowdown and (
         baseline == candidate or (base_commit is not None and base_commit == cand_commit))
     comparisons = compare(tonight.groups, cfg, history, aa)
-    say_what_runs_said(comparisons, sides, baseline, candidate, attempt)
+    not_judged = say_what_runs_said(comparisons, sides, baseline, candidate, attempt)
     if pairs_run is None:
         pairs_run = _pairs_reached(comparisons, exclusion)
     decide_all(comparisons, cfg, looks, pairs_run)
@@ -87,7 +87,7 @@ def run_gate(records: Iterable[Record], baseline: str, candidate: str,
         'metrics': [m.row for m in comparisons], 'counts': tonight.counts,
         'contention': exclusion.as_dict(cfg.contention),
         'problems': tonight.problems[:50], 'problem_count': len(tonight.problems),
-    }
+        'not_judged': not_judged}
     annotate(result, cfg, history, references)
     return result
 
@@ -100,29 +100,33 @@ def _pairs_reached(comparisons, exclusion: contention.Exclusion) -> int | None:
 
 
 def say_what_runs_said(comparisons, sides: Sequence[contention.Side], baseline: str,
-                       candidate: str, attempt: str | None) -> None:
+                       candidate: str, attempt: str | None) -> list[dict[str, Any]]:
     """A row one build of which left no samples: what that build's runs of its test
     said (failure or skip reasons, the most frequent first), from the sides' run reports;
     after the ERROR of a gated row without candidate samples, and in ``runs_said`` for the
-    INCONCLUSIVE "no baseline samples"."""
+    INCONCLUSIVE "no baseline samples". Returned: the tests that left no record on either
+    build (no row to judge: a night's blind spot), each with what its runs said."""
     tonight = [s for s in sides if attempt is None or of_attempt(s.pair_id, attempt)]
+
+    def said(build: str, test: str) -> str:
+        counts = collections.Counter(why for s in tonight if s.build == build
+                                     for name, why in s.not_passed
+                                     if without_build(name) == test)
+        return '; '.join(f'{why} ({n} run(s))' for why, n in counts.most_common(2)) + \
+            (f'; {len(counts) - 2} other reason(s)' if len(counts) > 2 else '')
     for m in comparisons:
         for side, build, samples in (('baseline', baseline, 'base'),
                                      ('candidate', candidate, 'cand')):
-            if m.row[samples]:
-                continue
-            test = without_build(m.row['test'])
-            said = collections.Counter(why for s in tonight if s.build == build
-                                       for name, why in s.not_passed
-                                       if without_build(name) == test)
-            if said:
-                text = f'; the {side}\'s runs said: ' + '; '.join(
-                    f'{why} ({n} run(s))' for why, n in said.most_common(2)) + \
-                    (f'; {len(said) - 2} other reason(s)' if len(said) > 2 else '')
-                m.row.setdefault('runs_said', {})[side] = text
-    for m in comparisons:
+            text = '' if m.row[samples] else said(build, without_build(m.row['test']))
+            if text:
+                m.row.setdefault('runs_said', {})[side] = f'; the {side}\'s runs said: {text}'
         if m.row.get('no_candidate'):
             m.row['no_candidate'] += m.row.get('runs_said', {}).get('candidate', '')
+    rows = {without_build(m.row['test']) for m in comparisons}
+    unjudged = sorted({without_build(name) for s in tonight if s.build in (baseline, candidate)
+                       for name, _ in s.not_passed} - rows)
+    return [{'test': test, 'baseline': said(baseline, test) or None,
+             'candidate': said(candidate, test) or None} for test in unjudged]
 
 
 def _on_every_pair(records, night, cfg, history, aa, looks, pairs_run) -> list:
@@ -152,6 +156,10 @@ def format_text(result: Mapping[str, Any]) -> str:
                    f'n={m["n_pairs"]} {m.get("method") or ""} ({m["reason"]}{need})')
     for pair in (result.get('contention') or {}).get('excluded', ()):
         out.append(f'  EXCLUDED     pair {pair["pair"]}: {"; ".join(pair["why"])}')
+    for t in result.get('not_judged', ()):
+        out.append(f'  NOT JUDGED   {t["test"]}: no record of either build; the baseline\'s '
+                   f'runs: {t["baseline"] or "passed"}; the candidate\'s: '
+                   f'{t["candidate"] or "passed"}')
     for label in result.get('not_flushed', ()):
         out.append(f'  NOT FLUSHED  {label}: write_flush none, {NOT_FLUSHED} (the verdict '
                    f'is on page-cache speed)')

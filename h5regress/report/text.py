@@ -254,7 +254,18 @@ def _skipped_text(result: Mapping[str, Any]) -> str:
             f'{c["direction_conflicts"]} with a conflicting direction; '
             f'{c["other_build"]} of other builds ignored; {c["perf_fail_samples"]} samples '
             f'outside their reference envelope (perf_fail) kept as samples.'
-            + _excluded_text(result.get('contention') or {}))
+            + _excluded_text(result.get('contention') or {}) + _not_judged_text(result))
+
+
+def _not_judged_text(result: Mapping[str, Any]) -> str:
+    """The tests that left no record on either build (skipped or failed on both: no row
+    to judge), and what their runs said."""
+    tests = result.get('not_judged') or []
+    if not tests:
+        return ''
+    return (f' Not judged, no record of either build ({len(tests)}): ' + '; '.join(
+        f'{t["test"]} (baseline: {t["baseline"] or "passed"}; candidate: '
+        f'{t["candidate"] or "passed"})' for t in tests) + '.')
 
 
 def _excluded_text(contention: Mapping[str, Any]) -> str:
