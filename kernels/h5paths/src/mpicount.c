@@ -5,8 +5,8 @@
  * Why: collective metadata I/O (--coll-metadata: H5Pset_all_coll_metadata_ops) means
  * rank 0 reads HDF5's metadata and broadcasts it; the other ranks read none.  Nothing
  * in HDF5's API says whether it did (H5Pget_mpio_actual_io_mode covers raw data only),
- * and from 1.10.5 the 1.10 branch ignores the file access list's setting after the
- * file's open (HDFFV-11260; measured with Debian's 1.10.8, kernels/h5paths/README.md).
+ * and the 1.10 branch from 1.10.5 to 1.10.8 ignores the file access list's setting
+ * after the file's open (HDFFV-11260, fixed in 1.10.9; measured, kernels/h5paths/README.md).
  * The counts of each phase (phase_stop) show which ranks read and wrote, and how.
  *
  * The executable exports these symbols (src/mpicount.dynlist), so libhdf5's calls bind
