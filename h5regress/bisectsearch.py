@@ -16,6 +16,7 @@ from typing import Any
 from h5regress import atomic, followup, runlock
 from h5regress.bisectbuild import (BisectError, Builder, BuildFailed, Built, Commit,
                                    first_parent_commits, log, now_iso)
+from h5regress.nightrun import lacks_baseline
 
 
 STATE_FILE = 'bisect-state.json'
@@ -108,8 +109,7 @@ def stuck_rows(rows: list[dict]) -> tuple[list[dict], list[dict]]:
     samples whose baseline runs said why (the gate's ``runs_said``)."""
     broken = [m for m in rows if m['verdict'] == 'ERROR']
     undecided = [m for m in rows if m['verdict'] not in ('PASS', 'FAIL')]
-    no_base = [m for m in undecided if m['verdict'] == 'INCONCLUSIVE'
-               and 'baseline' in (m.get('runs_said') or {})]
+    no_base = [m for m in undecided if lacks_baseline(m)]
     return broken, no_base if undecided and len(no_base) == len(undecided) else []
 
 

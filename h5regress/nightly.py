@@ -88,7 +88,8 @@ from h5regress.nightrun import (NIGHT_SELECTION, tests_regex, SETTINGS, STANDIN_
                                 attempt_perflogs, attempt_reports, checks_selection,
                                 choose_builds, install_environment, read_attempt,
                                 resolve_commit, run_once, run_pairs, standin_checks,
-                                start_attempt, undecided_selection, undecided_tests)
+                                start_attempt, undecided_selection, undecided_tests,
+                                without_baseline_tests)
 from h5regress.standins import STANDIN_A, STANDIN_B, build_standins, injected_delay
 from h5regress.report.links import REPO_URL_ENV
 
@@ -329,19 +330,27 @@ def final_gate(baseline: str, candidate: str, args) -> int:
         return gate_once(baseline, candidate, args, final=True)
 
 
-def narrow_to_undecided(args: NightRequest) -> None:
+def narrow_to_undecided(args: NightRequest) -> bool:
     """The next pairs run only the tests of the gated metrics the last look left
-    undecided (:func:`h5regress.nightrun.undecided_selection`)."""
+    undecided (:func:`h5regress.nightrun.undecided_selection`). False when more pairs
+    cannot decide any of them: every one lacks baseline samples and the baseline's runs
+    said why (:func:`h5regress.nightrun.lacks_baseline`)."""
     try:
         result = json.loads((args.out / 'gate.json').read_text())
     except (OSError, ValueError):
-        return      # the look wrote no result: the next pairs run the whole selection
-    tests = undecided_tests(result)
+        return True     # the look wrote no result: the next pairs run the whole selection
+    tests, broken = undecided_tests(result), without_baseline_tests(result)
+    if broken and not tests:
+        log(f'no more pairs: the {len(broken)} undecided test(s) have no baseline samples '
+            f'and the baseline\'s runs said why, which more pairs would only repeat: '
+            f'{", ".join(broken)}')
+        return False
     select = undecided_selection(args.select or (), tests)
     if select != args.select:
         log(f'the next pairs run only the {len(tests)} test(s) whose gated metric the look '
             f'left undecided')
         args.select = select
+    return True
 
 
 def night(args: NightRequest) -> NightResult:
@@ -366,7 +375,8 @@ def night(args: NightRequest) -> NightResult:
         if code not in (gate.EXIT_INCONCLUSIVE, gate.EXIT_NO_SLOWDOWN_SEEN):
             break
         more = min(args.more_pairs, args.max_pairs - done)
-        narrow_to_undecided(args)
+        if not narrow_to_undecided(args):
+            break
         run_pairs(done + 1, done + more, baseline, candidate, args, env)
         done += more
     if injected:

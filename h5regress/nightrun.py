@@ -143,12 +143,26 @@ def tests_regex(tests: list[str]) -> str:
     return '^(' + '|'.join(map(one, tests)) + ')$'
 
 
+def lacks_baseline(row: dict) -> bool:
+    """A gated row more pairs cannot decide: INCONCLUSIVE without baseline samples, the
+    baseline's runs having said why (the gate's ``runs_said``): the baseline build breaks
+    the row, and it broke it on every pair so far."""
+    return row.get('verdict') == 'INCONCLUSIVE' and 'baseline' in (row.get('runs_said') or {})
+
+
 def undecided_tests(gate_result: dict) -> list[str]:
     """The tests whose gated metric a look (the gate's result) left undecided: neither
-    PASS nor FAIL."""
+    PASS nor FAIL, and not :func:`lacks_baseline` (more pairs would only repeat its
+    failures)."""
     return sorted({m['test'] for m in gate_result.get('metrics', ())
                    if m.get('role') == 'gated' and m.get('test')
-                   and m.get('verdict') not in ('PASS', 'FAIL')})
+                   and m.get('verdict') not in ('PASS', 'FAIL') and not lacks_baseline(m)})
+
+
+def without_baseline_tests(gate_result: dict) -> list[str]:
+    """The tests of the gated rows :func:`lacks_baseline` of a look."""
+    return sorted({m['test'] for m in gate_result.get('metrics', ())
+                   if m.get('role') == 'gated' and m.get('test') and lacks_baseline(m)})
 
 
 def undecided_selection(select: tuple[str, ...], tests: list[str]) -> tuple[str, ...]:

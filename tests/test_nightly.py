@@ -465,6 +465,49 @@ def test_pairs_after_a_look_run_only_the_undecided_rows(tmp_path, monkeypatch, c
         'undecided' in capfd.readouterr().err
 
 
+def test_a_night_whose_undecided_rows_lack_baseline_samples_stops_at_the_look(
+        tmp_path, monkeypatch, capfd):
+    """Issue 25: a row the baseline build breaks (no baseline samples, its runs said why)
+    is INCONCLUSIVE at every look, and the night ran it, and every other undecided row, to
+    the cap. Now the pairs after a look leave it out, and when it is all the look left
+    undecided the night ends there, still INCONCLUSIVE. Fails on the old code: yes (pairs
+    11-20 ran the broken row)."""
+    from h5regress import nightly as nightly_mod
+    monkeypatch.setattr(nightly_mod, 'prepare_builds',
+                        lambda args: (tmp_path / 'manifest.json', 'hdf5-a', 'hdf5-b'))
+    (tmp_path / 'manifest.json').write_text('{}')
+    ran, looks = [], []
+    said = {'baseline': "; the baseline's runs said: not done (10 run(s))"}
+    undecided = {'role': 'gated', 'test': 'h5paths_check%benchmark=noisy',
+                 'verdict': 'INCONCLUSIVE'}
+
+    def run_once(build, pair_id, args, env):
+        ran.append((int(pair_id.rsplit('-p', 1)[1]), ' '.join(args.select)))
+        return 0
+
+    def gate_once(baseline, candidate, args, final):
+        looks.append(final)
+        rows = [{'role': 'gated', 'test': 'h5paths_check%benchmark=broken',
+                 'verdict': 'INCONCLUSIVE', 'runs_said': said}]
+        if len(looks) == 1:     # the first look: one more row undecided, with samples
+            rows.append(undecided)
+        (args.out / 'gate.json').write_text(json.dumps({'metrics': rows}))
+        return gate.EXIT_INCONCLUSIVE
+
+    monkeypatch.setattr(nightrun, 'run_once', run_once)
+    monkeypatch.setattr(nightly_mod, 'gate_once', gate_once)
+    code = nightly_mod.main(['--stand-in', '--checks', '^h5paths_check', '--pairs', '10',
+                             '--max-pairs', '20', '--quiet', '--out', str(tmp_path / 'out'),
+                             '--night', '2026-11-28'])
+    assert code == gate.EXIT_INCONCLUSIVE
+    pairs = sorted({p for p, _ in ran})
+    assert pairs == list(range(1, 16)), pairs       # 11-15 for the noisy row, then stop
+    assert all('noisy' in select and 'broken' not in select for p, select in ran if p > 10)
+    assert looks == [False, False, True]
+    assert 'no more pairs: the 1 undecided test(s) have no baseline samples' in \
+        capfd.readouterr().err
+
+
 def test_the_night_runs_ior_without_its_ungated_read_phase(tmp_path, monkeypatch):
     """Issue 25: the gate judges IOR's writes only, so every ReFrame run of a night asks
     IOR's rows for no read phase (-S read_phase=false), before the user's own -S
