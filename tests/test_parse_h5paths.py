@@ -211,6 +211,21 @@ def test_coll_metadata_not_judged_without_the_counts_to_judge_it(edit):
     assert run.params['path'] == 'many-datasets'
 
 
+def test_a_serial_row_is_one_file_per_rank_and_no_mpi_io():
+    """--transfer serial (kernel 1.7.0): every rank opens and closes the datasets of a
+    file of its own with the sec2 driver; the summary says so, and the MPI-IO counts
+    are zero. Fails on the old parser: yes (no such check)."""
+    run, = h5paths.parse(case_files('open-close-serial-ok'))
+    assert run.params['transfer'] == 'serial'
+    assert [f['name'] for f in run.provenance['files']] == [
+        'h5p_open-close-r0000.h5', 'h5p_open-close-r0001.h5']
+    with pytest.raises(RunFailed, match='serial asked, the summary names no serial driver'):
+        h5paths.parse(edited('open-close-serial-ok', lambda d: d.pop('serial_driver')))
+    with pytest.raises(RunFailed, match=r'serial asked, the kernel counted 5 MPI-IO call'):
+        h5paths.parse(edited('open-close-serial-ok', lambda d: d['iterations'][1]['phases'][0][
+            'mpi_file_calls'].update(read_independent=[4, 1])))
+
+
 @pytest.mark.parametrize('edit, words', [
     (lambda d: d['iterations'].pop(), '1 iteration(s) in the summary, 2 asked'),
     (lambda d: d['iterations'][1]['phases'].pop(), 'iteration 1 has no write_subset phase'),

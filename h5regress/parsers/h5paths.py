@@ -194,6 +194,22 @@ def _check_status(path: str, d: Mapping[str, Any]) -> None:
     if status != 'ok' or errors:
         raise RunFailed(f'h5paths: {path}: run status {status!r}'
                         + (': ' + '; '.join(map(str, errors)) if errors else ''))
+    _check_serial(path, d)
+
+
+def _check_serial(path: str, d: Mapping[str, Any]) -> None:
+    """A ``--transfer serial`` run (a file per rank, sec2) is one only if the kernel says
+    it used sec2 and, where it counted them, made no MPI-IO call."""
+    if (d.get('params') or {}).get('transfer') != 'serial':
+        return
+    if d.get('serial_driver') != 'sec2':
+        raise RunFailed(f'h5paths: {path}: --transfer serial asked, the summary names no '
+                        f'serial driver (serial_driver {d.get("serial_driver")!r})')
+    made = sum(sum(calls) for it in d.get('iterations') or () for ph in it.get('phases') or ()
+               for calls in (ph.get('mpi_file_calls') or {}).values())
+    if made:
+        raise RunFailed(f'h5paths: {path}: --transfer serial asked, the kernel counted '
+                        f'{made} MPI-IO call(s)')
 
 
 def _from_json(path: str, d: dict[str, Any]) -> ParsedRun:

@@ -94,7 +94,8 @@ class Row(NamedTuple):
     path: str
     #: ``hdf5``, or ``mpiio``: the same bytes through MPI-IO (the gate's canary)
     api: str = 'hdf5'
-    #: ``collective`` or ``independent`` transfers
+    #: ``collective`` or ``independent`` transfers, or ``serial``: a file per rank, the
+    #: sec2 driver (many-datasets, attributes, open-close)
     transfer: str = 'collective'
     #: ``contiguous`` or ``chunked`` datasets
     layout: str = 'contiguous'

@@ -57,6 +57,8 @@ static void usage(FILE *f)
     fprintf(f, "\n"
 "  --api hdf5|mpiio         HDF5, or the same bytes with MPI-IO (data paths) [hdf5]\n"
 "  --transfer collective|independent   H5FD_MPIO_* / MPI_File_*_at_all vs _at [collective]\n"
+"  --transfer serial        many-datasets, attributes, open-close: a file per rank,\n"
+"                           the sec2 driver, no MPI-IO (no --coll-metadata)\n"
 "  --layout contiguous|chunked         compound-* and convert-* datasets [contiguous]\n"
 "  --chunk-elements N       elements per chunk (chunked layouts) [262144]\n"
 "  --modify-write-buf       H5Pset_modify_write_buf(dxpl, 1) where the build has it\n"
@@ -165,7 +167,9 @@ static int parse_options(int argc, char **argv, options_t *o)
         case O_TRANSFER:
             if (!strcmp(optarg, "collective")) o->collective = 1;
             else if (!strcmp(optarg, "independent")) o->collective = 0;
-            else snprintf(bad, sizeof bad, "--transfer must be collective or independent");
+            else if (!strcmp(optarg, "serial")) o->collective = 0, o->serial = 1;
+            else snprintf(bad, sizeof bad,
+                          "--transfer must be collective, independent or serial");
             break;
         case O_LAYOUT:
             if (!strcmp(optarg, "contiguous")) o->chunked = 0;
@@ -237,6 +241,11 @@ static int parse_options(int argc, char **argv, options_t *o)
 
 static const char *jbool(int b) { return b ? "true" : "false"; }
 
+static const char *transfer_name(const options_t *o)
+{
+    return o->serial ? "serial" : o->collective ? "collective" : "independent";
+}
+
 typedef struct {
     int nerr;                /* error lines of all ranks (rank 0) */
     char (*err)[512];
@@ -258,7 +267,7 @@ static void write_params(FILE *f, const run_t *r)
     fprintf(f, ", \"api\": \"%s\", \"transfer\": \"%s\", \"layout\": \"%s\", "
                "\"chunk_elements\": %lld, \"modify_write_buf\": %s, "
                "\"modify_write_buf_applied\": %s, \"coll_metadata\": %s, \"libver\": ",
-            o->api == API_MPIIO ? "mpiio" : "hdf5", o->collective ? "collective" : "independent",
+            o->api == API_MPIIO ? "mpiio" : "hdf5", transfer_name(o),
             o->chunked ? "chunked" : "contiguous", o->chunk_elements, jbool(o->modify_write_buf),
             jbool(o->modify_write_buf_applied), jbool(o->coll_metadata));
     json_string(f, o->libver);
@@ -375,7 +384,7 @@ static void print_header(const run_t *r, const summary_t *s)
            H5PATHS_HEADER_VERSION, first, g_size);
     printf("path: %s  api: %s  transfer: %s  layout: %s (chunk %lld)  libver: %s  "
            "coll-metadata: %s  modify-write-buf: %s%s\n", o->path,
-           o->api == API_MPIIO ? "mpiio" : "hdf5", o->collective ? "collective" : "independent",
+           o->api == API_MPIIO ? "mpiio" : "hdf5", transfer_name(o),
            o->chunked ? "chunked" : "contiguous", o->chunk_elements, o->libver,
            o->coll_metadata ? "yes" : "no", o->modify_write_buf ? "yes" : "no",
            !o->modify_write_buf || o->modify_write_buf_applied ? "" :
@@ -457,6 +466,14 @@ static int settle_options(options_t *o, const path_t *p)
             fprintf(stderr, "h5paths: ERROR usage: --read-repeats %d needs --read-cache keep "
                             "and a compound-* or convert-* path (not %s%s)\n",
                     o->read_repeats, p->name, o->keep_cache ? "" : " with evicted reads");
+        return 2;
+    }
+    if (o->serial && (!metadata_serial(p) || o->coll_metadata || o->api == API_MPIIO)) {
+        if (g_rank == 0)
+            fprintf(stderr, "h5paths: ERROR usage: --transfer serial is for the paths "
+                            "many-datasets, attributes and open-close, without "
+                            "--coll-metadata (not %s%s)\n", p->name,
+                    o->coll_metadata ? " with --coll-metadata" : "");
         return 2;
     }
     if (o->api == API_MPIIO && !p->has_mpiio_twin) {

@@ -9,7 +9,10 @@
  *   create (H5Acreate2 + H5Awrite), open_read (H5Aopen + H5Aread).
  * open-close: the many-datasets file created once (untimed); each iteration
  *   opens the file, opens and closes every dataset (checking its extent), closes.
- * The file format follows --libver (compact / dense link and attribute storage). */
+ * The file format follows --libver (compact / dense link and attribute storage).
+ * --transfer serial: each rank works alone in a file of its own (PREFIX<path>-r<NNNN>.h5,
+ * the sec2 driver), the time of HDF5's own code without MPI-IO's; every rank still
+ * writes and reads its part of each dataset of the size a parallel run gives it. */
 #include "records.h"
 
 #include <stdio.h>
@@ -20,7 +23,9 @@
 #define PER_SUBGROUP 16
 #define ATTRS_PER_GROUP 128
 
-static char file_name[4096];
+static char file_name[4096];  /* this rank's: the one file, or (serial) its own */
+static char **names;          /* every rank's (serial), or file_name alone */
+static int nnames;
 static double *buf;         /* [objects][elements] */
 
 static void dset_name(char *s, size_t n, long long j)
@@ -29,18 +34,56 @@ static void dset_name(char *s, size_t n, long long j)
              j % PER_SUBGROUP);
 }
 
+/* PREFIX<path>.h5, or (serial) PREFIX<path>-r<rank>.h5 */
+static char *rank_file(const options_t *o, int rank)
+{
+    char tail[80];
+    size_t n;
+    char *s;
+    if (o->serial)
+        snprintf(tail, sizeof tail, "%s-r%04d.h5", o->path, rank);
+    else
+        snprintf(tail, sizeof tail, "%s.h5", o->path);
+    n = strlen(o->prefix) + strlen(tail) + 1;
+    if ((s = malloc(n)))
+        path_join(s, n, o->prefix, tail);
+    return s;
+}
+
 static int prepare(run_t *r)
 {
     options_t *o = r->o;
-    path_join(file_name, sizeof file_name, o->prefix, o->path);
-    strncat(file_name, ".h5", sizeof file_name - strlen(file_name) - 1);
+    nnames = o->serial ? g_size : 1;
     buf = xmalloc((size_t)(o->objects * o->elements) * sizeof(double));
-    if (!buf)
+    if (!buf || !(names = calloc((size_t)nnames, sizeof(char *))))
         return -1;
-    return run_add_file(r, file_name);
+    for (int k = 0; k < nnames; k++)
+        if (!(names[k] = rank_file(o, k)) || run_add_file(r, names[k]) < 0)
+            return -1;
+    snprintf(file_name, sizeof file_name, "%s", names[o->serial ? g_rank : 0]);
+    if (o->serial)
+        snprintf(r->extra_json, sizeof r->extra_json, "\"serial_driver\": \"sec2\"");
+    return 0;
 }
 
-static void finish(run_t *r) { (void)r; free(buf); buf = NULL; }
+static void finish(run_t *r)
+{
+    (void)r;
+    for (int k = 0; names && k < nnames; k++)
+        free(names[k]);
+    free(names);
+    free(buf);
+    names = NULL;
+    buf = NULL;
+}
+
+int metadata_serial(const path_t *p)
+{
+    for (const path_t *q = metadata_paths; q->name; q++)
+        if (q == p)
+            return 1;
+    return 0;
+}
 
 /* values of dataset j: this rank's, of attribute j: every rank's (rank 0's are written) */
 static void fill(const options_t *o, int salt, int per_rank)
@@ -168,8 +211,7 @@ static int prepare_open_close(run_t *r)
 
 static int iterate_open_close(run_t *r)
 {
-    char *files[1] = {file_name};
-    if (evict_files(r, files, 1) < 0)
+    if (evict_files(r, names, nnames) < 0)   /* the node leader: every rank's */
         return -1;
     phase_start(r);
     open_datasets(r, 0);
@@ -260,7 +302,7 @@ static int create_then_read(run_t *r, int per_rank, int (*io)(run_t *r, int crea
     if (io(r, 1) == 0)
         fsync_files(files, 1);
     if (phase_stop(r, "create", bytes, o->objects) < 0 || any_errors() ||
-        evict_files(r, files, 1) < 0)
+        evict_files(r, names, nnames) < 0)
         return -1;
     memset(buf, 0xA5, (size_t)bytes);
     phase_start(r);

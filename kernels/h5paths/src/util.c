@@ -387,6 +387,8 @@ void note_io_mode(run_t *r, hid_t dxpl)
     H5D_mpio_actual_io_mode_t mode;
     uint32_t local = 0, global = 0;
     const char *name = "unknown";
+    if (r->o->serial)       /* sec2: no MPI-IO transfer to note */
+        return;
     if (H5Pget_mpio_actual_io_mode(dxpl, &mode) >= 0) {
         switch (mode) {
         case H5D_MPIO_NO_COLLECTIVE: name = "no-collective"; break;
@@ -425,6 +427,8 @@ int check_size(const char *path, long long min_bytes)
 hid_t make_fapl(const options_t *o)
 {
     hid_t fapl = -1;
+    if (o->serial)
+        return make_serial_fapl(o);
     H5CHK(fapl, H5Pcreate(H5P_FILE_ACCESS));
     H5DO(H5Pset_fapl_mpio(fapl, MPI_COMM_WORLD, MPI_INFO_NULL));
     H5DO(H5Pset_libver_bounds(fapl, o->libver_low, H5F_LIBVER_LATEST));
@@ -465,7 +469,9 @@ hid_t make_dxpl(const options_t *o)
 {
     hid_t dxpl = -1;
     H5CHK(dxpl, H5Pcreate(H5P_DATASET_XFER));
-    H5DO(H5Pset_dxpl_mpio(dxpl, o->collective ? H5FD_MPIO_COLLECTIVE : H5FD_MPIO_INDEPENDENT));
+    if (!o->serial)
+        H5DO(H5Pset_dxpl_mpio(dxpl, o->collective ? H5FD_MPIO_COLLECTIVE
+                                                  : H5FD_MPIO_INDEPENDENT));
 #ifdef H5PATHS_HAVE_MODIFY_WRITE_BUF
     if (o->modify_write_buf)
         H5DO(H5Pset_modify_write_buf(dxpl, 1));
