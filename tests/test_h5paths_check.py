@@ -49,9 +49,13 @@ def test_the_table_covers_the_issue():
     assert {r[0] for r in rows if r[1] == 'mpiio'} == {
         p for p in parser.PHASES if p.startswith(('compound-', 'convert-'))}
     assert all(r[3] == 'contiguous' for r in rows if r[1] == 'mpiio')
-    # warm reads of every compound and conversion path (where a conversion regression shows)
+    # warm reads of every compound and conversion path (where a conversion regression shows),
+    # and the serial open-close (HDF5's own time of an open and close: corpus cases 10658
+    # and the object-close cork)
     assert {r[0] for r in rows if r[7] == 'keep'} == {
-        p for p in parser.PHASES if p.startswith(('compound-', 'convert-'))}
+        p for p in parser.PHASES if p.startswith(('compound-', 'convert-'))} | {'open-close'}
+    assert [r for r in rows if r[2] == 'serial'] == [
+        Row('open-close', transfer='serial', read_cache='keep')]
 
 
 def test_a_row_is_one_line_of_the_one_paths_table():
