@@ -55,7 +55,8 @@ def test_the_table_covers_the_issue():
     assert {r[0] for r in rows if r[7] == 'keep'} == {
         p for p in parser.PHASES if p.startswith(('compound-', 'convert-'))} | {'open-close'}
     assert [r for r in rows if r[2] == 'serial'] == [
-        Row('open-close', transfer='serial', read_cache='keep')]
+        Row('open-close', transfer='serial', read_cache='keep'),
+        Row('chunk-cache', transfer='serial', layout='chunked')]
 
 
 def test_a_row_is_one_line_of_the_one_paths_table():

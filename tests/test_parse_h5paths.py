@@ -58,7 +58,7 @@ def test_a_success_of_every_path_family_is_recorded():
                         'attributes', 'open-close', 'partial-chunk', 'chunked-deflate', 'vds',
                         'efc', 'multi-dataset', 'compound-superset', 'strided-chunks',
                         'vds-open', 'flush-datasets', 'append', 'point-selections',
-                        'multi-chunk', 'storage-kinds', 'vlen-strings'}
+                        'multi-chunk', 'storage-kinds', 'vlen-strings', 'chunk-cache'}
 
 
 @pytest.mark.parametrize('case', OK)
@@ -209,6 +209,21 @@ def test_any_independent_metadata_io_under_coll_metadata_is_not_done(edit, words
 def test_coll_metadata_not_judged_without_the_counts_to_judge_it(edit):
     run, = h5paths.parse(edited('many-datasets-cmd-1.10-not-done', edit))
     assert run.params['path'] == 'many-datasets'
+
+
+def test_chunk_cache_reads_every_ranks_rows_of_every_column():
+    """HDFFV-10601's path: each rank writes and reads its own 2-D dataset of --elements
+    rows of 3250 doubles (a record is a row), chunks of 100 x 100, column by column;
+    the summary names the cache it read through."""
+    run, = h5paths.parse(case_files('chunk-cache-ok'))
+    assert run.params['transfer'] == 'serial' and run.params['chunk_elements'] == 10000
+    assert run.params['record_bytes_memory'] == 3250 * 8
+    data = json.loads((FIXTURES / 'chunk-cache-ok' / 'h5paths.json').read_text())
+    assert data['chunk_cache'] == {'columns': 3250, 'chunk': [100, 100], 'slots': 31,
+                                   'bytes': 4 << 20}
+    with pytest.raises(RunFailed, match='iteration 1 read moved 6500000 B, 13000000 B asked'):
+        h5paths.parse(edited('chunk-cache-ok', lambda d: d['iterations'][1]['phases'][1]
+                             .update(bytes=6500000)))
 
 
 def test_a_serial_row_is_one_file_per_rank_and_no_mpi_io():

@@ -34,6 +34,8 @@ class Path(NamedTuple):
     warm_read_repeats: int = 1
     #: what ``size_factor`` scales: ``elements``, or ``objects`` where they are the work
     work: str = 'elements'
+    #: elements per chunk the path always uses (0: the check's ``chunk_elements``)
+    chunk_elements: int = 0
 
 
 _DATA = ('write', 'read')
@@ -70,6 +72,7 @@ PATHS: dict[str, Path] = {
     'multi-chunk': Path(('write', 'read', 'write_mc', 'read_mc'), 2097152, 2),
     'storage-kinds': Path(_DATA, 1024, 2000, work='objects'),
     'vlen-strings': Path(_DATA, 65536),
+    'chunk-cache': Path(_DATA, 850, chunk_elements=10000),
 }
 
 #: datasets a data phase moves ``elements`` records of, per object: every object of the

@@ -103,6 +103,9 @@ ROWS = [
     Row('multi-chunk', layout='chunked', nightly=True),
     Row('storage-kinds', nightly=True),
     Row('vlen-strings', nightly=True),
+    # HDFFV-10601: columns read one by one through a chunk cache of fewer slots than chunks
+    # along the fastest dimension, partial edge chunks (serial, deflate; not in the night)
+    Row('chunk-cache', transfer='serial', layout='chunked'),
     # MPI-IO twins of the collective contiguous data rows (the canaries)
     Row('compound-same', api='mpiio'),
     Row('compound-subset', api='mpiio'),
@@ -142,7 +145,8 @@ def row_params(row, *, size_factor=1.0, chunk_elements, iterations):
     size[path.work] = max(1, round(size[path.work] * size_factor))
     params = {'path': row.path, 'api': row.api, 'transfer': row.transfer,
               'layout': row.layout,
-              'chunk_elements': chunk_elements if row.layout == 'chunked' else 0,
+              'chunk_elements': (path.chunk_elements or chunk_elements)
+                                if row.layout == 'chunked' else 0,
               'modify_write_buf': row.modify_write_buf, 'coll_metadata': row.coll_metadata,
               'libver': row.libver, 'elements': size['elements'], 'objects': size['objects'],
               'size_factor': size_factor, 'iterations': iterations,

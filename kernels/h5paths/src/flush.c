@@ -20,19 +20,9 @@ static double *buf;          /* [elements] */
 
 static int prepare(run_t *r)
 {
-    const char *prefix = r->o->prefix;
-    char tail[64];
     if (!(buf = xmalloc((size_t)r->o->elements * sizeof(double))) ||
-        !(names = calloc((size_t)g_size, sizeof(char *))))
+        !(names = rank_file_names(r, "flush-datasets")))
         return -1;
-    for (int k = 0; k < g_size; k++) {
-        snprintf(tail, sizeof tail, "flush-datasets-r%04d.h5", k);
-        if (!(names[k] = malloc(strlen(prefix) + strlen(tail) + 1)))
-            return -1;
-        path_join(names[k], strlen(prefix) + strlen(tail) + 1, prefix, tail);
-        if (run_add_file(r, names[k]) < 0)
-            return -1;
-    }
     file_name = names[g_rank];
     snprintf(r->extra_json, sizeof r->extra_json, "\"flush_driver\": \"sec2\"");
     return 0;
@@ -41,9 +31,7 @@ static int prepare(run_t *r)
 static void finish(run_t *r)
 {
     (void)r;
-    for (int k = 0; names && k < g_size; k++)
-        free(names[k]);
-    free(names);
+    free_rank_file_names(names);
     free(buf);
     names = NULL;
     buf = NULL;

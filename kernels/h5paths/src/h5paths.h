@@ -127,6 +127,9 @@ void h5p_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void h5p_mpi_error(const char *call, int rc);
 const char *path_join(char *buf, size_t n, const char *prefix, const char *name);
 int run_add_file(run_t *r, const char *path);
+/* every rank's file PREFIX<name>-rNNNN.h5 (listed in the run's files), NULL on failure */
+char **rank_file_names(run_t *r, const char *name);
+void free_rank_file_names(char **names);
 int fsync_path(const char *path);
 int fsync_files(char *const *paths, int n);
 int evict_files(run_t *r, char *const *paths, int n);
@@ -136,7 +139,7 @@ void note_io_mode(run_t *r, hid_t dxpl);
 int check_size(const char *path, long long min_bytes);
 hid_t make_fapl(const options_t *o);
 hid_t make_serial_fapl(const options_t *o);
-/* metadata.c: the paths --transfer serial runs (a file per rank, sec2) */
+/* metadata.c: the metadata paths --transfer serial runs (a file per rank, sec2) */
 int metadata_serial(const path_t *p);
 int unavailable_before_1_14(run_t *r);   /* prepare() of a path an older HDF5 lacks */
 int unavailable_iterate(run_t *r);
@@ -194,7 +197,7 @@ int mpiio_transfer(const char *path, enum mpiio_mode mode, MPI_Offset disp,
  * convert.c, ..., selections.c: selection_paths), in the order --help lists them;
  * a new family is one X here and its file */
 #define PATH_FAMILIES(X) X(compound) X(convert) X(metadata) X(chunked) X(vds) X(vdsopen) \
-    X(efc) X(multi) X(flush) X(append) X(selection) X(serial)
+    X(efc) X(multi) X(flush) X(append) X(selection) X(serial) X(chunkcache)
 #define DECLARE_PATH_FAMILY(name) extern const path_t name##_paths[];
 PATH_FAMILIES(DECLARE_PATH_FAMILY)
 

@@ -58,7 +58,8 @@ static void usage(FILE *f)
 "  --api hdf5|mpiio         HDF5, or the same bytes with MPI-IO (data paths) [hdf5]\n"
 "  --transfer collective|independent   H5FD_MPIO_* / MPI_File_*_at_all vs _at [collective]\n"
 "  --transfer serial        many-datasets, attributes, open-close: a file per rank,\n"
-"                           the sec2 driver, no MPI-IO (no --coll-metadata)\n"
+"                           the sec2 driver, no MPI-IO (no --coll-metadata); the\n"
+"                           serial paths (storage-kinds, vlen-strings, chunk-cache)\n"
 "  --layout contiguous|chunked         compound-* and convert-* datasets [contiguous]\n"
 "  --chunk-elements N       elements per chunk (chunked layouts) [262144]\n"
 "  --modify-write-buf       H5Pset_modify_write_buf(dxpl, 1) where the build has it\n"
@@ -468,11 +469,13 @@ static int settle_options(options_t *o, const path_t *p)
                     o->read_repeats, p->name, o->keep_cache ? "" : " with evicted reads");
         return 2;
     }
-    if (o->serial && (!metadata_serial(p) || o->coll_metadata || o->api == API_MPIIO)) {
+    /* the serial family's paths are serial whatever --transfer says */
+    if (o->serial && ((!metadata_serial(p) && strcmp(p->family, "serial")) ||
+                      o->coll_metadata || o->api == API_MPIIO)) {
         if (g_rank == 0)
             fprintf(stderr, "h5paths: ERROR usage: --transfer serial is for the paths "
-                            "many-datasets, attributes and open-close, without "
-                            "--coll-metadata (not %s%s)\n", p->name,
+                            "many-datasets, attributes, open-close and the serial ones, "
+                            "without --coll-metadata (not %s%s)\n", p->name,
                     o->coll_metadata ? " with --coll-metadata" : "");
         return 2;
     }

@@ -24,7 +24,8 @@
 #define ATTRS_PER_GROUP 128
 
 static char file_name[4096];  /* this rank's: the one file, or (serial) its own */
-static char **names;          /* every rank's (serial), or file_name alone */
+static char **names;          /* every rank's (serial), or the_file */
+static char *the_file[1];     /* file_name */
 static int nnames;
 static double *buf;         /* [objects][elements] */
 
@@ -34,44 +35,33 @@ static void dset_name(char *s, size_t n, long long j)
              j % PER_SUBGROUP);
 }
 
-/* PREFIX<path>.h5, or (serial) PREFIX<path>-r<rank>.h5 */
-static char *rank_file(const options_t *o, int rank)
-{
-    char tail[80];
-    size_t n;
-    char *s;
-    if (o->serial)
-        snprintf(tail, sizeof tail, "%s-r%04d.h5", o->path, rank);
-    else
-        snprintf(tail, sizeof tail, "%s.h5", o->path);
-    n = strlen(o->prefix) + strlen(tail) + 1;
-    if ((s = malloc(n)))
-        path_join(s, n, o->prefix, tail);
-    return s;
-}
-
 static int prepare(run_t *r)
 {
     options_t *o = r->o;
-    nnames = o->serial ? g_size : 1;
     buf = xmalloc((size_t)(o->objects * o->elements) * sizeof(double));
-    if (!buf || !(names = calloc((size_t)nnames, sizeof(char *))))
+    if (!buf)
         return -1;
-    for (int k = 0; k < nnames; k++)
-        if (!(names[k] = rank_file(o, k)) || run_add_file(r, names[k]) < 0)
+    if (o->serial) {
+        if (!(names = rank_file_names(r, o->path)))
             return -1;
-    snprintf(file_name, sizeof file_name, "%s", names[o->serial ? g_rank : 0]);
-    if (o->serial)
+        nnames = g_size;
+        snprintf(file_name, sizeof file_name, "%s", names[g_rank]);
         snprintf(r->extra_json, sizeof r->extra_json, "\"serial_driver\": \"sec2\"");
-    return 0;
+        return 0;
+    }
+    path_join(file_name, sizeof file_name, o->prefix, o->path);
+    strncat(file_name, ".h5", sizeof file_name - strlen(file_name) - 1);
+    the_file[0] = file_name;
+    names = the_file;
+    nnames = 1;
+    return run_add_file(r, file_name);
 }
 
 static void finish(run_t *r)
 {
     (void)r;
-    for (int k = 0; names && k < nnames; k++)
-        free(names[k]);
-    free(names);
+    if (names != the_file)
+        free_rank_file_names(names);
     free(buf);
     names = NULL;
     buf = NULL;

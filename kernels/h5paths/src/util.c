@@ -204,6 +204,32 @@ const char *path_join(char *buf, size_t n, const char *prefix, const char *name)
     return buf;
 }
 
+/* every rank's file PREFIX<name>-rNNNN.h5, listed in the run's files (rank 0 lists and
+ * removes them all); NULL on failure */
+char **rank_file_names(run_t *r, const char *name)
+{
+    char tail[96];
+    char **names = calloc((size_t)g_size, sizeof(char *));
+    for (int k = 0; names && k < g_size; k++) {
+        size_t n;
+        snprintf(tail, sizeof tail, "%s-r%04d.h5", name, k);
+        n = strlen(r->o->prefix) + strlen(tail) + 1;
+        if (!(names[k] = malloc(n)) ||
+            run_add_file(r, path_join(names[k], n, r->o->prefix, tail)) < 0) {
+            free_rank_file_names(names);
+            return NULL;
+        }
+    }
+    return names;
+}
+
+void free_rank_file_names(char **names)
+{
+    for (int k = 0; names && k < g_size; k++)
+        free(names[k]);
+    free(names);
+}
+
 int run_add_file(run_t *r, const char *path)
 {
     for (int i = 0; i < r->nfiles; i++)
