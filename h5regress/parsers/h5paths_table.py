@@ -98,7 +98,7 @@ class Row(NamedTuple):
     #: ``hdf5``, or ``mpiio``: the same bytes through MPI-IO (the gate's canary)
     api: str = 'hdf5'
     #: ``collective`` or ``independent`` transfers, or ``serial``: a file per rank, the
-    #: sec2 driver (many-datasets, attributes, open-close)
+    #: sec2 driver (many-datasets, attributes, open-close, and the serial paths)
     transfer: str = 'collective'
     #: ``contiguous`` or ``chunked`` datasets
     layout: str = 'contiguous'

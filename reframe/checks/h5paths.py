@@ -10,14 +10,17 @@ Rows: compound datasets read and written through a memory type that is the file
 type (``compound-same``), a subset, a superset or a reordering of it; atomic type
 conversion (``convert-none`` is its no-conversion twin); metadata-heavy paths
 (many datasets, attributes, open/close) with and without collective metadata I/O
-and at two file-format bounds, open/close also serially and warm (a file per rank, sec2); filtered and partial chunks; virtual datasets; the
-external file cache (and its twin without the cache); multi-dataset I/O; strided,
-irregular reads across deflate chunks with conversion; the opening of a virtual
-dataset of many mappings; datasets flushed one by one (serially, a file per rank); a chunked dataset grown by
-H5Dset_extent and written step by step; point selections (read, encoded, projected);
-multi-dataset I/O of chunked and filtered datasets, also one collective transfer per
-chunk; serially, a file per rank (sec2): storage layouts (compact, external, filled,
-anonymous) and variable-length strings and sequences. Data rows
+and at two file-format bounds, open/close also serially and warm; filtered and
+partial chunks; virtual datasets; the external file cache (and its twin without the
+cache); multi-dataset I/O; strided, irregular reads across deflate chunks with
+conversion; the opening of a virtual dataset of many mappings; datasets flushed one
+by one; a chunked dataset grown by H5Dset_extent and written step by step; point
+selections (read, encoded, projected); multi-dataset I/O of chunked and filtered
+datasets, also one collective transfer per chunk; storage layouts (compact,
+external, filled, anonymous); variable-length strings and sequences; columns of a
+2-D chunked dataset read through a chunk cache of few slots. Serial rows (the flush,
+the storage layouts, variable-length data, the chunk cache, the serial open/close)
+work in a file per rank through the sec2 driver. Data rows
 have an MPI-IO twin (``api`` ``mpiio``: the same bytes through MPI-IO, the gate's
 canary). A row the HDF5 build
 cannot run (``multi-dataset`` before 1.14), or ran other than its name says (collective
