@@ -18,14 +18,25 @@ nightly's margin?": the gate judges it with the margin at the geometric midpoint
 of 1 and --bad's performance ratio r (``1 - sqrt(r)``; r = 0.625, a 1.6x slower
 read, gives 21 %; r = 0.9 gives 5.1 %). r is --bad measured first against
 --good, in the steps' pairs and looks (its FAIL metrics become the steps'
-metrics; a --bad the gate does not FAIL ends the bisect in an error: nothing it
-could find), or ``--bad-ratio`` (the FAIL night's ratio, as ``ci/nightly
+metrics; a --bad the gate neither FAILs nor finds broken ends the bisect in an
+error: nothing it could find), or ``--bad-ratio`` (the FAIL night's ratio, as ``ci/nightly
 --bisect`` passes it), when --bad is not measured again. A step still
 INCONCLUSIVE at the cap is decided when the one-sided 90 % bound of its ratio
 lies on one side of the midpoint (:func:`at_cap`), else skipped.
 
 It stops when no unknown commit is left between the last good and the first bad
-one; with skipped commits in between, the answer is a range and says so.
+one; with skipped commits in between, the answer is a range and says so. When that
+first bad commit is a merge whose first parent tested good, the search goes on into
+the commits the merge brought in (its second parent's first-parent chain), as ``git
+bisect`` without ``--first-parent`` would: HDF5's branches of 2019 and before merged
+pull requests, and the answer is then the pull request's commit, not its merge.
+
+A --bad whose build breaks rows rather than slowing them (the gate's ERROR: its
+runs left no samples and said why, e.g. a ``--coll-metadata`` row whose other ranks
+read metadata themselves) and FAILs none makes the bisect look for the commit that
+broke them: a step is bad when those rows break and their runs say what --bad's said
+(numbers aside), good when they leave samples, skipped when broken otherwise; the
+first look decides it.
 
 ``--speedup`` looks for the commit that made the checks faster (which commit
 fixed a slowdown): --good is the older, slower end and --bad the newer, faster

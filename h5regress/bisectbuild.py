@@ -92,6 +92,17 @@ def first_parent_commits(repo: Path, good: str, bad: str) -> list[Commit]:
     return commits
 
 
+def merged_commits(repo: Path, merge: str) -> list[Commit]:
+    """The commits a merge brought in, oldest first: its second parent's first-parent
+    chain down to the first parent's history (none when ``merge`` is no merge)."""
+    parents = git(repo, 'rev-list', '--parents', '-n', '1', merge).split()[1:]
+    if len(parents) < 2:
+        return []
+    out = git(repo, 'log', '--first-parent', '--reverse', '--format=%H%x1f%s%x1f%cI',
+              f'{parents[0]}..{parents[1]}')
+    return [Commit(*line.split('\x1f', 2)) for line in out.splitlines() if line]
+
+
 # ------------------------------------------------------------------ builders
 @dataclass
 class Built:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import re
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -15,7 +16,7 @@ from typing import Any
 
 from h5regress import atomic, followup, runlock
 from h5regress.bisectbuild import (BisectError, Builder, BuildFailed, Built, Commit,
-                                   first_parent_commits, log, now_iso)
+                                   first_parent_commits, log, merged_commits, now_iso)
 from h5regress.nightrun import lacks_baseline
 
 
@@ -103,6 +104,30 @@ def step_verdict(result: dict[str, Any], metrics: Sequence[str]
     return 'undecided', worst, []
 
 
+def said_signature(row: dict) -> str:
+    """What a row's candidate runs said when they left no samples, numbers masked: the
+    same defect says the same words at every commit, its counts and versions vary."""
+    return re.sub(r'\d+', '#', (row.get('runs_said') or {}).get('candidate', ''))
+
+
+def broken_verdict(rows: list[dict], broke: dict[str, str]) -> tuple[str, dict, str]:
+    """('bad' | 'good' | 'skip', the deciding row, why) of a step of a bisect for the
+    commit that broke rows (``broke``: --bad's ERROR rows, key -> :func:`said_signature`).
+    Bad when each of those rows is ERROR and its runs said what --bad's said; good when
+    each has candidate samples; else (broken otherwise, or the baseline broke) skipped."""
+    mine = [m for m in rows if m['key'] in broke]
+    if len(mine) != len(broke):
+        return 'skip', (mine or [{}])[0], 'not every row --bad broke was judged: skipped'
+    if all(m['verdict'] == 'ERROR' and said_signature(m) == broke[m['key']] for m in mine):
+        return 'bad', mine[0], f'broken like --bad: {mine[0].get("reason")}'
+    if all(m['verdict'] != 'ERROR' and not lacks_baseline(m) for m in mine):
+        return 'good', mine[0], (f'not broken, like --good: the candidate\'s runs left '
+                                 f'samples ({mine[0]["verdict"]}, {mine[0].get("reason")})')
+    odd = next(m for m in mine if m['verdict'] == 'ERROR' or lacks_baseline(m))
+    return 'skip', odd, (f'{odd["verdict"]}, not as --bad broke it, skipped as git bisect '
+                         f'skip: {odd.get("reason")}')
+
+
 def stuck_rows(rows: list[dict]) -> tuple[list[dict], list[dict]]:
     """Rows more pairs will not decide: those ERROR (the candidate's runs left no
     samples), and, when every undecided row is one, those INCONCLUSIVE without baseline
@@ -129,11 +154,12 @@ class Runs:
 
 
 def run_step(runs: Runs, good: Built, cand: Built, commit: str, step_dir: Path,
-             looks_: list[int], metrics: Sequence[str], margin: float | None = None
-             ) -> dict[str, Any]:
+             looks_: list[int], metrics: Sequence[str], margin: float | None = None,
+             broke: dict[str, str] | None = None) -> dict[str, Any]:
     """The nightly's loop for one commit: pairs to the first look, gate (at ``margin``;
     None: the gate config's), more pairs while undecided, up to the cap; the step's
-    record for the state file."""
+    record for the state file. With ``broke`` (a bisect for the commit that broke rows)
+    the first look decides (:func:`broken_verdict`)."""
     t0 = time.monotonic()
     runs.start(good, cand, commit, step_dir, margin)
     done = 0
@@ -143,10 +169,13 @@ def run_step(runs: Runs, good: Built, cand: Built, commit: str, step_dir: Path,
         result = runs.gate(looks_)
         verdict, row, fails = step_verdict(result, metrics)
         broken, unjudgeable = stuck_rows(judged_rows(result, metrics))
-        if verdict != 'undecided' or broken or unjudgeable:
+        if verdict != 'undecided' or broken or unjudgeable or broke:
             break
     decided_at_cap = False
-    if verdict == 'undecided' and (broken or unjudgeable):
+    if broke:
+        verdict, row, reason = broken_verdict(judged_rows(result, metrics), broke)
+        fails = []
+    elif verdict == 'undecided' and (broken or unjudgeable):
         # the commit broke a row, or the baseline did (their runs left no samples, and
         # said why): more pairs will not decide it, and no slowdown can be judged on it
         verdict, row = 'skip', (broken or unjudgeable)[0]
@@ -166,6 +195,9 @@ def run_step(runs: Runs, good: Built, cand: Built, commit: str, step_dir: Path,
             'margin': margin, 'decided_at_cap': decided_at_cap,
             # the FAIL metrics and their performance ratios: --bad's set the steps'
             'fails': {m['key']: m['perf_ratio'] for m in fails},
+            # the rows its build broke and what their runs said: --bad's set a bisect
+            # for the commit that broke them
+            'broken': {m['key']: said_signature(m) for m in broken},
             'seconds': round(time.monotonic() - t0, 1)}
 
 
@@ -296,13 +328,22 @@ def bisect(repo: Path, good: str, bad: str, builder: Builder, runs: Runs, work: 
         raise BisectError(f'the good commit {good} cannot be built '
                           f'({failed["error"]}): no baseline')
     steps_before = len(state.data['steps'])
-    bad_ratio, metrics = reference(state, builder, runs, good_build, bad, work, params, lock)
-    margin = midpoint_margin(bad_ratio)
-    log(f'--bad\'s performance ratio {bad_ratio:.3f}: each step is judged at the margin '
-        f'{margin:.1%} (the midpoint of 1 and {bad_ratio:.3f})')
+    bad_ratio, metrics, broke = reference(state, builder, runs, good_build, bad, work, params,
+                                          lock)
+    margin = None if broke else midpoint_margin(bad_ratio)
+    if broke:
+        log(f'--bad broke {", ".join(broke)}: each step is judged by whether its build breaks '
+            f'them as --bad\'s does')
+    else:
+        log(f'--bad\'s performance ratio {bad_ratio:.3f}: each step is judged at the margin '
+            f'{margin:.1%} (the midpoint of 1 and {bad_ratio:.3f})')
     while True:
         verdicts = {index[sha]: s['verdict'] for sha, s in state.data['steps'].items()}
         i = next_index(len(commits), verdicts)
+        if i is None and descend(state, repo, commits, verdicts):
+            commits = [Commit(**c) for c in state.data['commits']]
+            index = {c.sha: i for i, c in enumerate(commits)}
+            continue
         if i is None:
             break
         # before another step of this call (--bad's measurement is one): the caller may stop
@@ -317,7 +358,7 @@ def bisect(repo: Path, good: str, bad: str, builder: Builder, runs: Runs, work: 
         else:
             with held(lock):
                 step = run_step(runs, good_build, cand, sha, work / 'steps' / sha[:12],
-                                params['looks'], metrics, margin)
+                                params['looks'], metrics, margin, broke)
         state.data['steps'][sha] = step
         state.data['order'].append(sha)
         state.save()
@@ -327,17 +368,43 @@ def bisect(repo: Path, good: str, bad: str, builder: Builder, runs: Runs, work: 
     return state.data['result']
 
 
+def descend(state: State, repo: Path, commits: list[Commit], verdicts: dict[int, str]
+            ) -> bool:
+    """When the search ended on a merge (its first parent good, nothing skipped between),
+    put the commits the merge brought in before it, as ``git bisect`` without
+    ``--first-parent`` would test them: the answer is then the branch's commit, or the
+    merge itself when the whole branch tests good. True when commits were added."""
+    lo, hi = bounds(len(commits), verdicts)
+    merge = commits[hi]
+    done = state.data.setdefault('descended', [])
+    if hi != lo + 1 or merge.sha in [d['merge'] for d in done]:
+        return False
+    known = {c.sha for c in commits}
+    branch = [c for c in merged_commits(repo, merge.sha) if c.sha not in known]
+    if not branch:
+        return False
+    log(f'{merge.sha[:12]} is a merge: bisecting the {len(branch)} commit(s) it brought in')
+    state.data['commits'][hi:hi] = [c.__dict__ for c in branch]
+    done.append({'merge': merge.sha, 'subject': merge.subject, 'commits': len(branch)})
+    state.save()
+    return True
+
+
 def reference(state: State, builder: Builder, runs: Runs, good_build: Built, bad: str,
               work: Path, params: dict[str, Any], lock: Path | None
-              ) -> tuple[float, list[str]]:
-    """--bad's performance ratio against --good, and the metrics the steps judge.
+              ) -> tuple[float | None, list[str], dict[str, str] | None]:
+    """--bad's performance ratio against --good, the metrics the steps judge, and the
+    rows --bad broke when that is what the bisect looks for (else None).
 
     Given (``--bad-ratio``, the FAIL night's): that, and --metric. Else --bad is
     measured first, as a step at the gate config's margin (kept in the state file);
-    its FAIL metrics are the steps', its least slowed one sets the ratio. A --bad the
-    gate does not FAIL is an error: steps would be judged against noise."""
+    its FAIL metrics are the steps', its least slowed one sets the ratio. A --bad
+    whose build broke rows (ERROR: its runs left no samples, and said why) and FAILs
+    none makes this a bisect for the commit that broke them: the ratio is None, the
+    steps judge those rows by :func:`broken_verdict`. Any other --bad the gate does not
+    FAIL is an error: steps would be judged against noise."""
     if params.get('bad_ratio') is not None:
-        return params['bad_ratio'], params['metrics']
+        return params['bad_ratio'], params['metrics'], None
     step = state.data['steps'].get(bad)
     if step is None:
         log(f'--bad {bad[:12]}: measured first against --good (its ratio sets the steps\' '
@@ -351,10 +418,16 @@ def reference(state: State, builder: Builder, runs: Runs, good_build: Built, bad
             step = run_step(runs, good_build, cand, bad, work / 'steps' / bad[:12],
                             params['looks'], params['metrics'])
         step['reason'] = f'--bad, measured first: {step["reason"]}'
+        if step['verdict'] != 'bad' and step.get('broken') and not params.get('speedup'):
+            step.update(verdict='bad', broke=step['broken'],
+                        reason=f'{step["reason"]}; the bisect looks for the commit that '
+                               f'broke {len(step["broken"])} row(s) so')
         state.data['steps'][bad] = step
         state.data['order'].append(bad)
         state.save()
         log(f'{bad[:12]} (--bad): {step["verdict"]} ({step["reason"]})')
+    if step.get('broke'):
+        return None, sorted(step['broke']), step['broke']
     if step['verdict'] != 'bad':
         shown = ('' if step.get('ratio') is None else
                  f', ratio {step["ratio"]:.3f} [{step["ratio_lo"]:.3f}, {step["ratio_hi"]:.3f}]')
@@ -365,7 +438,7 @@ def reference(state: State, builder: Builder, runs: Runs, good_build: Built, bad
             f'({step["reason"]}); a bisect would follow noise. Bisect a metric that FAILs, '
             f'with more pairs (--max-pairs), or give --bad-ratio; the measurement is kept in '
             f'{state.path} (remove it to measure again)')
-    return bad_ratio_of(step), sorted(step['fails'])
+    return bad_ratio_of(step), sorted(step['fails']), None
 
 
 def summarize(data: dict[str, Any], commits: list[Commit]) -> dict[str, Any]:
@@ -381,7 +454,9 @@ def summarize(data: dict[str, Any], commits: list[Commit]) -> dict[str, Any]:
         steps.append({'commit': sha, 'subject': c.subject, 'date': c.date, **s,
                       'build': b.get('status'), 'build_seconds': b.get('seconds')})
     first_bad = commits[hi]
-    bad_ratio = data.get('bad_ratio') or bad_ratio_of(data['steps'][data['bad']])
+    broke = data['steps'].get(data['bad'], {}).get('broke')
+    bad_ratio = None if broke else (data.get('bad_ratio')
+                                    or bad_ratio_of(data['steps'][data['bad']]))
     built = [b for b in data['builds'].values() if b['status'] == 'built']
     return {
         'good': data['good'], 'bad': data['bad'], 'repo': data['repo'],
@@ -398,7 +473,11 @@ def summarize(data: dict[str, Any], commits: list[Commit]) -> dict[str, Any]:
                          + (data['bad'] in data['steps'])),
         'looks': data['looks'], 'metrics': data['metrics'],
         'bad_ratio': bad_ratio, 'bad_measured': data['bad'] in data['steps'],
-        'step_margin': round(midpoint_margin(bad_ratio), 6),
+        'step_margin': None if broke else round(midpoint_margin(bad_ratio), 6),
+        # the rows --bad broke and what their runs said (a bisect for what broke them)
+        'broke': broke,
+        # merges the search ended on, whose branches it went on into
+        'descended': data.get('descended', []),
         'speedup': data.get('speedup', False),
     }
 

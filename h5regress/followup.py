@@ -31,10 +31,12 @@ def answer(b: Mapping[str, Any]) -> str:
                 f'; {fb["commit"][:12]} is the --bad commit, taken as bad and not measured '
                 'by this bisect' + ('' if b.get('bad_ratio') is None else
                                     f' (given ratio {b["bad_ratio"]:.3f})'))
+    merges = ''.join(f'; the merge {d["merge"][:12]} "{d["subject"]}" brought in '
+                     f'{d["commits"]} commit(s), bisected too' for d in b.get('descended', []))
     if b['found']:
         return (f'{first_words(b)} {fb["commit"]} "{fb["subject"]}" ({fb["date"]})'
                 + ('' if fb.get('tested') else ', every commit before it tested good')
-                + untested)
+                + untested + merges)
     return (f'the {first_words(b)} is one of ' + ', '.join(c[:12] for c in b['candidates'])
             + ' (skipped commits in the way, as git bisect skip)' + untested)
 
@@ -42,13 +44,16 @@ def answer(b: Mapping[str, Any]) -> str:
 def first_words(b: Mapping[str, Any]) -> str:
     """What the bisect looked for: the first bad commit, or (``--speedup``) the first
     commit with the speed-up."""
+    if b.get('broke'):
+        return 'first commit that breaks the row(s)'
     return 'first commit with the speed-up' if b.get('speedup') else 'first bad commit'
 
 
 def bisect_summary(b: Mapping[str, Any]) -> str:
     if b.get('error'):
         return f'no bisect: {b["error"]}'
-    return (f'{answer(b)}; {len(b["steps"])} step(s) over {b["commits"]} first-parent commit(s) '
+    chain = 'commit(s)' if b.get('descended') else 'first-parent commit(s)'
+    return (f'{answer(b)}; {len(b["steps"])} step(s) over {b["commits"]} {chain} '
             f'after {b["good"][:12]}, {b["builds"]} build(s) ({bound_words(b)} = '
             f'{b["bound_builds"]}; {b["build_seconds"]:.0f} s building), '
             f'{b["wall_seconds"]:.0f} s in all; builder {b["builder"]}; looks '
@@ -62,7 +67,11 @@ def bound_words(b: Mapping[str, Any]) -> str:
 
 
 def margin_clause(b: Mapping[str, Any]) -> str:
-    """How the steps were judged: at the midpoint of 1 and --bad's ratio."""
+    """How the steps were judged: at the midpoint of 1 and --bad's ratio, or (a bisect
+    for what broke rows) by whether their runs broke as --bad's did."""
+    if b.get('broke'):
+        return ('; each step judged by whether its runs of the row(s) --bad broke left '
+                'samples (good) or failed as --bad\'s did (bad)')
     if b.get('step_margin') is None:        # a result of before the midpoint margin
         return ''
     source = 'measured first' if b.get('bad_measured') else 'given by --bad-ratio'

@@ -623,6 +623,109 @@ def test_a_step_whose_baseline_broke_every_undecided_row_stops_at_the_first_look
     assert bisectsearch.stuck_rows(rows) == ([], [])
 
 
+class BreakingRuns(bisectsearch.Runs):
+    """A commit whose stand-in slowdown is 0.5 or more breaks the row: its runs leave no
+    samples and say why, with counts that vary by commit (the 1.10.5 collective-metadata
+    case: rank 1's independent reads); 0.75 breaks it otherwise; the others PASS."""
+
+    SAID = ("; the candidate's runs said: h5paths: --coll-metadata not done: HDF5 1.10.5 "
+            "rank 1 made {} independent MPI-IO read(s) in open_read (10 run(s))")
+
+    def start(self, good, cand, commit, step_dir, margin=None):
+        self.slowdown, self.commit = cand.info['slowdown'], commit
+
+    def pairs(self, first, last):
+        self.n = last
+
+    def gate(self, looks_):
+        row = {'key': 'k', 'role': 'gated', 'label': 'open-close cmd', 'n_pairs': self.n}
+        if self.slowdown >= 0.5:
+            said = (self.SAID.format(int(self.commit[:4], 16)) if self.slowdown < 0.75
+                    else "; the candidate's runs said: h5paths: segmentation fault (10 run(s))")
+            row.update(verdict='ERROR', ratio=None, perf_ratio=None,
+                       reason='no candidate samples: 10 candidate run(s) failed' + said,
+                       runs_said={'candidate': said})
+        else:
+            row.update(verdict='PASS', ratio=0.99, ratio_lo=0.97, ratio_hi=1.01,
+                       perf_ratio=0.99, reason='within the margin')
+        return {'overall': 'ERROR' if row['verdict'] == 'ERROR' else 'PASS', 'metrics': [row]}
+
+
+def test_a_bad_commit_that_broke_a_row_is_bisected_to_the_commit_that_broke_it(tmp_path):
+    """The 1.10.5 collective-metadata case: the candidate's runs of the -cmd- row leave
+    no samples (the kernel's counts say rank 1 read metadata itself), so the gate says
+    ERROR, not FAIL, and the bisect refused --bad ("not shown slower") and skipped
+    every such step. Now an ERROR --bad makes the bisect look for the commit that broke
+    the row: steps whose runs break as --bad's did are bad, those with samples good,
+    those broken otherwise skipped; each is decided at the first look."""
+    fractions = [0.0] * 10 + [0.5] * 4 + [0.75] + [0.5] * 2
+    shas = bisectbuild.make_standin_repo(tmp_path / 'repo', fractions)
+    params = {'good': shas[0], 'bad': shas[-1], 'repo': 'r', 'builder': 'stand-in',
+              'checks': None, 'metrics': [], 'looks': [10, 15, 20]}
+    repo, work = tmp_path / 'repo', tmp_path / 'work'
+    result = bisectsearch.bisect(repo, shas[0], shas[-1],
+                                 bisectbuild.StandInBuilder(repo, work, tools=False),
+                                 BreakingRuns(), work, params)
+    assert result['found'] and result['first_bad']['commit'] == shas[10]
+    assert result['broke'] == {'k': bisectsearch.said_signature(
+        {'runs_said': {'candidate': BreakingRuns.SAID.format(1)}})}
+    assert result['bad_ratio'] is None and result['step_margin'] is None
+    by_commit = {s['commit']: s for s in result['steps']}
+    assert by_commit[shas[-1]]['verdict'] == 'bad'
+    assert 'the bisect looks for the commit that broke 1 row(s) so' in by_commit[shas[-1]]['reason']
+    for sha, step in by_commit.items():
+        assert step['pairs'] == 10
+        if sha != shas[-1]:
+            want = 'bad' if fractions[shas.index(sha)] >= 0.5 else 'good'
+            assert step['verdict'] == want, (shas.index(sha), step)
+    words = bisect.format_text(result)
+    assert f'first commit that breaks the row(s) {shas[10]}' in words
+    assert 'left samples (good) or failed as --bad\'s did (bad)' in words
+    # a step broken otherwise is a skip, not an answer
+    verdict, _, why = bisectsearch.broken_verdict(
+        [{'key': 'k', 'verdict': 'ERROR', 'reason': 'segfault',
+          'runs_said': {'candidate': '; the candidate\'s runs said: segmentation fault'}}],
+        result['broke'])
+    assert verdict == 'skip' and why.startswith('ERROR, not as --bad broke it')
+
+
+def test_a_search_that_ends_on_a_merge_bisects_the_commits_it_brought_in(tmp_path):
+    """HDF5's 1.10 branch of 2019 merged pull requests: the first-parent chain holds
+    "Merge pull request #1536", whose branch brought in the commit that broke
+    collective metadata reads (a4cfd0bf) and a release note. A search that ends on a
+    merge goes on into the merged commits, as git bisect without --first-parent does."""
+    repo = tmp_path / 'repo'
+    g = lambda *a: bisectbuild.git(repo, '-c', 'user.name=t', '-c', 'user.email=t@t', *a)
+
+    def commit(fraction, msg):
+        (repo / 'slowdown').write_text(f'{fraction}\n')
+        g('add', 'slowdown')
+        g('commit', '--quiet', '--allow-empty', '-m', msg)
+        return g('rev-parse', 'HEAD').strip()
+
+    shas = bisectbuild.make_standin_repo(repo, [0.0, 0.0])
+    g('checkout', '--quiet', '-b', 'pr')
+    branch = [commit(0.0, 'pr 1'), commit(SLOW, 'pr 2: the slowdown'), commit(SLOW, 'pr 3')]
+    g('checkout', '--quiet', 'main')
+    main = [commit(0.0, f'main {i}') for i in range(3)]
+    g('merge', '--quiet', '--no-ff', '-X', 'theirs', '-m', 'Merge pull request 7', 'pr')
+    merge = g('rev-parse', 'HEAD').strip()
+    after = [commit(SLOW, f'after {i}') for i in range(3)]
+    args = ['--good', shas[0], '--bad', after[-1], '--repo', str(repo), '--builder', 'stand-in',
+            '--simulate-cv', str(CV), '--seed', '4', '--bad-ratio', '0.9',
+            '--work', str(tmp_path / 'work'), '--json', str(tmp_path / 'result.json')]
+    assert bisect.main(args) == 0
+    result = json.loads((tmp_path / 'result.json').read_text())
+    assert result['first_bad']['commit'] == branch[1], result['steps']
+    assert result['descended'] == [{'merge': merge, 'subject': 'Merge pull request 7',
+                                    'commits': 3}]
+    assert result['commits'] == 1 + len(main) + 1 + len(after) + len(branch)
+    tested = {s['commit']: s['verdict'] for s in result['steps']}
+    assert tested[merge] == 'bad' and tested[main[-1]] == 'good'
+    assert f'the merge {merge[:12]} "Merge pull request 7" brought in 3 commit(s)' in \
+        followup.bisect_summary(result)
+
+
 def test_a_signal_to_the_bisect_stops_the_runs_it_started(tmp_path):
     """The nightly's runs start ReFrame in a session of its own: a SIGTERM to `h5regress
     bisect` alone (a CI job's timeout, kill PID) left the running child behind. Now the
