@@ -297,6 +297,7 @@ def by_test(rows: list[dict]) -> dict[str, dict[str, dict]]:
 
 @pytest.mark.slow
 @pytest.mark.beside
+@pytest.mark.spack_env
 def test_macsio_runs_on_local(tmp_path):
     path = path_with_tools('macsio', how=HOW['macsio'])
     out = reframe(tmp_path, '-c', str(CHECKS / 'macsio.py'), '-r',
@@ -325,6 +326,7 @@ def test_macsio_runs_on_local(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.beside
+@pytest.mark.spack_env
 def test_h5bench_runs_on_local(tmp_path):
     path = path_with_tools('h5bench_write', 'h5bench_read', 'h5bench_exerciser',
                            'h5bench_hdf5_iotest', how=HOW['h5bench'])
@@ -362,6 +364,7 @@ def test_h5bench_runs_on_local(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.beside
+@pytest.mark.spack_env
 def test_mdtest_runs_on_local(tmp_path):
     path = path_with_tools('mdtest', how=HOW['mdtest'])
     out = reframe(tmp_path, '-c', str(CHECKS / 'mdtest.py'), '-r', *UNDER_LOAD, path=path,

@@ -91,6 +91,7 @@ def darshan_or_skip():
 
 @pytest.mark.slow
 @pytest.mark.beside
+@pytest.mark.spack_env
 def test_a_real_darshan_shows_a_planted_doubling_of_the_writes(tmp_path):
     darshan_or_skip()
     src = manifest.default_path()

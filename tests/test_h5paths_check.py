@@ -330,6 +330,7 @@ def kernel_hdf5_1_14(tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.beside
+@pytest.mark.spack_env
 @pytest.mark.skipif(bool(_missing()), reason=f'needs {", ".join(_missing())}')
 def test_the_metadata_path_on_a_full_file_system_ends_naming_enospc(
         kernel_hdf5_1_14, full_fs, tmp_path):

@@ -212,6 +212,7 @@ def test_ior_reads_on_local_are_cold_and_named_by_their_own_execution(ior_on_loc
 
 @pytest.mark.slow
 @pytest.mark.beside
+@pytest.mark.spack_env
 def test_mdtest_stat_and_read_on_one_node_are_labelled_cached(tmp_path):
     """mdtest stats and reads back the files it has just made: on one node that is this
     node's caches, and its records say so."""
@@ -274,6 +275,7 @@ def test_a_row_without_its_read_phase_has_write_figures_and_says_why(nodes, summ
 
 @pytest.mark.slow
 @pytest.mark.beside
+@pytest.mark.spack_env
 def test_without_a_drop_the_ior_reads_are_labelled_cached(tmp_path):
     """A partition that does not drop the page cache (``extras.drop_caches`` off, as a
     site without root sets it): every read repetition is labelled cached, the read

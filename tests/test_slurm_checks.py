@@ -16,8 +16,7 @@ from h5regress import perflog
 from reframe_run import REPO, UNDER_LOAD, reframe_command, reframe_env, run_reframe
 
 # the SLURM tests bring up a real cluster and run jobs through it: minutes, so slow
-pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.beside,
-              pytest.mark.waits]
+pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.beside]
 
 #: 1 and 2 nodes of FLASH-IO, fio on one node, IOR when it is installed
 CHECKS = r'fio_check.*direct|flashio_build_check.*hdf5-collective|ior_check.*HDF5-collective'

@@ -18,8 +18,7 @@ from slurm_cluster import (ACCOUNTING_PROGRAMS, MESSAGE_TIMEOUT, SlurmCluster,
                            SlurmClusterError, _proc_stat, missing_programs)
 
 # the SLURM tests bring up a real cluster and run jobs through it: minutes, so slow
-pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.beside,
-              pytest.mark.waits]
+pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.beside]
 
 HELLO_C = r"""
 #include <mpi.h>

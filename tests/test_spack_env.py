@@ -584,6 +584,7 @@ def test_spack_without_a_site_names_the_missing_include(spack, env_copy, monkeyp
 
 @pytest.mark.slow
 @pytest.mark.beside
+@pytest.mark.spack_env
 def test_spack_concretizes_the_environment(spack, env_copy):
     """Real concretization (about 4-5 minutes on 2 cores with Spack 0.23)."""
     p = subprocess.run([spack, "-e", str(env_copy), "concretize", "--force"],
@@ -600,6 +601,7 @@ def test_spack_concretizes_the_environment(spack, env_copy):
 
 @pytest.mark.slow
 @pytest.mark.beside
+@pytest.mark.spack_env
 def test_spack_reports_a_spec_that_does_not_concretize(spack, env_copy):
     """h5bench against an HDF5 labelled 2.x (its recipe says hdf5@1.12.0:1):
     Spack must fail and name what does not fit."""
@@ -627,6 +629,7 @@ def test_the_installed_environment_manifest():
 
 @pytest.mark.slow
 @pytest.mark.beside
+@pytest.mark.spack_env
 def test_the_installed_darshan_library_of_each_build():
     """Each build's libdarshan.so is there, a shared library, and its install is the
     darshan-runtime +hdf5 built against that build's HDF5 (Spack's own record of the

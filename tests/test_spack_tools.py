@@ -24,7 +24,7 @@ import pytest
 from h5regress import manifest, perflog
 from reframe_run import REPO, UNDER_LOAD, run_reframe
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.spack_env]
 
 MANIFEST = REPO / 'spack-env' / 'manifest.json'
 #: every tool of the environment: (check name regex, tool as the records name it)

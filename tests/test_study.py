@@ -182,7 +182,6 @@ def test_hdf5_vs_mpiio_for_real(tmp_path):
 @pytest.mark.slow
 @pytest.mark.slurm
 @pytest.mark.beside
-@pytest.mark.waits
 def test_scaling_through_the_test_slurm_on_1_and_2_nodes(slurm_cluster, tmp_path):
     path = path_with_tools('ior')
     env = {**os.environ, **slurm_cluster.env, 'RFM_CONFIG_FILES': str(SETTINGS),

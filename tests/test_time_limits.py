@@ -179,7 +179,6 @@ def processes_under(path: str) -> dict[int, str]:
 
 @pytest.mark.slow
 @pytest.mark.beside
-@pytest.mark.waits
 def test_a_real_check_past_its_time_limit_fails_and_leaves_nothing(tmp_path):
     """FLASH-IO (built by its fixture) writing far more than its limit allows."""
     import subprocess
@@ -236,7 +235,6 @@ sleep 60
 
 @pytest.mark.slow
 @pytest.mark.beside
-@pytest.mark.waits
 def test_data_of_a_job_killed_past_its_time_limit_are_removed(tmp_path):
     """A tool that outlives the SIGTERM of a time limit: the job shell is SIGKILLed
     before its EXIT trap can run, and the data must go all the same."""
