@@ -190,6 +190,7 @@ def run_step(runs: Runs, good: Built, cand: Built, commit: str, step_dir: Path,
     else:
         reason = row.get('reason', '')
     return {'verdict': verdict, 'gate': row.get('verdict'), 'metric': row.get('label'),
+            'gate_reason': row.get('reason'),
             'ratio': row.get('ratio'), 'ratio_lo': row.get('ratio_lo'),
             'ratio_hi': row.get('ratio_hi'), 'pairs': done, 'reason': reason,
             'margin': margin, 'decided_at_cap': decided_at_cap,
@@ -332,8 +333,9 @@ def bisect(repo: Path, good: str, bad: str, builder: Builder, runs: Runs, work: 
                                           lock)
     margin = None if broke else midpoint_margin(bad_ratio)
     if broke:
-        log(f'--bad broke {", ".join(broke)}: each step is judged by whether its build breaks '
-            f'them as --bad\'s does')
+        log(f'--bad broke {state.data["steps"][bad]["metric"]}'
+            f'{f" and {len(broke) - 1} more row(s)" if len(broke) > 1 else ""}: each step is '
+            f'judged by whether its build breaks them as --bad\'s does')
     else:
         log(f'--bad\'s performance ratio {bad_ratio:.3f}: each step is judged at the margin '
             f'{margin:.1%} (the midpoint of 1 and {bad_ratio:.3f})')
@@ -417,11 +419,12 @@ def reference(state: State, builder: Builder, runs: Runs, good_build: Built, bad
         with held(lock):
             step = run_step(runs, good_build, cand, bad, work / 'steps' / bad[:12],
                             params['looks'], params['metrics'])
-        step['reason'] = f'--bad, measured first: {step["reason"]}'
         if step['verdict'] != 'bad' and step.get('broken') and not params.get('speedup'):
             step.update(verdict='bad', broke=step['broken'],
-                        reason=f'{step["reason"]}; the bisect looks for the commit that '
-                               f'broke {len(step["broken"])} row(s) so')
+                        reason=f'ERROR after {step["pairs"]} pairs: {step["gate_reason"]}; the '
+                               f'bisect looks for the commit that broke '
+                               f'{len(step["broken"])} row(s) so')
+        step['reason'] = f'--bad, measured first: {step["reason"]}'
         state.data['steps'][bad] = step
         state.data['order'].append(bad)
         state.save()
