@@ -40,7 +40,7 @@ def test_the_table_covers_the_issue():
         assert {r[3] for r in compound if r[0] == path} == {'contiguous', 'chunked'}
     assert {r[0] for r in compound if r[4]} == {'compound-subset', 'compound-superset',
                                                'compound-reorder'}
-    assert {r[2] for r in compound} == {'collective', 'independent'}
+    assert {r[2] for r in compound} == {'collective', 'independent', 'serial'}
     for path in ('many-datasets', 'attributes', 'open-close'):
         mine = [r for r in rows if r[0] == path]
         assert {r[5] for r in mine} == {False, True}, path       # collective metadata
@@ -51,12 +51,16 @@ def test_the_table_covers_the_issue():
     assert all(r[3] == 'contiguous' for r in rows if r[1] == 'mpiio')
     # warm reads of every compound and conversion path (where a conversion regression shows),
     # and the serial open-close (HDF5's own time of an open and close: corpus cases 10658
-    # and the object-close cork)
+    # and the object-close cork); serial warm reads of the conversions the corpus names
+    # (compound subset, the in-place superset, float <- double)
     assert {r[0] for r in rows if r[7] == 'keep'} == {
         p for p in parser.PHASES if p.startswith(('compound-', 'convert-'))} | {'open-close'}
     assert [r for r in rows if r[2] == 'serial'] == [
         Row('open-close', transfer='serial', read_cache='keep'),
-        Row('chunk-cache', transfer='serial', layout='chunked')]
+        Row('chunk-cache', transfer='serial', layout='chunked'),
+        Row('compound-subset', transfer='serial', read_cache='keep'),
+        Row('compound-superset', transfer='serial', read_cache='keep'),
+        Row('convert-float-double', transfer='serial', read_cache='keep')]
 
 
 def test_a_row_is_one_line_of_the_one_paths_table():

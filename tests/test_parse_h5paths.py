@@ -241,6 +241,21 @@ def test_a_serial_row_is_one_file_per_rank_and_no_mpi_io():
             'mpi_file_calls'].update(read_independent=[4, 1])))
 
 
+def test_a_serial_warm_conversion_read_is_a_file_per_rank_and_no_mpi_io():
+    """--transfer serial of a compound path (kernel 1.8.0): each rank writes and reads the
+    records of a file of its own through sec2, so the warm read times HDF5's conversion
+    without MPI-IO. Fails on the old kernel (usage error, exit 2: no fixture)."""
+    run, = h5paths.parse(case_files('compound-subset-serial-warm-ok'))
+    assert (run.params['transfer'], run.params['path']) == ('serial', 'compound-subset')
+    assert [f['name'] for f in run.provenance['files']] == [
+        'h5p_compound-subset-r0000.h5', 'h5p_compound-subset-r0001.h5']
+    read = next(m for m in run.measurements if m.operation == 'read' and m.metric == 'bw')
+    assert len(read.samples) == 2 and read.value > 0
+    with pytest.raises(RunFailed, match='serial asked, the summary names no serial driver'):
+        h5paths.parse(edited('compound-subset-serial-warm-ok',
+                             lambda d: d.pop('serial_driver')))
+
+
 @pytest.mark.parametrize('edit, words', [
     (lambda d: d['iterations'].pop(), '1 iteration(s) in the summary, 2 asked'),
     (lambda d: d['iterations'][1]['phases'].pop(), 'iteration 1 has no write_subset phase'),

@@ -27,7 +27,7 @@
  * 1.3.0: both (they were made side by side from 1.1.0); 1.4.0: strided-chunks, vds-open,
  * flush-datasets, append; 1.5.0: point-selections, multi-chunk, storage-kinds, vlen-strings;
  * 1.6.0: each phase's MPI-IO calls counted (mpi_file_calls) */
-#define H5PATHS_VERSION "1.7.0"
+#define H5PATHS_VERSION "1.8.0"
 /* the headers' version (H5_VERS_STR is newer than 1.10) */
 #define H5PATHS_STR2(x) #x
 #define H5PATHS_STR(x) H5PATHS_STR2(x)
@@ -42,7 +42,7 @@ typedef struct {
     const char *path;        /* --path NAME (the path table's name) */
     int api;                 /* API_HDF5 | API_MPIIO */
     int collective;          /* --transfer collective (1) | independent (0) */
-    int serial;              /* --transfer serial: a file per rank, sec2 (metadata paths) */
+    int serial;              /* --transfer serial: a file per rank, sec2 (metadata and data paths) */
     int chunked;             /* --layout chunked (1) | contiguous (0) */
     long long chunk_elements;
     int modify_write_buf;    /* asked for */

@@ -57,8 +57,9 @@ static void usage(FILE *f)
     fprintf(f, "\n"
 "  --api hdf5|mpiio         HDF5, or the same bytes with MPI-IO (data paths) [hdf5]\n"
 "  --transfer collective|independent   H5FD_MPIO_* / MPI_File_*_at_all vs _at [collective]\n"
-"  --transfer serial        many-datasets, attributes, open-close: a file per rank,\n"
-"                           the sec2 driver, no MPI-IO (no --coll-metadata);\n"
+"  --transfer serial        many-datasets, attributes, open-close, compound-*,\n"
+"                           convert-*: a file per rank, the sec2 driver, no MPI-IO\n"
+"                           (no --coll-metadata, no --api mpiio);\n"
 "                           storage-kinds, vlen-strings, chunk-cache (serial anyway)\n"
 "  --layout contiguous|chunked         compound-* and convert-* datasets [contiguous]\n"
 "  --chunk-elements N       elements per chunk (chunked layouts) [262144]\n"
@@ -470,13 +471,16 @@ static int settle_options(options_t *o, const path_t *p)
         return 2;
     }
     /* the serial family's paths are serial whatever --transfer says */
-    if (o->serial && ((!metadata_serial(p) && strcmp(p->family, "serial")) ||
+    if (o->serial && ((!metadata_serial(p) && strcmp(p->family, "serial") &&
+                       strcmp(p->family, "compound") && strcmp(p->family, "convert")) ||
                       o->coll_metadata || o->api == API_MPIIO)) {
         if (g_rank == 0)
             fprintf(stderr, "h5paths: ERROR usage: --transfer serial is for the paths "
-                            "many-datasets, attributes, open-close and the serial ones, "
-                            "without --coll-metadata (not %s%s)\n", p->name,
-                    o->coll_metadata ? " with --coll-metadata" : "");
+                            "many-datasets, attributes, open-close, compound-*, convert-* "
+                            "and the serial ones, through HDF5 without --coll-metadata "
+                            "(not %s%s%s)\n", p->name,
+                    o->coll_metadata ? " with --coll-metadata" : "",
+                    o->api == API_MPIIO ? " with --api mpiio" : "");
         return 2;
     }
     if (o->api == API_MPIIO && !p->has_mpiio_twin) {

@@ -282,19 +282,37 @@ int data_prepare(run_t *r, data_plan_t *p)
             big = mems[k]->size;
     if (o->chunked && o->api == API_HDF5)
         p->chunked = 1;
-    if (!p->sel.total)
+    if (o->serial) {
+        /* a file per rank (sec2): this rank's records are the whole dataset of its file */
         contiguous_selection(&p->sel, o->elements);
+        p->sel.total = o->elements;
+        p->sel.start = 0;
+        if (!(p->rank_names = rank_file_names(r, o->path)))
+            return -1;
+        snprintf(p->file_name, sizeof p->file_name, "%s", p->rank_names[g_rank]);
+        snprintf(r->extra_json, sizeof r->extra_json, "\"serial_driver\": \"sec2\"");
+    } else {
+        if (!p->sel.total)
+            contiguous_selection(&p->sel, o->elements);
+        path_join(p->file_name, sizeof p->file_name, o->prefix, o->path);
+        strncat(p->file_name, o->api == API_MPIIO ? "-mpiio.h5" : ".h5",
+                sizeof p->file_name - strlen(p->file_name) - 1);
+    }
     p->n = selection_elements(&p->sel);
     o->record_bytes_file = (long long)p->file->size;
     o->record_bytes_memory = (long long)p->read_mem->size;
-    path_join(p->file_name, sizeof p->file_name, o->prefix, o->path);
-    strncat(p->file_name, o->api == API_MPIIO ? "-mpiio.h5" : ".h5",
-            sizeof p->file_name - strlen(p->file_name) - 1);
     p->wbuf = xmalloc((size_t)p->n * big);
     p->rbuf = xmalloc((size_t)p->n * big);
     if (!p->wbuf || !p->rbuf)
         return -1;
-    return run_add_file(r, p->file_name);
+    return o->serial ? 0 : run_add_file(r, p->file_name);
+}
+
+/* outside the timed phases: the node leader drops every rank's file (serial: one each) */
+static int evict_data(run_t *r, data_plan_t *p)
+{
+    char *one[1] = {p->file_name};
+    return p->rank_names ? evict_files(r, p->rank_names, g_size) : evict_files(r, one, 1);
 }
 
 void data_finish(data_plan_t *p)
@@ -302,6 +320,8 @@ void data_finish(data_plan_t *p)
     free(p->wbuf);
     free(p->rbuf);
     p->wbuf = p->rbuf = NULL;
+    free_rank_file_names(p->rank_names);
+    p->rank_names = NULL;
     if (p->file_type >= 0)
         H5QUIET(H5Tclose, p->file_type);
 }
@@ -356,7 +376,7 @@ static int timed_write(run_t *r, data_plan_t *p, const char *phase, const layout
         return -1;
     if (!p->deflate)
         check_size(p->file_name, p->sel.total * (long long)p->file->size);
-    return evict_files(r, files, 1);
+    return evict_data(r, p);
 }
 
 /* the partial write: through the subset type (HDF5 reads the records back as
@@ -426,7 +446,7 @@ int data_iterate(run_t *r, data_plan_t *p)
 
     if (!p->subset_mem)
         return 0;
-    if (evict_files(r, (char *const[]){p->file_name}, 1) < 0)  /* the read cached it */
+    if (evict_data(r, p) < 0)  /* the read cached it */
         return -1;
     if (write_subset(r, p, salt) < 0)
         return -1;

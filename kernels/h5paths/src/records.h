@@ -82,7 +82,8 @@ typedef struct {
     int deflate;                 /* deflate level, 0 = none */
     selection_t sel;             /* this rank's part; data_prepare's default: contiguous */
     long long n;                 /* elements of this rank (count x block) */
-    char file_name[4096];
+    char file_name[4096];        /* this rank's file: the one file, or (serial) its own */
+    char **rank_names;           /* --transfer serial: every rank's file, else NULL */
     void *wbuf, *rbuf;
 } data_plan_t;
 int data_prepare(run_t *r, data_plan_t *p);
