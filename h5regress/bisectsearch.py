@@ -457,6 +457,7 @@ def summarize(data: dict[str, Any], commits: list[Commit]) -> dict[str, Any]:
         steps.append({'commit': sha, 'subject': c.subject, 'date': c.date, **s,
                       'build': b.get('status'), 'build_seconds': b.get('seconds')})
     first_bad = commits[hi]
+    descended = data.get('descended', [])
     broke = data['steps'].get(data['bad'], {}).get('broke')
     bad_ratio = None if broke else (data.get('bad_ratio')
                                     or bad_ratio_of(data['steps'][data['bad']]))
@@ -471,16 +472,19 @@ def summarize(data: dict[str, Any], commits: list[Commit]) -> dict[str, Any]:
         'steps': steps, 'builds': len(data['builds']), 'builds_ok': len(built),
         'build_seconds': round(sum(b.get('seconds', 0) for b in data['builds'].values()), 1),
         'wall_seconds': data['wall_seconds'],
-        # the good build, a halving's, and --bad's when it was measured first
-        'bound_builds': (math.ceil(math.log2(max(len(commits), 1))) + 1
-                         + (data['bad'] in data['steps'])),
+        # the good build, a halving's of the first-parent chain, --bad's when it was
+        # measured first, and a halving's of each merge's k commits gone into
+        'bound_builds': (math.ceil(math.log2(max(len(commits) - sum(d['commits'] for d in
+                                                                    descended), 1))) + 1
+                         + (data['bad'] in data['steps'])
+                         + sum(math.ceil(math.log2(d['commits'] + 1)) for d in descended)),
         'looks': data['looks'], 'metrics': data['metrics'],
         'bad_ratio': bad_ratio, 'bad_measured': data['bad'] in data['steps'],
         'step_margin': None if broke else round(midpoint_margin(bad_ratio), 6),
         # the rows --bad broke and what their runs said (a bisect for what broke them)
         'broke': broke,
         # merges the search ended on, whose branches it went on into
-        'descended': data.get('descended', []),
+        'descended': descended,
         'speedup': data.get('speedup', False),
     }
 

@@ -61,9 +61,12 @@ def bisect_summary(b: Mapping[str, Any]) -> str:
 
 
 def bound_words(b: Mapping[str, Any]) -> str:
-    """The bound on a bisect's builds, in words: the good build and one per halving,
-    and --bad's when it was measured first."""
-    return 'ceil(log2 K)+1' + (', +1 for --bad measured' if b.get('bad_measured') else '')
+    """The bound on a bisect's builds, in words: the good build and one per halving of
+    the first-parent chain, --bad's when it was measured first, and one per halving of
+    the commits of each merge the search went into."""
+    return ('ceil(log2 K)+1' + (', +1 for --bad measured' if b.get('bad_measured') else '')
+            + (', +ceil(log2(k+1)) for each merge of k commits gone into'
+               if b.get('descended') else ''))
 
 
 def margin_clause(b: Mapping[str, Any]) -> str:

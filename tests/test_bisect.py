@@ -720,6 +720,8 @@ def test_a_search_that_ends_on_a_merge_bisects_the_commits_it_brought_in(tmp_pat
     assert result['descended'] == [{'merge': merge, 'subject': 'Merge pull request 7',
                                     'commits': 3}]
     assert result['commits'] == 1 + len(main) + 1 + len(after) + len(branch)
+    # ceil(log2 8 first-parent commits) + 1, and ceil(log2(3 + 1)) for the merge's 3
+    assert result['builds'] <= result['bound_builds'] == 4 + 2
     tested = {s['commit']: s['verdict'] for s in result['steps']}
     assert tested[merge] == 'bad' and tested[main[-1]] == 'good'
     assert f'the merge {merge[:12]} "Merge pull request 7" brought in 3 commit(s)' in \
