@@ -202,13 +202,15 @@ def test_the_stand_in_night_gates_the_quiet_ior_row_and_its_canary():
 
 
 #: the night's rows as ci/nightly selected them before the tags (a regex of lookaheads),
-#: with the h5paths rows added to the night since (strided-chunks, flush-datasets, append)
+#: with the h5paths rows added to the night since (strided-chunks, flush-datasets, append,
+#: ..., the chunk cache)
 OLD_NIGHT = (r'^(ior_check|flashio_check|h5paths_check(?=.*%benchmark=('
              r'(compound|convert)-[^%]*-collective-[^%]*-warm|'
              r'(many-datasets|attributes|open-close|flush-datasets|storage-kinds|vlen-strings)'
              r'-hdf5-collective-contiguous-earliest|(strided-chunks|append|point-selections|'
              r'multi-chunk)-hdf5-collective-chunked-earliest|'
-             r'open-close-hdf5-collective-contiguous-cmd-earliest)'
+             r'open-close-hdf5-collective-contiguous-cmd-earliest|'
+             r'chunk-cache-hdf5-serial-chunked-earliest)'
              r'(%|$)))')
 OLD_STANDIN_IOR = r'^ior_check(?=.*%benchmark=(HDF5|MPIIO)-independent-ssf(%|$))'
 
