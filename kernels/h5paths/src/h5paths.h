@@ -26,7 +26,9 @@
 /* 1.1.1: a full disk ends with its cause; 1.2.0: the loaded libhdf5 named (dladdr);
  * 1.3.0: both (they were made side by side from 1.1.0); 1.4.0: strided-chunks, vds-open,
  * flush-datasets, append; 1.5.0: point-selections, multi-chunk, storage-kinds, vlen-strings;
- * 1.6.0: each phase's MPI-IO calls counted (mpi_file_calls) */
+ * 1.6.0: each phase's MPI-IO calls counted (mpi_file_calls); 1.7.0: --transfer serial of
+ * the metadata paths, chunk-cache; 1.8.0: --transfer serial of the compound and convert
+ * paths */
 #define H5PATHS_VERSION "1.8.0"
 /* the headers' version (H5_VERS_STR is newer than 1.10) */
 #define H5PATHS_STR2(x) #x
