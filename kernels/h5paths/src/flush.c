@@ -31,10 +31,7 @@ static int prepare(run_t *r)
 static void finish(run_t *r)
 {
     (void)r;
-    free_rank_file_names(names);
-    free(buf);
-    names = NULL;
-    buf = NULL;
+    release_rank_files(&names, &buf);
 }
 
 static double value(long long j, long long i, int salt)

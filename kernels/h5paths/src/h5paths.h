@@ -132,6 +132,8 @@ int run_add_file(run_t *r, const char *path);
 /* every rank's file PREFIX<name>-rNNNN.h5 (listed in the run's files), NULL on failure */
 char **rank_file_names(run_t *r, const char *name);
 void free_rank_file_names(char **names);
+/* a path's finish(): its rank files' names and its buffer freed and set to NULL */
+void release_rank_files(char ***names, double **buf);
 int fsync_path(const char *path);
 int fsync_files(char *const *paths, int n);
 int evict_files(run_t *r, char *const *paths, int n);

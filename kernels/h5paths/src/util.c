@@ -230,6 +230,14 @@ void free_rank_file_names(char **names)
     free(names);
 }
 
+void release_rank_files(char ***names, double **buf)
+{
+    free_rank_file_names(*names);
+    free(*buf);
+    *names = NULL;
+    *buf = NULL;
+}
+
 int run_add_file(run_t *r, const char *path)
 {
     for (int i = 0; i < r->nfiles; i++)
