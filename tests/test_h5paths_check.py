@@ -315,6 +315,23 @@ def test_the_kernel_on_a_full_file_system_exits_with_its_error_line(
     assert list(full_fs.iterdir()) == []            # the files were removed
 
 
+def mpirun_within(seconds: int, what: str, *args, **env: str) -> tuple[int, str, str]:
+    """``mpirun -np 2 ARGS`` with ``env`` added: (exit code, stdout, stderr); past
+    ``seconds`` every process of it is killed and the test fails, calling it a hang."""
+    proc = subprocess.Popen(
+        ['mpirun', '-np', '2', *map(str, args)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env={**os.environ, 'OMPI_ALLOW_RUN_AS_ROOT': '1', 'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1',
+             'OMPI_MCA_rmaps_base_oversubscribe': '1', 'OMPI_MCA_io': 'ompio', **env})
+    try:
+        stdout, stderr = proc.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        proc.communicate()
+        pytest.fail(f'{what} ran past {seconds} s (a hang)')
+    return proc.returncode, stdout, stderr
+
+
 @pytest.fixture(scope='module')
 def kernel_hdf5_1_14(tmp_path_factory):
     """The kernel built from this tree against the Spack environment's HDF5 1.14 build."""
@@ -346,21 +363,62 @@ def test_the_metadata_path_on_a_full_file_system_ends_naming_enospc(
     with open(full_fs / 'filler', 'wb') as fp:
         os.posix_fallocate(fp.fileno(), 0, 6 * 1024 * 1024)
     summary = tmp_path / 'h5paths.json'
-    proc = subprocess.Popen(
-        ['mpirun', '-np', '2', str(kernel_hdf5_1_14), '--path', 'many-datasets', '--libver',
-         'v110', '--elements', '16', '--objects', '15000', '--iterations', '2',
-         '--json', str(summary), str(full_fs / 'h5p_')],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-        env={**os.environ, 'OMPI_ALLOW_RUN_AS_ROOT': '1', 'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1',
-             'OMPI_MCA_rmaps_base_oversubscribe': '1', 'OMPI_MCA_io': 'ompio'})
-    try:
-        stdout, stderr = proc.communicate(timeout=120)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, 9)
-        proc.communicate()
-        pytest.fail('the kernel on a full file system ran past 120 s (a hang)')
-    assert proc.returncode == 1, (proc.returncode, stderr[-3000:])
+    returncode, stdout, stderr = mpirun_within(
+        120, 'the kernel on a full file system', kernel_hdf5_1_14, '--path', 'many-datasets',
+        '--libver', 'v110', '--elements', '16', '--objects', '15000', '--iterations', '2',
+        '--json', str(summary), str(full_fs / 'h5p_'))
+    assert returncode == 1, (returncode, stderr[-3000:])
     assert 'h5paths: FAILED' in stdout
     assert re.search(r'^h5paths: ERROR .*No space left on device', stderr, re.M), stderr[-3000:]
     assert json.loads(summary.read_text())['status'] == 'failed'
     assert [p.name for p in full_fs.iterdir()] == ['filler']     # the file was removed
+
+
+PASS_THROUGH = 'pass_through under_vol=0;under_info={}'
+
+
+@pytest.mark.slow
+@pytest.mark.beside
+@pytest.mark.spack_env
+@pytest.mark.skipif(bool(_missing()), reason=f'needs {", ".join(_missing())}')
+def test_ranks_on_different_vol_connectors_end_at_once_naming_both(kernel_hdf5_1_14, tmp_path):
+    """HDF5_VOL_CONNECTOR reaching rank 0 and not rank 1 (a launcher that does not pass
+    the environment to every node): HDF5's collective file open then waits for ever
+    (kernel 1.9.0's first build hung there); the kernel stops before any file, exit 1,
+    naming each rank's connector."""
+    wrapper = tmp_path / 'rank1-native.sh'
+    wrapper.write_text('#!/bin/sh\n[ "$OMPI_COMM_WORLD_RANK" = 1 ] && unset HDF5_VOL_CONNECTOR\n'
+                       f'exec {kernel_hdf5_1_14} "$@"\n')
+    wrapper.chmod(0o755)
+    returncode, _, stderr = mpirun_within(
+        60, 'ranks on different VOL connectors', wrapper, '--path', 'open-close', '--objects',
+        '20', '--iterations', '1', '--json', str(tmp_path / 'h5paths.json'),
+        str(tmp_path / 'h5p_'), HDF5_VOL_CONNECTOR=PASS_THROUGH)
+    assert returncode == 1, stderr[-3000:]
+    assert ("h5paths: ERROR the ranks' files go through different VOL connectors "
+            "(rank 0 pass_through, rank 1 native)") in stderr
+    assert not list(tmp_path.glob('h5p_*'))
+
+
+@pytest.mark.slow
+@pytest.mark.beside
+@pytest.mark.spack_env
+def test_a_row_through_a_vol_connector_on_every_build_is_keyed_by_it(tmp_path):
+    """`-S h5paths_check.vol_connector=...` with HDF5's built-in pass-through connector:
+    each Spack build's run passes sanity and its records carry the connector its files
+    went through, so the gate never pairs them with native rows."""
+    if not manifest.default_path().is_file():
+        pytest.skip('no Spack manifest (spack-env/manifest.json)')
+    row = 'open-close-hdf5-collective-contiguous-earliest'
+    out = run_reframe(['-c', 'reframe/checks', '-n', f'^h5paths_check(?=.*%benchmark={row}(%|$))',
+                       '-S', f'h5paths_check.vol_connector={PASS_THROUGH}', '-r', *UNDER_LOAD],
+                      tmp_path, timeout=600,
+                      env={'H5REGRESS_MANIFEST': str(manifest.default_path()),
+                           'H5REGRESS_REQUIRE_TOOLS': '1'})
+    assert out.returncode == 0, out.stdout[-5000:] + out.stderr[-2000:]
+    records, problems = perflog.read([str(tmp_path / 'perflogs')])
+    assert not problems, problems
+    builds = {r.hdf5_build for r in records}
+    assert len(builds) >= 2, builds
+    assert {(r.params.get('vol_connector'), r.provenance['vol_connector_asked'])
+            for r in records} == {('pass_through', PASS_THROUGH)}

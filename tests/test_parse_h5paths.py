@@ -185,6 +185,26 @@ def test_collective_metadata_done_is_shown_by_who_read():
     assert calls['create']['write_collective'] == [102, 102]
 
 
+def test_a_row_through_a_vol_connector_names_it_and_is_keyed_by_it():
+    """HDF5_VOL_CONNECTOR asked HDF5 1.14.1's pass-through connector (kernel 1.9.0): the
+    kernel names the connector its files went through, a parameter of the record (a
+    native row's parameters stay as they were). On HDF5 1.10.8, which has no VOL layer,
+    the same variable left the files native: a failure, not a native sample labelled
+    with the plugin. Fails on the old parser: yes (no such parameter or check)."""
+    run, = h5paths.parse(case_files('open-close-pass-through-1.14-ok'))
+    assert run.params['vol_connector'] == 'pass_through'
+    assert run.provenance['vol_connector_asked'] == 'pass_through under_vol=0;under_info={}'
+    native, = h5paths.parse(case_files('open-close-ok'))
+    assert 'vol_connector' not in native.params
+    with pytest.raises(RunFailed, match=re.escape(
+            "HDF5_VOL_CONNECTOR 'pass_through under_vol=0;under_info={}' asked, the files "
+            "went through the 'native' connector (HDF5 1.10.8)")):
+        h5paths.parse(case_files('open-close-pass-through-1.10-native'))
+    with pytest.raises(RunFailed, match='VOL connector of the files is unknown: no file'):
+        h5paths.parse(edited('open-close-pass-through-1.14-ok', lambda d: d.update(
+            vol_connector='unknown: no file could be made to ask')))
+
+
 @pytest.mark.parametrize('edit, words', [
     (lambda d: d['iterations'][1]['phases'][0]['mpi_file_calls'].update(
         write_independent=[3, 0]), 'create: 3 independent MPI-IO writes (rank 0 3)'),

@@ -19,7 +19,8 @@ every phase                            ``time``      s       no        mean seco
 
 Failures (:class:`RunFailed`), never a sample: ``h5paths: ERROR`` lines or HDF5
 error stacks on stdout or stderr (whatever the exit code), a summary whose status
-is not ``ok`` or that lists errors, a stdout without ``h5paths: finished OK``, fewer
+is not ``ok`` or that lists errors, files that went through another VOL connector
+than ``HDF5_VOL_CONNECTOR`` asked (or one the kernel could not name), a stdout without ``h5paths: finished OK``, fewer
 iterations than asked, an iteration without a phase of its path, a phase that moved
 other than the bytes asked (elements x ranks x bytes per element of the path, x
 ``read_repeats`` for the read of a warm compound-*/convert-* row), or a metadata
@@ -195,6 +196,22 @@ def _check_status(path: str, d: Mapping[str, Any]) -> None:
         raise RunFailed(f'h5paths: {path}: run status {status!r}'
                         + (': ' + '; '.join(map(str, errors)) if errors else ''))
     _check_serial(path, d)
+    _check_vol_connector(path, d)
+
+
+def _check_vol_connector(path: str, d: Mapping[str, Any]) -> None:
+    """The connector the kernel's files went through (kernel 1.9.0) is known, and it is
+    the one ``HDF5_VOL_CONNECTOR`` asked for (its first word, the connector's name): HDF5
+    1.10 has no VOL layer and ignores the variable, and a connector that does not load
+    can leave the library on the native one."""
+    used, asked = d.get('vol_connector'), d.get('vol_connector_asked')
+    if used is None:
+        return
+    if used.startswith('unknown'):
+        raise RunFailed(f'h5paths: {path}: the VOL connector of the files is {used}')
+    if asked and asked.split()[0] != used:
+        raise RunFailed(f'h5paths: {path}: HDF5_VOL_CONNECTOR {asked!r} asked, the files '
+                        f'went through the {used!r} connector (HDF5 {d.get("hdf5_version")})')
 
 
 def _check_serial(path: str, d: Mapping[str, Any]) -> None:
@@ -220,6 +237,9 @@ def _from_json(path: str, d: dict[str, Any]) -> ParsedRun:
         ranks = int(d['mpi_ranks'])
         params = {key: opts[key] for key in PARAMS if key in opts}
         params.update(path=name, api=d['api'], num_ranks=ranks)
+        if d.get('vol_connector', 'native') != 'native':
+            # a parameter only off the native format: every native row keeps its key
+            params['vol_connector'] = d['vol_connector']
         phases = PHASES.get(name)
         if phases is None:
             raise ParseError(f'h5paths: {path}: unknown path {name!r} (known: '
@@ -233,7 +253,8 @@ def _from_json(path: str, d: dict[str, Any]) -> ParsedRun:
     _check_moved_as_asked(path, per_phase, expected)
     measurements = _measurements(phases, per_phase)
     prov = {k: d[k] for k in ('kernel_version', 'hdf5_version', 'hdf5_version_source',
-                              'hdf5_library', 'hdf5_library_source', 'read_cache') if k in d}
+                              'hdf5_library', 'hdf5_library_source', 'read_cache',
+                              'vol_connector', 'vol_connector_asked') if k in d}
     prov['files'] = [{'name': PurePosixPath(f['name']).name, 'bytes': int(f['bytes'])}
                      for f in d.get('files') or []]
     prov['read_cache_check'] = d.get('read_cache_check')

@@ -213,6 +213,16 @@ class h5paths_base(KernelBenchmark):
     #: :default: ``3``
     iterations = variable(int, value=3)
 
+    #: ``HDF5_VOL_CONNECTOR`` of the runs: a site's VOL connector, its name and info
+    #: string (e.g. HDF5's built-in ``pass_through under_vol=0;under_info={}``, one layer
+    #: over the native format); a plugin's directory comes from the partition's or the
+    #: job's ``HDF5_PLUGIN_PATH``. The kernel names the connector its files went through
+    #: (a record parameter when not native) and a run through another one fails.
+    #:
+    #: :type: str
+    #: :default: ``''``: the job's environment as it is
+    vol_connector = variable(str, value='')
+
     tool = 'h5paths'
     output_files = [SUMMARY, 'stdout', 'stderr']
 
@@ -248,6 +258,11 @@ class h5paths_base(KernelBenchmark):
                 for phase in PATHS[self.benchmark.path].phases
                 for metric, unit in ((('bw', 'MiB/s') if phase in DATA_PHASES
                                       else ('ops_per_s', '1/s')), ('time', 's'))}
+
+    @run_before('run')
+    def ask_for_the_vol_connector(self):
+        if self.vol_connector:
+            self.env_vars['HDF5_VOL_CONNECTOR'] = shell_word(self.vol_connector)
 
     @run_before('sanity')
     def skip_what_the_build_cannot_run(self):

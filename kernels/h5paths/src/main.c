@@ -255,6 +255,8 @@ typedef struct {
     char hdf5_library[4096]; /* the libhdf5 this process loaded (dladdr), or "unknown" */
     int mpi_calls_counted;   /* mpicount_active(): per-phase MPI-IO calls in the summary */
     char mpi_version[256];
+    char vol_connector[128]; /* the connector of a file made as every path makes them */
+    const char *vol_asked;   /* $HDF5_VOL_CONNECTOR, or NULL */
     long long *file_bytes;   /* [nfiles], -1 if absent */
     int ok;
     int argc;
@@ -320,6 +322,14 @@ static int write_json(const run_t *r, const summary_t *s, long total_errors)
             H5PATHS_VERSION, s->hdf5_version, H5PATHS_HEADER_VERSION);
     json_string(f, s->hdf5_library);
     fprintf(f, ", \"hdf5_library_source\": \"dladdr(H5get_libversion)\",\n"
+               "  \"vol_connector\": ");
+    json_string(f, s->vol_connector);
+    fprintf(f, ", \"vol_connector_asked\": ");
+    if (s->vol_asked)
+        json_string(f, s->vol_asked);
+    else
+        fputs("null", f);
+    fprintf(f, ",\n"
                "  \"mpi_library_version\": ");
     json_string(f, s->mpi_version);
     fprintf(f, ",\n  \"mpi_ranks\": %d, \"status\": \"%s\", \"error_count\": %ld, \"errors\": [",
@@ -384,6 +394,8 @@ static void print_header(const run_t *r, const summary_t *s)
     printf("h5paths %s: h5regress kernel of HDF5 code paths\n", H5PATHS_VERSION);
     printf("HDF5 library: %s (headers %s)\nMPI library: %s\nranks: %d\n", s->hdf5_version,
            H5PATHS_HEADER_VERSION, first, g_size);
+    printf("VOL connector: %s (HDF5_VOL_CONNECTOR %s)\n", s->vol_connector,
+           s->vol_asked ? s->vol_asked : "unset");
     printf("path: %s  api: %s  transfer: %s  layout: %s (chunk %lld)  libver: %s  "
            "coll-metadata: %s  modify-write-buf: %s%s\n", o->path,
            o->api == API_MPIIO ? "mpiio" : "hdf5", transfer_name(o),
@@ -437,6 +449,55 @@ static void versions(summary_t *s)
              len > 0 && (s->mpi_version[len - 1] == '\n' || s->mpi_version[len - 1] == ' ');)
             s->mpi_version[--len] = '\0';
     }
+}
+
+/* The connector HDF5 puts on a file access list the kernel makes: every path's files get
+ * it, since the kernel never sets one (H5Pset_vol); it is the default HDF5 took from
+ * $HDF5_VOL_CONNECTOR, or native. Asked of an in-memory file (core driver, no backing
+ * store), as H5VLget_connector_name needs an object. "unknown: ..." when that file cannot
+ * be made: a row labelled with a connector nobody saw is what the suite must not record. */
+static int vol_connector(summary_t *s)
+{
+    int mixed = 0;
+    s->vol_asked = getenv("HDF5_VOL_CONNECTOR");
+#if H5_VERSION_GE(1, 12, 0)
+    hid_t fapl = -1, fid = -1;
+    H5E_auto2_t func;
+    void *data;
+    ssize_t n = -1;
+    H5Eget_auto2(H5E_DEFAULT, &func, &data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    if ((fapl = H5Pcreate(H5P_FILE_ACCESS)) >= 0 && H5Pset_fapl_core(fapl, 4096, 0) >= 0 &&
+        (fid = H5Fcreate("h5paths-vol-probe.h5", H5F_ACC_TRUNC, H5P_DEFAULT, fapl)) >= 0)
+        n = H5VLget_connector_name(fid, s->vol_connector, sizeof s->vol_connector);
+    if (fid >= 0)
+        H5Fclose(fid);
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    H5Eset_auto2(H5E_DEFAULT, func, data);
+    if (n <= 0)
+        snprintf(s->vol_connector, sizeof s->vol_connector, "unknown: %s",
+                 fid < 0 ? "no file could be made to ask" : "H5VLget_connector_name failed");
+#else
+    /* before 1.12 HDF5 has no VOL layer: every file goes through the native format */
+    snprintf(s->vol_connector, sizeof s->vol_connector, "native");
+#endif
+    /* a launcher that does not pass the environment to every node leaves ranks native,
+     * and HDF5's collective opens then wait for each other for ever */
+    char (*all)[sizeof s->vol_connector] = g_rank == 0 ? calloc((size_t)g_size,
+                                                                 sizeof *all) : NULL;
+    MPI_Gather(s->vol_connector, sizeof s->vol_connector, MPI_CHAR, all,
+               sizeof s->vol_connector, MPI_CHAR, 0, MPI_COMM_WORLD);
+    for (int k = 1; all && k < g_size && !mixed; k++)
+        if (strcmp(all[k], all[0])) {
+            fprintf(stderr, "h5paths: ERROR the ranks' files go through different VOL "
+                    "connectors (rank 0 %s, rank %d %s): is HDF5_VOL_CONNECTOR set on every "
+                    "node?\n", all[0], k, all[k]);
+            mixed = 1;
+        }
+    free(all);
+    MPI_Bcast(&mixed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return mixed;
 }
 
 static void node_leader(void)
@@ -561,6 +622,10 @@ int main(int argc, char **argv)
     }
     node_leader();
     versions(&s);
+    if (vol_connector(&s)) {
+        MPI_Finalize();
+        return 1;
+    }
     r.o = &o;
     r.it = calloc((size_t)o.iterations, sizeof(iteration_t));
     r.files = calloc(MAX_FILES_LISTED, sizeof(char *));
