@@ -252,12 +252,7 @@ def _from_json(path: str, d: dict[str, Any]) -> ParsedRun:
         raise ParseError(f'h5paths: {path}: malformed JSON summary ({e!r})') from None
     _check_moved_as_asked(path, per_phase, expected)
     measurements = _measurements(phases, per_phase)
-    prov = {k: d[k] for k in ('kernel_version', 'hdf5_version', 'hdf5_version_source',
-                              'hdf5_library', 'hdf5_library_source', 'read_cache',
-                              'vol_connector', 'vol_connector_asked') if k in d}
-    prov['files'] = [{'name': PurePosixPath(f['name']).name, 'bytes': int(f['bytes'])}
-                     for f in d.get('files') or []]
-    prov['read_cache_check'] = d.get('read_cache_check')
+    prov = _provenance(d)
     modes = {ph['phase']: ph['mpio_actual_io_mode'] for it in d['iterations'][-1:]
              for ph in it['phases'] if ph.get('mpio_actual_io_mode')}
     causes = {ph['phase']: ph['mpio_no_collective_cause'] for it in d['iterations'][-1:]
@@ -290,6 +285,17 @@ def _from_json(path: str, d: dict[str, Any]) -> ParsedRun:
         warnings.append('--modify-write-buf asked, not applied: this HDF5 has no '
                         'H5Pset_modify_write_buf')
     return ParsedRun(TOOL, params, prov, measurements, warnings=warnings)
+
+
+def _provenance(d: Mapping[str, Any]) -> dict[str, Any]:
+    """What the kernel says of the run's software, files and read cache."""
+    prov = {k: d[k] for k in ('kernel_version', 'hdf5_version', 'hdf5_version_source',
+                              'hdf5_library', 'hdf5_library_source', 'read_cache',
+                              'vol_connector', 'vol_connector_asked') if k in d}
+    prov['files'] = [{'name': PurePosixPath(f['name']).name, 'bytes': int(f['bytes'])}
+                     for f in d.get('files') or []]
+    prov['read_cache_check'] = d.get('read_cache_check')
+    return prov
 
 
 def _measurements(phases: tuple[str, ...], per_phase: dict[str, list]) -> list[Measurement]:
