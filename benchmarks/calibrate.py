@@ -58,6 +58,8 @@ It measures and prints; it asserts nothing. Sections:
    pairs, over normal, t(3), outlier-run, two-mode and shared-pair noise, and
    nights as noisy as their history or 1.2 and 1.5 times noisier (the night's
    metrics through ``gate.night_pools``, as ``run_gate`` judges them).
+9b. ``--only-time-limit``: the loop ended by ``ci/nightly --time-limit`` at 10, 12,
+   17 or 20 pairs: FAIL and PASS of one metric, unchanged and 10 % slower.
 11. ``--only-first-look-options``: the first look's test of tonight's pairs,
    options: Student's t (the gate's), Yuen's trimmed t (10 and 20 %) and, for
    two-mode runs, the t test with the modes' gap taken out of each high-mode run:
@@ -82,7 +84,8 @@ Usage: python3 benchmarks/calibrate.py [--reps 4000] [--quick] [--real]
                                       [--consistency-level L] [--no-modes]
                                       [--only-modes] [--modes-nights N]
                                       [--share-level P] [--centre-tolerance T]
-                                      [--only-lost-pair] [--only-first-look]
+                                      [--only-lost-pair] [--only-time-limit]
+                                      [--only-first-look]
                                       [--only-first-look-options] [--issue-25]
 """
 
@@ -362,6 +365,42 @@ def section_lost_pair(nights: int, seed: int) -> None:
                     print(f'{label:<20}{ratio:>6.2f}{LOOKS[-1] - lost:>14}{rule:>18}'
                           f'{got.count("FAIL") / nights:>8.2%}'
                           f'{got.count("PASS") / nights:>8.1%}', flush=True)
+
+
+def time_limited_night(noise: Noise, ratio: float, stop: int) -> tuple[str, int]:
+    """The loop 10/15/20 of one metric that ``ci/nightly --time-limit`` ends at ``stop``
+    pairs: the looks before it at their planned levels, the verdict at ``stop`` with the
+    looks ``ci/nightly`` then gives the gate (those made, then ``stop``)."""
+    ended = [k for k in LOOKS if k < stop] + [stop]
+    base: list[float] = []
+    cand: list[float] = []
+    for k in ended:
+        while len(base) < k:
+            a, b = noise.pair()
+            base.append(a)
+            cand.append(b * ratio)
+        comp, _ = gate.compare_pairs(base, cand, True, CFG, None)
+        verdict, _ = gate.decide(comp, comp.p_worse, CFG, ended if k == stop else LOOKS,
+                                 pairs_run=k)
+        if verdict != 'INCONCLUSIVE':
+            break
+    return verdict, len(base)
+
+
+def section_time_limit(nights: int, seed: int) -> None:
+    """A loop ended by ``--time-limit`` between its looks: its FAIL rate on an unchanged
+    build stays at most alpha, and what it gives up against the whole loop."""
+    print(f'\n== 9b. The loop {LOOKS} ended by a time limit; one gated metric, {nights} '
+          f'nights per cell (alpha {CFG["alpha"]})')
+    print(f'{"noise":<20}{"ratio":>6}{"ended at":>10}{"FAIL":>8}{"PASS":>8}')
+    rng = random.Random(seed)
+    for label, noise in (('lognormal CV 8%', Noise('lognormal', 0.08, rng=rng)),
+                         ('heavy tail CV 8%', Noise('heavy', 0.08, rng=rng))):
+        for ratio in (1.0, 0.90):
+            for stop in (10, 12, 17, LOOKS[-1]):
+                got = [time_limited_night(noise, ratio, stop)[0] for _ in range(nights)]
+                print(f'{label:<20}{ratio:>6.2f}{stop:>10}{got.count("FAIL") / nights:>8.2%}'
+                      f'{got.count("PASS") / nights:>8.1%}', flush=True)
 
 
 # ------------------------------------------------- the first look (issue 25)
@@ -1048,6 +1087,8 @@ def main() -> int:
                          'half of --modes-nights per mode cell')
     ap.add_argument('--only-lost-pair', action='store_true',
                     help='run only section 9 (one pair lost at the cap, issue 25)')
+    ap.add_argument('--only-time-limit', action='store_true',
+                    help='run only section 9b (the loop ended by ci/nightly --time-limit)')
     args = ap.parse_args()
     if args.margin_confidence is not None:
         CFG['margin_confidence'] = args.margin_confidence
@@ -1081,6 +1122,9 @@ def main() -> int:
         return 0
     if args.only_lost_pair:
         section_lost_pair(600 if args.quick else args.table_nights, args.seed)
+        return 0
+    if args.only_time_limit:
+        section_time_limit(600 if args.quick else args.table_nights, args.seed)
         return 0
     if not args.no_table:
         t0 = time.perf_counter()

@@ -92,6 +92,21 @@ def parse_args(parser: ArgParser, argv: Sequence[str] | None):
         return None, EXIT_USAGE
 
 
+def duration_arg(text: str) -> float:
+    """A positive duration in seconds, in ReFrame's ``time_limit`` syntax (its
+    ``Duration``: ``25m``, ``1h30m``, ``1500``), for argparse's ``type``."""
+    # here, not at the top: importing reframe takes 0.3 s that other commands would pay
+    from reframe.utility.typecheck import Duration
+    try:
+        seconds = float(Duration(text))
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f'{text!r} is not a duration (25m, 1h30m, 1500)') \
+            from None
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f'{text!r}: a duration above 0 is needed')
+    return seconds
+
+
 def config_files(chain: str, option: str = '--config') -> list[str]:
     """The files of a ReFrame configuration chain ``FILE[:FILE...]``, absolute.
 

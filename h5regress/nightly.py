@@ -50,6 +50,12 @@ rerun of the same night is never gated again; the previous attempt's ``gate.json
 ``report/`` are removed when an attempt starts, and two attempts cannot share one
 ``--out`` at the same time (a lock; the second is an ERROR).
 
+**Time limit.** ``--time-limit 25m`` fits the attempt (builds included; the bisect
+after a FAIL not) into a slot such as a CI job's timeout, which would otherwise kill
+the night with no verdict: after the first pair, no pair starts that would end, with
+the verdict, beyond it, and the verdict is at the pairs reached, its looks ending
+there (``benchmarks/calibrate.py --only-time-limit``: the loop still keeps alpha).
+
 **Signals.** SIGTERM (what ``timeout`` sends) or SIGINT stops the night: the
 signal is forwarded to the running child (each child, ReFrame included, runs in
 a process group of its own), everything below this process (ReFrame's jobs
@@ -74,19 +80,21 @@ import os
 import shlex
 import shutil
 import sys
+import time
 import traceback
 from pathlib import Path
 
-from h5regress import (atomic, bisectbuild, bisectruns, buildid, coverage, coveragerange,
-                       darshan, gate, history, manifest, report, runlock)
+from h5regress import (atomic, bisectbuild, bisectruns, bisectsearch, buildid, coverage,
+                       coveragerange, darshan, gate, history, manifest, report, runlock)
 from h5regress.bisectsearch import format_text
-from h5regress.cmdline import UsageError, UsageExitParser, config_files, deprecated_alias
+from h5regress.cmdline import (UsageError, UsageExitParser, config_files, deprecated_alias,
+                               duration_arg)
 from h5regress.nightprocs import (Interrupted, _state, handle_signals, log, run,
                                   stop_descendants, uninterrupted)
 from h5regress.nightrun import (NIGHT_SELECTION, tests_regex, SETTINGS, STANDIN_IOR_SELECTION,
                                 STANDIN_IOR_SETVARS, STANDIN_SELECTION, NightRequest, NightResult,
                                 attempt_perflogs, attempt_reports, checks_selection,
-                                choose_builds, install_environment, read_attempt,
+                                choose_builds, install_environment, PairClock, read_attempt,
                                 resolve_commit, run_once, run_pairs, standin_checks,
                                 start_attempt, undecided_selection, undecided_tests,
                                 without_baseline_tests)
@@ -125,11 +133,14 @@ def look_summary(gate_json: Path, pairs: int, every_metric: bool,
 
 
 def looks(args) -> list[int]:
-    """Pair counts at which the loop gates: --pairs, +--more-pairs, ..., --max-pairs."""
-    out = [args.pairs]
-    while out[-1] < args.max_pairs:
-        out.append(min(args.max_pairs, out[-1] + args.more_pairs))
-    return out
+    """Pair counts at which the loop gates: --pairs, +--more-pairs, ..., --max-pairs; once
+    --time-limit has ended the loop, the looks made and the pairs reached, last (that
+    verdict then spends what is left of alpha at those pairs: earlier looks spent no more
+    than the shorter loop lets them count, so the loop keeps its alpha)."""
+    planned = bisectsearch.looks(args.pairs, args.more_pairs, args.max_pairs)
+    if args.stopped_at is None:
+        return planned
+    return [n for n in planned if n < args.stopped_at] + [args.stopped_at]
 
 
 def gate_once(baseline: str, candidate: str, args, final: bool) -> int:
@@ -208,6 +219,9 @@ def _run_options(ap: argparse.ArgumentParser) -> None:
     ap.add_argument('--more-pairs', type=int, default=5,
                     help='pairs added while INCONCLUSIVE (5)')
     ap.add_argument('--max-pairs', type=int, default=20, help='cap of pairs (20)')
+    ap.add_argument('--time-limit', type=duration_arg, metavar='DURATION',
+                    help="the attempt's time, builds included (25m, 1h30m, 1500): no pair "
+                    'starts that would end, with the verdict, beyond it (default: none)')
     ap.add_argument('--alpha', type=float,
                     help="gate's false discovery rate (default: ci/gate.yaml's)")
     ap.add_argument('--margin', type=float,
@@ -355,6 +369,7 @@ def narrow_to_undecided(args: NightRequest) -> bool:
 
 def night(args: NightRequest) -> NightResult:
     """The attempt: builds, pairs, looks, the verdict."""
+    start = time.monotonic()    # --time-limit counts the builds too
     start_attempt(args)
     manifest_path, baseline, candidate = prepare_builds(args)
     if manifest_path != args.out / 'manifest.json':
@@ -365,27 +380,29 @@ def night(args: NightRequest) -> NightResult:
            'H5REGRESS_PERFLOG_DIR': str(attempt_perflogs(args))}
     log(f'night {args.night}, attempt {args.attempt}: baseline {baseline}, candidate '
         f'{candidate}, {args.pairs} pairs (up to {args.max_pairs})')
-    done = args.pairs
-    run_pairs(1, done, baseline, candidate, args, env)
+    clock = PairClock(args.time_limit, start)
+    done = run_pairs(1, args.pairs, baseline, candidate, args, env, clock)
     injected = args.stand_in and args.inject_slowdown
     if injected:    # before any look writes a verdict: an injection that did not happen
         injected_delay(args.out / 'stand-in', args.inject_slowdown)
-    while done < args.max_pairs:
+    while done < args.max_pairs and args.stopped_at is None:
+        look_start = time.monotonic()
         code = gate_once(baseline, candidate, args, final=False)
+        clock.longest_look = max(clock.longest_look, time.monotonic() - look_start)
         if code not in (gate.EXIT_INCONCLUSIVE, gate.EXIT_NO_SLOWDOWN_SEEN):
             break
         more = min(args.more_pairs, args.max_pairs - done)
         if not narrow_to_undecided(args):
             break
-        run_pairs(done + 1, done + more, baseline, candidate, args, env)
-        done += more
+        done = run_pairs(done + 1, done + more, baseline, candidate, args, env, clock)
     if injected:
         log(injected_delay(args.out / 'stand-in', args.inject_slowdown))
     code = final_gate(baseline, candidate, args)
     if args.coverage_map:
         add_coverage(args)
     if code == gate.EXIT_INCONCLUSIVE:
-        log(f'warning: still INCONCLUSIVE after {done} pairs (the cap)')
+        log(f'warning: still INCONCLUSIVE after {done} pairs ('
+            + ('the time limit)' if args.stopped_at is not None else 'the cap)'))
     if code == gate.EXIT_FAIL:
         after_fail(manifest_path, args, env)
     log(f'verdict: exit {code}; artifacts in {args.out}')

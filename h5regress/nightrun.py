@@ -96,6 +96,11 @@ class NightRequest:
     quiet: bool = False
     #: ReFrame's configuration files, later ones on top (RFM_CONFIG_FILES)
     config_files: list[str] = field(default_factory=default_config_files)
+    #: --time-limit: seconds from the attempt's start within which its pairs and verdict
+    #: end (None: no limit; :class:`PairClock`)
+    time_limit: float | None = None
+    #: the pairs at which --time-limit ended the loop (None: it did not)
+    stopped_at: int | None = None
     #: ReFrame's options selecting the checks (None, with --stand-in: chosen once the
     #: builds say whether they have IOR, :func:`standin_checks`)
     select: tuple[str, ...] | None = None
@@ -337,13 +342,59 @@ def run_once(build: str, pair_id: str, args, env: dict, reports: Path | None = N
     return result.returncode
 
 
-def run_pairs(first: int, last: int, baseline: str, candidate: str, args, env) -> None:
+@dataclass
+class PairClock:
+    """A night's --time-limit (``limit`` seconds from ``start``; None: none): whether
+    one more pair, then the verdict, end within it. The next pair is taken to last
+    ``PAIR_SLACK`` times the last pair (the pair after a look runs fewer tests than the
+    one before it, so that estimate errs long); the verdict ``VERDICT_FACTOR`` times the
+    longest look, at least ``VERDICT_MIN_S``: the verdict also writes the report."""
+    limit: float | None
+    start: float = field(default_factory=time.monotonic)
+    last_pair: float = 0.0
+    longest_look: float = 0.0
+
+    #: the first 10 pairs of the A/A night of 2026-11-28 took 184-206 s: a pair lasted
+    #: up to 1.12x the one before it
+    PAIR_SLACK = 1.15
+    #: that night's gate: a look 2.0 s, the verdict with its report 4.0 s
+    VERDICT_FACTOR = 3.0
+    VERDICT_MIN_S = 30.0
+
+    def ends_after(self, pairs: int) -> float:
+        """Seconds from the start at which ``pairs`` more pairs and the verdict end."""
+        verdict = max(self.VERDICT_MIN_S, self.VERDICT_FACTOR * self.longest_look)
+        return time.monotonic() - self.start + pairs * self.PAIR_SLACK * self.last_pair + verdict
+
+    def fits_another_pair(self) -> bool:
+        return self.limit is None or not self.last_pair or self.ends_after(1) <= self.limit
+
+
+def run_pairs(first: int, last: int, baseline: str, candidate: str, args, env,
+              clock: PairClock | None = None) -> int:
+    """Pairs ``first``..``last`` (ABBA); under a ``clock`` only those that end in its
+    time: returns the last pair run (``first - 1``: none), and sets ``args.stopped_at``
+    when the clock stopped the loop."""
     for i in range(first, last + 1):
+        if clock is not None and not clock.fits_another_pair():
+            log(f'time limit: pair {i} would end after {clock.limit:.0f} s from the '
+                f'attempt\'s start (the last pair took {clock.last_pair:.0f} s, '
+                f'{time.monotonic() - clock.start:.0f} s gone): no more pairs')
+            if i - 1 < args.pairs:
+                log(f'warning: that is before the first look at {args.pairs} pairs, and fewer '
+                    f'pairs say less (see the verdict); a time limit of about '
+                    f'{clock.ends_after(args.pairs - i + 1) / 60:.0f} min would reach it')
+            args.stopped_at = i - 1
+            return i - 1
         pair_id = f'{args.attempt}-p{i:02d}'
         order = (baseline, candidate) if i % 2 else (candidate, baseline)
         start, args.pairs_run = time.monotonic(), i
         codes = [run_once(build, pair_id, args, env) for build in order]
         failed = [b for b, c in zip(order, codes) if c]
+        took = time.monotonic() - start
+        if clock is not None:
+            clock.last_pair = took
         log(f'pair {i}/{last}{f" (up to {args.max_pairs})" if last < args.max_pairs else ""}: '
-            f'{order[0]} then {order[1]}, {time.monotonic() - start:.0f} s'
+            f'{order[0]} then {order[1]}, {took:.0f} s'
             + (f'; ReFrame reported failed tests for {", ".join(failed)}' if failed else ''))
+    return last

@@ -528,3 +528,66 @@ def test_the_night_runs_ior_without_its_ungated_read_phase(tmp_path, monkeypatch
     settings = [seen[0][i + 1] for i, word in enumerate(seen[0]) if word == '-S']
     assert settings == ['ior_check.read_phase=false', 'ior_build_check.read_phase=false',
                         'ior_check.read_phase=true']
+
+
+def test_a_time_limit_ends_the_night_in_time_with_a_verdict_at_the_pairs_reached(
+        tmp_path, monkeypatch, capfd):
+    """Issue 25: a night has a slot (a CI job's timeout, an allocation); a night killed
+    by it leaves no verdict, whatever its pairs had shown. --time-limit stops starting
+    pairs that would end, with the verdict, beyond it, and the verdict's looks end at the
+    pairs reached so that it spends what is left of alpha there. Time is simulated: a
+    side takes 60 s. Fails on the old code: yes (no --time-limit: usage error)."""
+    from h5regress import nightly as nightly_mod
+    now = {'t': 1000.0}
+    monkeypatch.setattr(nightrun.time, 'monotonic', lambda: now['t'])
+    monkeypatch.setattr(nightly_mod, 'prepare_builds',
+                        lambda args: (tmp_path / 'manifest.json', 'hdf5-a', 'hdf5-b'))
+    (tmp_path / 'manifest.json').write_text('{}')
+    ran, calls = [], []
+
+    def run_once(build, pair_id, args, env):
+        now['t'] += 60.0
+        ran.append(int(pair_id.rsplit('-p', 1)[1]))
+        return 0
+
+    def gate_once(baseline, candidate, args, final):
+        calls.append((final, nightly_mod.looks(args), args.pairs_run))
+        (args.out / 'gate.json').write_text(json.dumps({'metrics': [
+            {'role': 'gated', 'test': 'h5paths_check%benchmark=noisy',
+             'verdict': 'INCONCLUSIVE'}]}))
+        return gate.EXIT_INCONCLUSIVE
+
+    monkeypatch.setattr(nightrun, 'run_once', run_once)
+    monkeypatch.setattr(nightly_mod, 'gate_once', gate_once)
+    argv = ['--stand-in', '--checks', '^h5paths_check', '--quiet', '--night', '2026-11-28']
+    code = nightly_mod.main(argv + ['--time-limit', '25m', '--out', str(tmp_path / 'a')])
+    assert code == gate.EXIT_INCONCLUSIVE
+    # pair i starts at 120 (i - 1) s and needs 1.15 x 120 s, then 30 s for the verdict:
+    # pair 12 ends at 1440 s, pair 13 would end past 1500 s
+    assert sorted(set(ran)) == list(range(1, 13)) and now['t'] - 1000.0 == 12 * 120
+    assert calls == [(False, [10, 15, 20], 10), (True, [10, 12], 12)]
+    err = capfd.readouterr().err
+    assert 'time limit: pair 13 would end after 1500 s' in err
+    assert 'still INCONCLUSIVE after 12 pairs (the time limit)' in err
+    # a limit short of the first look: the verdict at the pairs reached, and the time
+    # that would reach the look (7 x 120 s gone, 3 pairs of 1.15 x 120 s, 30 s: 21 min)
+    ran.clear(), calls.clear()
+    assert nightly_mod.main(argv + ['--time-limit', '15m', '--out', str(tmp_path / 'c')]) \
+        == gate.EXIT_INCONCLUSIVE
+    assert sorted(set(ran)) == list(range(1, 8)) and calls == [(True, [7], 7)]
+    assert 'before the first look at 10 pairs, and fewer pairs say less (see the verdict); ' \
+        'a time limit of about 21 min would reach it' in capfd.readouterr().err
+    # no limit: the loop's looks, to the cap
+    ran.clear(), calls.clear()
+    assert nightly_mod.main(argv + ['--out', str(tmp_path / 'b')]) == gate.EXIT_INCONCLUSIVE
+    assert sorted(set(ran)) == list(range(1, 21))
+    assert [c[1:] for c in calls] == [([10, 15, 20], 10), ([10, 15, 20], 15),
+                                      ([10, 15, 20], 20)]
+
+
+@pytest.mark.parametrize('value', ['soon', '0', '-5m'])
+def test_a_time_limit_that_is_not_a_duration_is_a_usage_error(value, capsys):
+    from h5regress import nightly as nightly_mod
+    with pytest.raises(SystemExit) as stop:
+        nightly_mod.parse_args(['--stand-in', '--time-limit', value])
+    assert stop.value.code == 64 and '--time-limit' in capsys.readouterr().err
