@@ -204,7 +204,9 @@ def test_the_stand_in_night_gates_the_quiet_ior_row_and_its_canary():
 #: the night's rows as ci/nightly selected them before the tags (a regex of lookaheads),
 #: with the h5paths rows added to the night since (strided-chunks, flush-datasets, append,
 #: ..., the chunk cache)
-OLD_NIGHT = (r'^(ior_check|flashio_check|h5paths_check(?=.*%benchmark=('
+# FLASH-IO's independent rows left the night 2026-11-28 (reframe/checks/flashio.py)
+OLD_NIGHT = (r'^(ior_check|flashio_check(?=.*%benchmark=[^%]*-collective(%|$))|'
+             r'h5paths_check(?=.*%benchmark=('
              r'(compound|convert)-[^%]*-collective-[^%]*-warm|'
              r'(many-datasets|attributes|open-close|flush-datasets|storage-kinds|vlen-strings)'
              r'-hdf5-collective-contiguous-earliest|(strided-chunks|append|point-selections|'
