@@ -18,6 +18,11 @@ Sides:
   ``--shim-symbol`` the delayed HDF5 function, default ``H5T_convert``), each call
   delayed by ``--shim-fraction`` of its own time: a planted regression on one path.
 
+``--pairing sides`` runs every row on one side, then every row on the other, as
+``ci/nightly`` does (a pair's two runs of a row are a whole side apart); ``--pairing
+both`` runs both designs pair by pair, alternating which goes first, and prints a table
+row per row and design: whether the time between a pair's runs carries the noise.
+
 Printed per row: the gated phase's median time (s) on side A, the SD of the pair
 log-ratios ln(B/A), the measured ratio B/A (geometric mean of the pairs), the gate's
 verdict on those pairs (:func:`h5regress.stats.signed_rank` and
@@ -127,6 +132,33 @@ def one_run(args, exe: str, opts: list[str], scratch: Path, preload: dict[str, s
     return {'error': 'no gated or canary metric in the run (ci/gate.yaml rules)'}
 
 
+def run_pair(args, pair: int, design: str, rows, checks, sides, workdir: Path, out) -> None:
+    """Pair ``pair`` of every row: ``rows``, each row's A and B back to back (seconds
+    apart); ``sides``, every row on one side, then every row on the other, as
+    ``ci/nightly`` pairs its sides (a pair's two runs of a row a side's time apart)."""
+    a, b, preload_b, label_b = sides
+    order = [('A', a, {}), ('B', b, preload_b)]
+    order = order if pair % 2 == 0 else order[::-1]
+    runs = ([(row, side) for row in rows for side in order] if design == 'rows' else
+            [(row, side) for side in order for row in rows])
+    for row, (side, exe, preload) in runs:
+        name = checks.row_name(row)
+        params = checks.row_params(row, size_factor=args.size_factor,
+                                   chunk_elements=args.chunk_elements,
+                                   iterations=args.iterations)
+        t0 = time.time()
+        res = one_run(args, exe, checks.row_options(params), workdir, preload)
+        res.update(row=name, pair=pair, side=side, wall=time.time() - t0,
+                   load=os.getloadavg()[0], label_b=label_b, design=design)
+        if out:
+            out.write(json.dumps(res) + '\n')
+            out.flush()
+        if 'error' in res:
+            print(f'{name} pair {pair} {side}: {res["error"]}', flush=True)
+    print(f'pair {pair} ({design}) done (load {os.getloadavg()[0]:.2f})', file=sys.stderr,
+          flush=True)
+
+
 def measure(args) -> None:
     checks = load_check_module()
     a = kernel(args.binary, args.build)
@@ -144,27 +176,13 @@ def measure(args) -> None:
     print(f'# A: {a}\n# B: {b}{" under " + label_b if args.shim else ""}\n'
           f'# {len(rows)} row(s) x {args.pairs} pair(s), {args.ranks} ranks; '
           f'load before: {os.getloadavg()}', flush=True)
+    designs = {'rows': ['rows'], 'sides': ['sides'], 'both': ['rows', 'sides']}[args.pairing]
     try:
         for pair in range(args.pairs):
-            for row in rows:
-                name = checks.row_name(row)
-                params = checks.row_params(row, size_factor=args.size_factor,
-                                           chunk_elements=args.chunk_elements,
-                                           iterations=args.iterations)
-                opts = checks.row_options(params)
-                order = [('A', a, {}), ('B', b, preload_b)]
-                for side, exe, preload in (order if pair % 2 == 0 else order[::-1]):
-                    t0 = time.time()
-                    res = one_run(args, exe, opts, workdir, preload)
-                    res.update(row=name, pair=pair, side=side, wall=time.time() - t0,
-                               load=os.getloadavg()[0], label_b=label_b)
-                    if out:
-                        out.write(json.dumps(res) + '\n')
-                        out.flush()
-                    if 'error' in res:
-                        print(f'{name} pair {pair} {side}: {res["error"]}', flush=True)
-                print(f'pair {pair} {name} done (load {os.getloadavg()[0]:.2f})',
-                      file=sys.stderr, flush=True)
+            # --pairing both: the designs alternate which goes first, pair by pair
+            for design in (designs if pair % 2 == 0 else designs[::-1]):
+                run_pair(args, pair, design, rows, checks, (a, b, preload_b, label_b),
+                         workdir, out)
     finally:
         if out:
             out.close()
@@ -196,9 +214,12 @@ def pairs_to_fail(d: list[float], reps: int, slow: float = 0.10, power: float = 
 
 def summary(path: str, reps: int = 300) -> None:
     runs = [json.loads(line) for line in open(path) if line.strip()]
+    both = len({r.get('design') for r in runs}) > 1
     by_row: dict[str, dict[int, dict[str, dict]]] = {}
     for r in runs:
-        by_row.setdefault(r['row'], {}).setdefault(r['pair'], {})[r['side']] = r
+        # runs of --pairing both: one table row per row and design
+        name = r['row'] + (f' [{r["design"]}]' if r.get('design') and both else '')
+        by_row.setdefault(name, {}).setdefault(r['pair'], {})[r['side']] = r
     loads = [r['load'] for r in runs if 'load' in r]
     print(f'\n{len(runs)} runs from {path}; 1-min load during the runs: '
           f'{min(loads):.2f}..{max(loads):.2f} (median {stats.median(loads):.2f})'
@@ -273,6 +294,10 @@ def main() -> int:
     ap.add_argument('--shim-fraction', type=float, default=1.0)
     ap.add_argument('--rows', default='.', help='regex over the rows\' names')
     ap.add_argument('--pairs', type=int, default=5)
+    ap.add_argument('--pairing', choices=('rows', 'sides', 'both'), default='rows',
+                    help="rows: each row's A and B back to back (default); sides: every row "
+                    "on A, then every row on B, as ci/nightly pairs; both: the two, "
+                    "alternating, in one run")
     ap.add_argument('--ranks', type=int, default=2)
     ap.add_argument('--iterations', type=int, default=3)
     ap.add_argument('--chunk-elements', type=int, default=65536)
