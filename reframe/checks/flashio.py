@@ -130,11 +130,9 @@ class flashio_base(KernelBenchmark):
 
 
 #: the rows of the night (``-t nightly``): collective, through HDF5 and its MPI-IO canary.
-#: The independent rows left it on 2026-11-28: on the night's coverage map they execute no
-#: HDF5 function that another night row does not; their checkpoint was the night's
-#: noisiest metric on every A/A night measured (pair log-ratio SD 0.15-0.34, 42 to over 60
-#: pairs for 10 % at 80 % power; kernels/h5paths/README.md), and undecided, it ran all 20
-#: pairs: 4.8 s a side, with its canary's 4.0 s for 10 pairs, 272 s of a night.
+#: The independent rows left it on 2026-11-28: they execute no HDF5 function that another
+#: night row does not (the night's coverage map), and their checkpoint, the night's
+#: noisiest metric, stayed undecided through every pair (README, "The nightly gate").
 NIGHT_ROWS = (('hdf5', 'collective'), ('mpiio', 'collective'))
 
 
