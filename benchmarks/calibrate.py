@@ -321,20 +321,25 @@ def _planned_look_level(n, looks, alpha, rho=stats.SPENDING_RHO, pairs_run=None)
     return levels[max([0] + [i for i, planned in enumerate(looks) if n >= planned])]
 
 
-def lost_pair_night(noise: Noise, ratio: float, lost_at_cap: int) -> tuple[str, int]:
-    """The loop 10/15/20 of one metric whose last look has ``lost_at_cap`` pairs fewer
-    than the cap (failed runs), judged by ``compare_pairs`` and ``decide`` with the
-    pairs the loop has run."""
+def loop_night(noise: Noise, ratio: float, lost_at_cap: int = 0,
+               stop: int | None = None) -> tuple[str, int]:
+    """The loop 10/15/20 of one metric, judged by ``compare_pairs`` and ``decide`` with
+    the pairs the loop has run: its last look with ``lost_at_cap`` pairs fewer than the
+    loop ran (failed runs); or, ``stop``, ended there by ``ci/nightly --time-limit``: the
+    looks before it at their planned levels, the verdict at ``stop`` with the looks
+    ``ci/nightly`` then gives the gate (those made, then ``stop``)."""
+    ended = LOOKS if stop is None else [k for k in LOOKS if k < stop] + [stop]
     base: list[float] = []
     cand: list[float] = []
-    for k in LOOKS:
-        final = k == LOOKS[-1]
+    for k in ended:
+        final = k == ended[-1]
         while len(base) < k - (lost_at_cap if final else 0):
             a, b = noise.pair()
             base.append(a)
             cand.append(b * ratio)
         comp, _ = gate.compare_pairs(base, cand, True, CFG, None)
-        verdict, _ = gate.decide(comp, comp.p_worse, CFG, LOOKS, pairs_run=k)
+        verdict, _ = gate.decide(comp, comp.p_worse, CFG, ended if final else LOOKS,
+                                 pairs_run=k)
         if verdict != 'INCONCLUSIVE':
             break
     return verdict, len(base)
@@ -359,32 +364,12 @@ def section_lost_pair(nights: int, seed: int) -> None:
                         continue                     # the same levels without a lost pair
                     saved, stats.look_level = stats.look_level, fn
                     try:
-                        got = [lost_pair_night(noise, ratio, lost)[0] for _ in range(nights)]
+                        got = [loop_night(noise, ratio, lost)[0] for _ in range(nights)]
                     finally:
                         stats.look_level = saved
                     print(f'{label:<20}{ratio:>6.2f}{LOOKS[-1] - lost:>14}{rule:>18}'
                           f'{got.count("FAIL") / nights:>8.2%}'
                           f'{got.count("PASS") / nights:>8.1%}', flush=True)
-
-
-def time_limited_night(noise: Noise, ratio: float, stop: int) -> tuple[str, int]:
-    """The loop 10/15/20 of one metric that ``ci/nightly --time-limit`` ends at ``stop``
-    pairs: the looks before it at their planned levels, the verdict at ``stop`` with the
-    looks ``ci/nightly`` then gives the gate (those made, then ``stop``)."""
-    ended = [k for k in LOOKS if k < stop] + [stop]
-    base: list[float] = []
-    cand: list[float] = []
-    for k in ended:
-        while len(base) < k:
-            a, b = noise.pair()
-            base.append(a)
-            cand.append(b * ratio)
-        comp, _ = gate.compare_pairs(base, cand, True, CFG, None)
-        verdict, _ = gate.decide(comp, comp.p_worse, CFG, ended if k == stop else LOOKS,
-                                 pairs_run=k)
-        if verdict != 'INCONCLUSIVE':
-            break
-    return verdict, len(base)
 
 
 def section_time_limit(nights: int, seed: int) -> None:
@@ -398,7 +383,7 @@ def section_time_limit(nights: int, seed: int) -> None:
                          ('heavy tail CV 8%', Noise('heavy', 0.08, rng=rng))):
         for ratio in (1.0, 0.90):
             for stop in (10, 12, 17, LOOKS[-1]):
-                got = [time_limited_night(noise, ratio, stop)[0] for _ in range(nights)]
+                got = [loop_night(noise, ratio, stop=stop)[0] for _ in range(nights)]
                 print(f'{label:<20}{ratio:>6.2f}{stop:>10}{got.count("FAIL") / nights:>8.2%}'
                       f'{got.count("PASS") / nights:>8.1%}', flush=True)
 
