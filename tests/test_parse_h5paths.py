@@ -205,6 +205,30 @@ def test_a_row_through_a_vol_connector_names_it_and_is_keyed_by_it():
             vol_connector='unknown: no file could be made to ask')))
 
 
+def test_a_row_through_a_file_driver_names_it_and_is_keyed_by_it():
+    """HDF5_DRIVER asked the kernel's h5r_vector plugin (kernel 1.10.0, HDF5 1.14.1): the
+    kernel names the driver its serial files went through, measured (H5FDopen of a probe
+    file), a parameter of the record off sec2. On HDF5 1.10.8 HDF5_DRIVER=stdio left the
+    files on sec2: a failure, not a sec2 sample labelled stdio. A driver HDF5 cannot load
+    stops the library at its start: no summary. Fails on the old parser: yes (it took
+    any run whose summary said sec2, and knew no other driver)."""
+    run, = h5paths.parse(case_files('strided-contiguous-vfd-vector-1.14-ok'))
+    assert run.params['serial_driver'] == 'h5r_vector'
+    assert run.params['path'] == 'strided-contiguous'
+    assert run.provenance['serial_driver_asked'] == 'h5r_vector'
+    assert {(m.operation, m.metric) for m in run.measurements} >= {('write', 'bw'), ('read', 'bw')}
+    sec2, = h5paths.parse(case_files('open-close-serial-ok'))
+    assert 'serial_driver' not in sec2.params
+    with pytest.raises(RunFailed, match=re.escape(
+            "file driver 'stdio' asked (HDF5_DRIVER), the files went through 'sec2'")):
+        h5paths.parse(case_files('open-close-serial-vfd-stdio-1.10-ignored'))
+    with pytest.raises((RunFailed, ParseError)):
+        h5paths.parse(case_files('open-close-serial-vfd-unknown-1.14-exit1'))
+    with pytest.raises(RunFailed, match='summary names no serial driver'):
+        h5paths.parse(edited('strided-contiguous-vfd-vector-1.14-ok', lambda d: d.update(
+            serial_driver='unknown: no file could be made')))
+
+
 @pytest.mark.parametrize('edit, words', [
     (lambda d: d['iterations'][1]['phases'][0]['mpi_file_calls'].update(
         write_independent=[3, 0]), 'create: 3 independent MPI-IO writes (rank 0 3)'),

@@ -127,6 +127,21 @@ def test_the_async_rows_ran_through_the_connector_of_every_build(real_run):
 
 
 @pytest.mark.beside
+def test_the_file_driver_row_ran_through_the_plugin_of_every_build(real_run):
+    """The h5paths row with a file driver (``Row.vfd``) ran on every build through the
+    kernel's h5r_vector plugin, which the kernel names after opening a file through it:
+    its records carry the driver, the other serial rows' do not (sec2)."""
+    builds, _, records, _ = real_run
+    through = {r.hdf5_build for r in records if r.tool == 'h5paths'
+               and r.params.get('serial_driver') == 'h5r_vector'
+               and r.params['path'] == 'strided-contiguous'}
+    assert through == set(builds), through
+    assert {r.params.get('serial_driver') for r in records if r.tool == 'h5paths'
+            and r.params.get('transfer') == 'serial'
+            and r.params['path'] != 'strided-contiguous'} == {None}
+
+
+@pytest.mark.beside
 def test_records_name_the_spack_build_they_ran(real_run):
     builds, _, records, _ = real_run
     for r in records:

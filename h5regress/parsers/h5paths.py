@@ -24,7 +24,7 @@ than ``HDF5_VOL_CONNECTOR`` asked (or one the kernel could not name), a stdout
 without ``h5paths: finished OK``, fewer iterations than asked, an iteration without
 a phase of its path, a phase that moved other than the bytes asked (elements x
 ranks x bytes per element of the path, x ``read_repeats`` for the read of a warm
-compound-*/convert-* row), or a metadata phase that touched fewer objects than
+compound-*/convert-*/strided-contiguous row), or a metadata phase that touched fewer objects than
 asked.
 
 A path the HDF5 build cannot run (``multi-dataset`` before 1.14) is not a failure:
@@ -216,13 +216,19 @@ def _check_vol_connector(path: str, d: Mapping[str, Any]) -> None:
 
 
 def _check_serial(path: str, d: Mapping[str, Any]) -> None:
-    """A ``--transfer serial`` run (a file per rank, sec2) is one only if the kernel says
-    it used sec2 and, where it counted them, made no MPI-IO call."""
+    """A ``--transfer serial`` run (a file per rank) is one only if the kernel names the
+    file driver its files went through, the one ``HDF5_DRIVER`` asked for (its first
+    word; sec2 when unset; measured since kernel 1.10.0), and, where it counted them,
+    made no MPI-IO call."""
     if (d.get('params') or {}).get('transfer') != 'serial':
         return
-    if d.get('serial_driver') != 'sec2':
+    used, asked = d.get('serial_driver'), (d.get('serial_driver_asked') or 'sec2').split()[0]
+    if not used or used.startswith('unknown'):
         raise RunFailed(f'h5paths: {path}: --transfer serial asked, the summary names no '
-                        f'serial driver (serial_driver {d.get("serial_driver")!r})')
+                        f'serial driver (serial_driver {used!r})')
+    if used != asked:
+        raise RunFailed(f'h5paths: {path}: file driver {asked!r} asked (HDF5_DRIVER), the '
+                        f'files went through {used!r}')
     made = sum(sum(calls) for it in d.get('iterations') or () for ph in it.get('phases') or ()
                for calls in (ph.get('mpi_file_calls') or {}).values())
     if made:
@@ -241,6 +247,9 @@ def _from_json(path: str, d: dict[str, Any]) -> ParsedRun:
         if d.get('vol_connector', 'native') != 'native':
             # a parameter only off the native format: every native row keeps its key
             params['vol_connector'] = d['vol_connector']
+        if d.get('serial_driver', 'sec2') != 'sec2':
+            # likewise: a parameter only off sec2
+            params['serial_driver'] = d['serial_driver']
         phases = PHASES.get(name)
         if phases is None:
             raise ParseError(f'h5paths: {path}: unknown path {name!r} (known: '
@@ -292,7 +301,8 @@ def _provenance(d: Mapping[str, Any]) -> dict[str, Any]:
     """What the kernel says of the run's software, files and read cache."""
     prov = {k: d[k] for k in ('kernel_version', 'hdf5_version', 'hdf5_version_source',
                               'hdf5_library', 'hdf5_library_source', 'read_cache',
-                              'vol_connector', 'vol_connector_asked') if k in d}
+                              'vol_connector', 'vol_connector_asked', 'serial_driver',
+                              'serial_driver_asked') if k in d}
     prov['files'] = [{'name': PurePosixPath(f['name']).name, 'bytes': int(f['bytes'])}
                      for f in d.get('files') or []]
     prov['read_cache_check'] = d.get('read_cache_check')

@@ -73,6 +73,7 @@ PATHS: dict[str, Path] = {
     'storage-kinds': Path(_DATA, 1024, 2000, work='objects'),
     'vlen-strings': Path(_DATA, 65536),
     'chunk-cache': Path(_DATA, 850, chunk_elements=10000),
+    'strided-contiguous': Path(_DATA, 262144, warm_read_repeats=16),
 }
 
 #: datasets a data phase moves ``elements`` records of, per object: every object of the
@@ -115,13 +116,18 @@ class Row(NamedTuple):
     #: a row of the default night (ReFrame tag ``nightly``): the paths where real
     #: regressions were, read warm so the conversion is not buried under the disk
     nightly: bool = False
+    #: the file driver of a serial row (``HDF5_DRIVER``): ``''`` for HDF5's default
+    #: (sec2), or a driver's name, e.g. ``h5r_vector``, the kernel's plugin with vector
+    #: callbacks (``kernels/h5paths/vfd``)
+    vfd: str = ''
 
     def name(self) -> str:
         """``compound-subset-hdf5-collective-contiguous-earliest`` (+ ``-mwb``, ``-cmd``
         where the row sets them, ``-warm`` for warm reads, ``-efc0`` without the external
-        file cache): the reference files' ``case``."""
+        file cache, ``-vfd-NAME`` through a file driver): the reference files' ``case``."""
         return '-'.join([self.path, self.api, self.transfer, self.layout] +
                         (['mwb'] if self.modify_write_buf else []) +
                         (['cmd'] if self.coll_metadata else []) + [self.libver] +
                         (['warm'] if self.read_cache == 'keep' else []) +
-                        ([] if self.efc_cache else ['efc0']))
+                        ([] if self.efc_cache else ['efc0']) +
+                        ([f'vfd-{self.vfd}'] if self.vfd else []))

@@ -17,6 +17,14 @@ void json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
+void json_string_or_null(FILE *f, const char *s)
+{
+    if (s)
+        json_string(f, s);
+    else
+        fputs("null", f);
+}
+
 void json_strings(FILE *f, char *const *s, int n)
 {
     for (int i = 0; i < n; i++) {

@@ -13,6 +13,8 @@
 
 /* s as a JSON string, quotes included ("" for NULL) */
 void json_string(FILE *f, const char *s);
+/* s as a JSON string, or null for NULL (a variable that was not set) */
+void json_string_or_null(FILE *f, const char *s);
 /* n strings as the items of a JSON array, ", " between them (no brackets) */
 void json_strings(FILE *f, char *const *s, int n);
 /* MPI's text for the error code rc, or "MPI error code <rc>" */

@@ -40,6 +40,10 @@ from h5regress.parsers import h5paths
 from h5regress.parsers.h5paths_table import DATA_PHASES, PATHS, Row
 
 SUMMARY = 'h5paths.json'
+#: the kernel's file driver plugin with vector callbacks, and where it is installed
+#: under the kernel's prefix (kernels/h5paths/CMakeLists.txt)
+VECTOR_VFD = 'h5r_vector'
+VECTOR_VFD_DIR = os.path.join('lib', 'h5paths', 'vfd')
 
 
 #: The rows, one line each: the fields a row does not name keep :class:`Row`'s defaults
@@ -133,6 +137,11 @@ ROWS = [
     Row('compound-subset', transfer='serial', read_cache='keep'),
     Row('compound-superset', transfer='serial', read_cache='keep'),
     Row('convert-float-double', transfer='serial', read_cache='keep'),
+    # a strided write and read of a contiguous dataset through a file driver with vector
+    # callbacks (the kernel's h5r_vector plugin, a site driver's stand-in): from HDF5
+    # 3236fb79 on such a driver gets a vector of one entry per element instead of the
+    # data sieve (regressions/vector-vfd-bypasses-sieve-clio-980.yaml)
+    Row('strided-contiguous', transfer='serial', read_cache='keep', vfd=VECTOR_VFD),
 ]
 
 
@@ -162,6 +171,8 @@ def row_params(row, *, size_factor=1.0, chunk_elements, iterations):
               'size_factor': size_factor, 'iterations': iterations,
               'read_cache': row.read_cache,
               'read_repeats': path.warm_read_repeats if row.read_cache == 'keep' else 1}
+    if row.vfd:
+        params['vfd'] = row.vfd
     if row.path == 'efc':
         # H5Pset_elink_file_cache_size: room for every linked file, or no cache
         params['efc_size'] = size['objects'] if row.efc_cache else 0
@@ -263,6 +274,23 @@ class h5paths_base(KernelBenchmark):
     def ask_for_the_vol_connector(self):
         if self.vol_connector:
             self.env_vars['HDF5_VOL_CONNECTOR'] = shell_word(self.vol_connector)
+
+    @run_before('run')
+    def ask_for_the_file_driver(self):
+        """A row's file driver through HDF5's own ``HDF5_DRIVER``; the kernel's plugin
+        from its install prefix (a build without it, HDF5 before 1.13.2 or a kernel
+        before 1.10.0, skips the row)."""
+        vfd = Row(*self.benchmark).vfd
+        if not vfd:
+            return
+        self.env_vars['HDF5_DRIVER'] = vfd
+        if vfd == VECTOR_VFD:
+            plugins = os.path.join(os.path.dirname(os.path.dirname(self.executable)),
+                                   VECTOR_VFD_DIR)
+            self.skip_if(not os.path.isfile(os.path.join(plugins, f'lib{vfd}.so')),
+                         f'the kernel at {self.executable} has no {vfd} plugin in '
+                         f'{VECTOR_VFD_DIR} (HDF5 before 1.13.2, or a kernel before 1.10.0)')
+            self.env_vars['HDF5_PLUGIN_PATH'] = shell_word(plugins)
 
     @run_before('sanity')
     def skip_what_the_build_cannot_run(self):

@@ -45,7 +45,7 @@ static int prepare(run_t *r)
         return -1;
     file_name = names[g_rank];
     snprintf(r->extra_json, sizeof r->extra_json,
-             "\"serial_driver\": \"sec2\", \"chunk_cache\": {\"columns\": %d, "
+             "\"chunk_cache\": {\"columns\": %d, "
              "\"chunk\": [%llu, %d], \"slots\": %d, \"bytes\": %d}",
              COLS, (unsigned long long)chunk_rows, CHUNK, SLOTS, CACHE_BYTES);
     return 0;

@@ -28,8 +28,10 @@
  * flush-datasets, append; 1.5.0: point-selections, multi-chunk, storage-kinds, vlen-strings;
  * 1.6.0: each phase's MPI-IO calls counted (mpi_file_calls); 1.7.0: --transfer serial of
  * the metadata paths, chunk-cache; 1.8.0: --transfer serial of the compound and convert
- * paths; 1.9.0: the VOL connector the files went through (vol_connector) */
-#define H5PATHS_VERSION "1.9.0"
+ * paths; 1.9.0: the VOL connector the files went through (vol_connector); 1.10.0: the
+ * serial rows' file driver measured, not assumed (serial_driver, HDF5_DRIVER),
+ * strided-contiguous, and the h5r_vector driver plugin (vfd/vector_vfd.c) */
+#define H5PATHS_VERSION "1.10.0"
 /* the headers' version (H5_VERS_STR is newer than 1.10) */
 #define H5PATHS_STR2(x) #x
 #define H5PATHS_STR(x) H5PATHS_STR2(x)

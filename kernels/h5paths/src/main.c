@@ -11,6 +11,10 @@
 #include "h5paths.h"
 #include "kernel_common.h"
 
+#if H5_VERSION_GE(1, 13, 0)
+#include <H5FDdevelop.h>   /* H5FDopen and H5FD_t moved here from H5FDpublic.h */
+#endif
+
 #include <dlfcn.h>
 
 #include <errno.h>
@@ -257,6 +261,9 @@ typedef struct {
     char mpi_version[256];
     char vol_connector[128]; /* the connector of a file made as every path makes them */
     const char *vol_asked;   /* $HDF5_VOL_CONNECTOR, or NULL */
+    char serial_driver[64];  /* --transfer serial: the file driver of a file made as the
+                                serial paths make them; "" otherwise */
+    const char *driver_asked; /* $HDF5_DRIVER, or NULL */
     long long *file_bytes;   /* [nfiles], -1 if absent */
     int ok;
     int argc;
@@ -325,10 +332,13 @@ static int write_json(const run_t *r, const summary_t *s, long total_errors)
                "  \"vol_connector\": ");
     json_string(f, s->vol_connector);
     fprintf(f, ", \"vol_connector_asked\": ");
-    if (s->vol_asked)
-        json_string(f, s->vol_asked);
-    else
-        fputs("null", f);
+    json_string_or_null(f, s->vol_asked);
+    if (s->serial_driver[0]) {
+        fprintf(f, ", \"serial_driver\": ");
+        json_string(f, s->serial_driver);
+        fprintf(f, ", \"serial_driver_asked\": ");
+        json_string_or_null(f, s->driver_asked);
+    }
     fprintf(f, ",\n"
                "  \"mpi_library_version\": ");
     json_string(f, s->mpi_version);
@@ -396,6 +406,9 @@ static void print_header(const run_t *r, const summary_t *s)
            H5PATHS_HEADER_VERSION, first, g_size);
     printf("VOL connector: %s (HDF5_VOL_CONNECTOR %s)\n", s->vol_connector,
            s->vol_asked ? s->vol_asked : "unset");
+    if (s->serial_driver[0])
+        printf("file driver: %s (HDF5_DRIVER %s)\n", s->serial_driver,
+               s->driver_asked ? s->driver_asked : "unset");
     printf("path: %s  api: %s  transfer: %s  layout: %s (chunk %lld)  libver: %s  "
            "coll-metadata: %s  modify-write-buf: %s%s\n", o->path,
            o->api == API_MPIIO ? "mpiio" : "hdf5", transfer_name(o),
@@ -500,6 +513,40 @@ static int vol_connector(summary_t *s)
     return mixed;
 }
 
+/* The file driver of a serial row's files: the kernel sets none (make_serial_fapl), so
+ * it is the default HDF5 took from $HDF5_DRIVER (a site's driver, a plugin through
+ * HDF5_PLUGIN_PATH), or sec2. Asked of the driver itself: each rank opens a probe file
+ * PREFIXdriver-probe-rNNNN through it (H5FDopen, removed at once) and reads the class's
+ * name. A row labelled with a driver its files did not go through must not be recorded:
+ * the parser fails a run whose driver is not the one asked. */
+static int serial_driver(summary_t *s, const options_t *o)
+{
+    char tail[48], probe[4096];
+    hid_t fapl = -1;
+    H5FD_t *f = NULL;
+    s->driver_asked = getenv("HDF5_DRIVER");
+    if (!o->serial)
+        return 0;
+    snprintf(tail, sizeof tail, "driver-probe-r%04d", g_rank);
+    path_join(probe, sizeof probe, o->prefix, tail);
+    if ((fapl = make_serial_fapl(o)) >= 0 &&
+        (f = H5FDopen(probe, H5F_ACC_RDWR | H5F_ACC_CREAT | H5F_ACC_TRUNC, fapl,
+                      HADDR_UNDEF)) != NULL)
+        snprintf(s->serial_driver, sizeof s->serial_driver, "%s",
+                 f->cls && f->cls->name ? f->cls->name : "unknown: the driver has no name");
+    else
+        h5p_error("the file driver of %s could not open it (HDF5_DRIVER %s)", probe,
+                  s->driver_asked ? s->driver_asked : "unset");
+    if (f && H5FDclose(f) < 0)
+        h5p_error("H5FDclose of %s failed", probe);
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    unlink(probe);
+    if (!s->serial_driver[0])
+        snprintf(s->serial_driver, sizeof s->serial_driver, "unknown: no file could be made");
+    return any_errors();
+}
+
 static void node_leader(void)
 {
     MPI_Comm node;
@@ -524,10 +571,11 @@ static int settle_options(options_t *o, const path_t *p)
     /* a second read of an evicted file would be warm; the other paths' reads are no
      * single dataset read */
     if (o->read_repeats > 1 && (!o->keep_cache || (strcmp(p->family, "compound") &&
-                                                   strcmp(p->family, "convert")))) {
+                                                   strcmp(p->family, "convert") &&
+                                                   strcmp(p->name, "strided-contiguous")))) {
         if (g_rank == 0)
             fprintf(stderr, "h5paths: ERROR usage: --read-repeats %d needs --read-cache keep "
-                            "and a compound-* or convert-* path (not %s%s)\n",
+                            "and a compound-*, convert-* or strided-contiguous path (not %s%s)\n",
                     o->read_repeats, p->name, o->keep_cache ? "" : " with evicted reads");
         return 2;
     }
@@ -622,7 +670,7 @@ int main(int argc, char **argv)
     }
     node_leader();
     versions(&s);
-    if (vol_connector(&s)) {
+    if (vol_connector(&s) || serial_driver(&s, &o)) {
         MPI_Finalize();
         return 1;
     }

@@ -46,7 +46,6 @@ static int prepare(run_t *r)
             return -1;
         nnames = g_size;
         snprintf(file_name, sizeof file_name, "%s", names[g_rank]);
-        snprintf(r->extra_json, sizeof r->extra_json, "\"serial_driver\": \"sec2\"");
         return 0;
     }
     path_join(file_name, sizeof file_name, o->prefix, o->path);

@@ -78,7 +78,8 @@ fail:
 static int multi_chunk_dxpl(hid_t dxpl)
 {
     H5DO(H5Pset_dxpl_mpio_chunk_opt(dxpl, H5FD_MPIO_CHUNK_MULTI_IO));
-#if H5_VERSION_GE(1, 14, 1)   /* H5Pset_selection_io */
+#ifdef H5PATHS_HAVE_SELECTION_IO   /* before it (3236fb79), selection I/O was off unless
+                                    * the environment's HDF5_USE_SELECTION_IO said so */
     H5DO(H5Pset_selection_io(dxpl, H5D_SELECTION_IO_MODE_OFF));
 #endif
     return 0;

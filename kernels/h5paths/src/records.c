@@ -290,7 +290,6 @@ int data_prepare(run_t *r, data_plan_t *p)
         if (!(p->rank_names = rank_file_names(r, o->path)))
             return -1;
         snprintf(p->file_name, sizeof p->file_name, "%s", p->rank_names[g_rank]);
-        snprintf(r->extra_json, sizeof r->extra_json, "\"serial_driver\": \"sec2\"");
     } else {
         if (!p->sel.total)
             contiguous_selection(&p->sel, o->elements);

@@ -17,7 +17,15 @@
  * --elements variable-length sequences of 0-7 ints.  Phases: write (file
  * create, both written, close, fsync), read (open, H5Dvlen_get_buf_size of
  * both, both read, H5Treclaim, close; verified); bytes: the memory records
- * (a pointer and an hvl_t per element), as for the other paths. */
+ * (a pointer and an hvl_t per element), as for the other paths.
+ *
+ * strided-contiguous (regressions/vector-vfd-bypasses-sieve-clio-980.yaml): one
+ * contiguous dataset of --elements x STRIDE floats, of which one H5Dwrite writes and one
+ * H5Dread reads every STRIDE-th (a hyperslab of --elements blocks of one float).  Through sec2 both go through HDF5's data sieve; through a driver with vector
+ * callbacks (HDF5_DRIVER, the check's vfd_driver), HDF5 from 3236fb79 on turns selection
+ * I/O on and hands the driver a vector of one entry per element.  Phases: write (file
+ * create, dataset created and written, close, fsync), read (open, --read-repeats reads
+ * of the selection, close; verified); bytes: the floats moved. */
 #include "records.h"
 
 #include <stdio.h>
@@ -33,6 +41,7 @@ static const char *const kind_names[NKINDS] = {"compact", "external", "filled", 
 static char file_name[4096], raw_name[4096], raw_dir[4096];
 static double *buf;          /* [elements] */
 static char **strs;          /* vlen-strings: [elements] */
+static float *floats;        /* strided-contiguous: [elements] */
 static hvl_t *seqs;          /* vlen-strings: [elements] */
 
 /* every rank's file NAME-rNNNN.h5 (and NAME-rNNNN.raw with raw), rank 0 lists all */
@@ -50,7 +59,6 @@ static int rank_files(run_t *r, const char *name, int raw)
                 return -1;
         }
     }
-    snprintf(r->extra_json, sizeof r->extra_json, "\"serial_driver\": \"sec2\"");
     return 0;
 }
 
@@ -197,7 +205,7 @@ fail:
 
 /* both phases of a serial path; pass(o, write, salt) returns its objects, -1 */
 static int serial_iterate(run_t *r, long long (*pass)(const options_t *, int, int),
-                          long long bytes)
+                          long long bytes, int read_repeats)
 {
     char *files[2] = {file_name, raw_name};
     int nfiles = raw_name[0] ? 2 : 1, salt = r->iteration % 8;
@@ -211,15 +219,83 @@ static int serial_iterate(run_t *r, long long (*pass)(const options_t *, int, in
         return -1;
     phase_start(r);
     done = pass(r->o, 0, salt);
-    if (phase_stop(r, "read", done < 0 ? 0 : bytes, done < 0 ? 0 : done) < 0)
+    if (phase_stop(r, "read", done < 0 ? 0 : bytes * read_repeats, done < 0 ? 0 : done) < 0)
         return -1;
     return any_errors() ? -1 : 0;
+}
+
+/* ------------------------------------------------------------ strided-contiguous */
+
+/* every 16th float (64 B apart): every element its own entry of HDF5's vector, as the
+ * case's 1 KiB, in a file of 16 MiB a rank at the default size, not 256 */
+#define STRIDE 16
+
+static int prepare_strided(run_t *r)
+{
+    options_t *o = r->o;
+    o->record_bytes_file = o->record_bytes_memory = sizeof(float);
+    if (!(floats = xmalloc((size_t)o->elements * sizeof(float))))
+        return -1;
+    raw_name[0] = '\0';
+    return rank_files(r, "strided-contiguous", 0);
+}
+
+/* float i of the selection: exact in a float up to 2^24 */
+static float strided_value(long long i, int salt) { return (float)((i + salt) % 16777216); }
+
+static long long strided_pass(const options_t *o, int write, int salt)
+{
+    hid_t fapl = -1, fid = -1, fspace = -1, mspace = -1, d = -1;
+    hsize_t n = (hsize_t)o->elements, dims = n * STRIDE, start = 0, stride = STRIDE;
+    long long rc = -1;
+    H5CHK(fapl, make_serial_fapl(o));
+    H5CHK(fspace, H5Screate_simple(1, &dims, NULL));
+    H5CHK(mspace, H5Screate_simple(1, &n, NULL));
+    H5DO(H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &start, &stride, &n, NULL));
+    if (write) {
+        for (long long i = 0; i < o->elements; i++)
+            floats[i] = strided_value(i, salt);
+        H5CHK(fid, H5Fcreate(file_name, H5F_ACC_TRUNC, H5P_DEFAULT, fapl));
+        H5CHK(d, H5Dcreate2(fid, "strided", H5T_NATIVE_FLOAT, fspace, H5P_DEFAULT,
+                            H5P_DEFAULT, H5P_DEFAULT));
+        H5DO(H5Dwrite(d, H5T_NATIVE_FLOAT, mspace, fspace, H5P_DEFAULT, floats));
+    } else {
+        memset(floats, 0xff, (size_t)o->elements * sizeof(float));
+        H5CHK(fid, H5Fopen(file_name, H5F_ACC_RDONLY, fapl));
+        H5CHK(d, H5Dopen2(fid, "strided", H5P_DEFAULT));
+        /* --read-repeats: the same selection read again into the same buffer; the
+         * sieve path's read of one selection lasts milliseconds, too short to time */
+        for (int k = 0; k < o->read_repeats; k++)
+            H5DO(H5Dread(d, H5T_NATIVE_FLOAT, mspace, fspace, H5P_DEFAULT, floats));
+        for (long long i = 0; i < o->elements; i++)
+            if (floats[i] != strided_value(i, salt)) {
+                verify_double("read", i, "strided", strided_value(i, salt), floats[i]);
+                goto fail;
+            }
+    }
+    rc = 1;
+fail:
+    H5QUIET(H5Dclose, d);
+    if (fid >= 0 && H5Fclose(fid) < 0 && rc >= 0) {
+        h5p_error("H5Fclose of %s failed", file_name);
+        rc = -1;
+    }
+    H5QUIET(H5Sclose, mspace);
+    H5QUIET(H5Sclose, fspace);
+    H5QUIET(H5Pclose, fapl);
+    return rc;
+}
+
+static int iterate_strided(run_t *r)
+{
+    return serial_iterate(r, strided_pass, r->o->elements * (long long)sizeof(float),
+                          r->o->read_repeats);
 }
 
 static int iterate_storage(run_t *r)
 {
     return serial_iterate(r, storage_pass,
-                          NKINDS * r->o->objects * r->o->elements * (long long)sizeof(double));
+                          NKINDS * r->o->objects * r->o->elements * (long long)sizeof(double), 1);
 }
 
 static void finish(run_t *r)
@@ -234,6 +310,8 @@ static void finish(run_t *r)
     free(strs);
     free(seqs);
     free(buf);
+    free(floats);
+    floats = NULL;
     strs = NULL;
     seqs = NULL;
     buf = NULL;
@@ -346,12 +424,14 @@ fail:
 
 static int iterate_vlen(run_t *r)
 {
-    return serial_iterate(r, vlen_pass, r->o->elements * r->o->record_bytes_memory);
+    return serial_iterate(r, vlen_pass, r->o->elements * r->o->record_bytes_memory, 1);
 }
 
 #else
 #define prepare_storage unavailable_before_1_14
 #define prepare_vlen unavailable_before_1_14
+#define prepare_strided unavailable_before_1_14
+#define iterate_strided unavailable_iterate
 #define iterate_storage unavailable_iterate
 #define iterate_vlen unavailable_iterate
 #define finish unavailable_finish
@@ -360,4 +440,5 @@ static int iterate_vlen(run_t *r)
 const path_t serial_paths[] = {
     {"storage-kinds", "serial", 0, 4096, 64, prepare_storage, iterate_storage, finish},
     {"vlen-strings", "serial", 0, 1LL << 19, 1, prepare_vlen, iterate_vlen, finish},
+    {"strided-contiguous", "serial", 0, 65536, 1, prepare_strided, iterate_strided, finish},
     {0}};
