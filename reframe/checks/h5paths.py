@@ -234,6 +234,15 @@ class h5paths_base(KernelBenchmark):
     #: :default: ``''``: the job's environment as it is
     vol_connector = variable(str, value='')
 
+    #: ``HDF5_DRIVER`` of the serial rows (a row's own :attr:`Row.vfd` comes first): a
+    #: site's file driver by name (a plugin's directory from the partition's or the job's
+    #: ``HDF5_PLUGIN_PATH``), e.g. ``stdio``. The kernel names the driver its files went
+    #: through (a record parameter when not sec2) and a run through another one fails.
+    #:
+    #: :type: str
+    #: :default: ``''``: the row's driver, or HDF5's default (sec2)
+    file_driver = variable(str, value='')
+
     tool = 'h5paths'
     output_files = [SUMMARY, 'stdout', 'stderr']
 
@@ -280,10 +289,11 @@ class h5paths_base(KernelBenchmark):
         """A row's file driver through HDF5's own ``HDF5_DRIVER``; the kernel's plugin
         from its install prefix (a build without it, HDF5 before 1.13.2 or a kernel
         before 1.10.0, skips the row)."""
-        vfd = Row(*self.benchmark).vfd
+        row = Row(*self.benchmark)
+        vfd = row.vfd or (self.file_driver if row.transfer == 'serial' else '')
         if not vfd:
             return
-        self.env_vars['HDF5_DRIVER'] = vfd
+        self.env_vars['HDF5_DRIVER'] = shell_word(vfd)
         if vfd == VECTOR_VFD:
             plugins = os.path.join(os.path.dirname(os.path.dirname(self.executable)),
                                    VECTOR_VFD_DIR)
