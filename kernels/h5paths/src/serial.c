@@ -62,6 +62,16 @@ static int rank_files(run_t *r, const char *name, int raw)
     return 0;
 }
 
+/* a pass's end: its file closed (a failed close fails the pass that had not failed) */
+static long long close_rank_file(hid_t fid, long long rc)
+{
+    if (fid >= 0 && H5Fclose(fid) < 0 && rc >= 0) {
+        h5p_error("H5Fclose of %s failed", file_name);
+        return -1;
+    }
+    return rc;
+}
+
 /* value i of a rank's dataset d of n values */
 static double dataset_value(long long d, long long i, long long n, int salt)
 {
@@ -276,10 +286,7 @@ static long long strided_pass(const options_t *o, int write, int salt)
     rc = 1;
 fail:
     H5QUIET(H5Dclose, d);
-    if (fid >= 0 && H5Fclose(fid) < 0 && rc >= 0) {
-        h5p_error("H5Fclose of %s failed", file_name);
-        rc = -1;
-    }
+    rc = close_rank_file(fid, rc);
     H5QUIET(H5Sclose, mspace);
     H5QUIET(H5Sclose, fspace);
     H5QUIET(H5Pclose, fapl);
@@ -411,10 +418,7 @@ fail:
     free(rq);
     H5QUIET(H5Dclose, ds);
     H5QUIET(H5Dclose, dq);
-    if (fid >= 0 && H5Fclose(fid) < 0 && rc >= 0) {
-        h5p_error("H5Fclose of %s failed", file_name);
-        rc = -1;
-    }
+    rc = close_rank_file(fid, rc);
     H5QUIET(H5Sclose, space);
     H5QUIET(H5Tclose, qtype);
     H5QUIET(H5Tclose, stype);

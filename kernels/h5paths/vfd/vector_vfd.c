@@ -142,56 +142,51 @@ static herr_t vector_get_handle(H5FD_t *file, hid_t fapl, void **handle)
     return 0;
 }
 
-static herr_t vector_read(H5FD_t *file, H5FD_mem_t type, hid_t dxpl, haddr_t addr,
-                          size_t size, void *buf)
+/* the POSIX transfer of one request, as sec2 does it; reads past the end of the file
+ * give zeros, as sec2's do. The buffer is only read on a write. */
+static herr_t posix_io(vector_file_t *f, int write, haddr_t addr, size_t size, char *p)
 {
-    vector_file_t *f = (vector_file_t *)file;
-    char *p = buf;
-    (void)type;
-    (void)dxpl;
     while (size > 0) {
-        ssize_t n = pread(f->fd, p, size, (off_t)addr);
+        ssize_t n = write ? pwrite(f->fd, p, size, (off_t)addr)
+                          : pread(f->fd, p, size, (off_t)addr);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0)
-            VFD_FAIL(H5E_IO, H5E_READERROR, "pread");
-        if (n == 0) {   /* past the end of the file: zeros, as sec2 gives */
+        if (n < 0 || (n == 0 && write))
+            VFD_FAIL(H5E_IO, write ? H5E_WRITEERROR : H5E_READERROR,
+                     write ? "pwrite" : "pread");
+        if (n == 0) {
             memset(p, 0, size);
-            break;
+            return 0;
         }
         p += n;
         addr += (haddr_t)n;
         size -= (size_t)n;
     }
+    if (write && addr > f->eof)
+        f->eof = addr;
     return 0;
+}
+
+static herr_t vector_read(H5FD_t *file, H5FD_mem_t type, hid_t dxpl, haddr_t addr,
+                          size_t size, void *buf)
+{
+    (void)type;
+    (void)dxpl;
+    return posix_io((vector_file_t *)file, 0, addr, size, buf);
 }
 
 static herr_t vector_write(H5FD_t *file, H5FD_mem_t type, hid_t dxpl, haddr_t addr,
                            size_t size, const void *buf)
 {
-    vector_file_t *f = (vector_file_t *)file;
-    const char *p = buf;
     (void)type;
     (void)dxpl;
-    while (size > 0) {
-        ssize_t n = pwrite(f->fd, p, size, (off_t)addr);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            VFD_FAIL(H5E_IO, H5E_WRITEERROR, "pwrite");
-        p += n;
-        addr += (haddr_t)n;
-        size -= (size_t)n;
-    }
-    if (addr > f->eof)
-        f->eof = addr;
-    return 0;
+    return posix_io((vector_file_t *)file, 1, addr, size, (char *)buf);
 }
 
 /* one vector, entry by entry; HDF5's vector convention: a size of 0 repeats the previous
  * entry's size to the end of the vector */
-static herr_t vector_each(H5FD_t *file, hid_t dxpl, uint32_t count, H5FD_mem_t types[],
-                          haddr_t addrs[], size_t sizes[], void *const bufs[], int write)
+static herr_t vector_each(H5FD_t *file, uint32_t count, haddr_t addrs[], size_t sizes[],
+                          void *const bufs[], int write)
 {
     vector_file_t *f = (vector_file_t *)file;
     size_t size = 0;
@@ -205,8 +200,7 @@ static herr_t vector_each(H5FD_t *file, hid_t dxpl, uint32_t count, H5FD_mem_t t
     for (uint32_t i = 0; i < count; i++) {
         if (i == 0 || sizes[i] != 0)
             size = sizes[i];
-        if ((write ? vector_write(file, types[0], dxpl, addrs[i], size, bufs[i])
-                   : vector_read(file, types[0], dxpl, addrs[i], size, bufs[i])) < 0)
+        if (posix_io(f, write, addrs[i], size, bufs[i]) < 0)
             return -1;
     }
     return 0;
@@ -215,14 +209,18 @@ static herr_t vector_each(H5FD_t *file, hid_t dxpl, uint32_t count, H5FD_mem_t t
 static herr_t vector_read_vector(H5FD_t *file, hid_t dxpl, uint32_t count, H5FD_mem_t types[],
                                  haddr_t addrs[], size_t sizes[], void *bufs[])
 {
-    return vector_each(file, dxpl, count, types, addrs, sizes, bufs, 0);
+    (void)dxpl;
+    (void)types;
+    return vector_each(file, count, addrs, sizes, bufs, 0);
 }
 
 static herr_t vector_write_vector(H5FD_t *file, hid_t dxpl, uint32_t count, H5FD_mem_t types[],
                                   haddr_t addrs[], size_t sizes[], const void *bufs[])
 {
     /* the buffers are only read (vector_write takes const) */
-    return vector_each(file, dxpl, count, types, addrs, sizes, (void *const *)bufs, 1);
+    (void)dxpl;
+    (void)types;
+    return vector_each(file, count, addrs, sizes, (void *const *)bufs, 1);
 }
 
 static herr_t vector_truncate(H5FD_t *file, hid_t dxpl, hbool_t closing)
