@@ -20,12 +20,13 @@ every phase                            ``time``      s       no        mean seco
 Failures (:class:`RunFailed`), never a sample: ``h5paths: ERROR`` lines or HDF5
 error stacks on stdout or stderr (whatever the exit code), a summary whose status
 is not ``ok`` or that lists errors, files that went through another VOL connector
-than ``HDF5_VOL_CONNECTOR`` asked (or one the kernel could not name), a stdout
+than ``HDF5_VOL_CONNECTOR`` asked (or one the kernel could not name), a serial run
+whose files went through another file driver than ``HDF5_DRIVER`` asked, a stdout
 without ``h5paths: finished OK``, fewer iterations than asked, an iteration without
 a phase of its path, a phase that moved other than the bytes asked (elements x
 ranks x bytes per element of the path, x ``read_repeats`` for the read of a warm
-compound-*/convert-*/strided-contiguous row), or a metadata phase that touched fewer objects than
-asked.
+compound-*/convert-*/strided-contiguous row), or a metadata phase that touched fewer
+objects than asked.
 
 A path the HDF5 build cannot run (``multi-dataset`` before 1.14) is not a failure:
 the kernel exits 2 with ``h5paths: ERROR <path>: not available in HDF5 <version>``,
