@@ -183,13 +183,14 @@ static herr_t vector_write(H5FD_t *file, H5FD_mem_t type, hid_t dxpl, haddr_t ad
     return posix_io((vector_file_t *)file, 1, addr, size, (char *)buf);
 }
 
-/* one vector, entry by entry; HDF5's vector convention: a size of 0 repeats the previous
- * entry's size to the end of the vector */
+/* one vector, entry by entry; HDF5's vector convention: a size of 0 means this and every
+ * later entry have the previous entry's size (the array may end there: not read on) */
 static herr_t vector_each(H5FD_t *file, uint32_t count, haddr_t addrs[], size_t sizes[],
                           void *const bufs[], int write)
 {
     vector_file_t *f = (vector_file_t *)file;
     size_t size = 0;
+    int same_size = 0;
     if (write) {
         f->vector_writes++;
         f->vector_write_entries += count;
@@ -198,8 +199,12 @@ static herr_t vector_each(H5FD_t *file, uint32_t count, haddr_t addrs[], size_t 
         f->vector_read_entries += count;
     }
     for (uint32_t i = 0; i < count; i++) {
-        if (i == 0 || sizes[i] != 0)
-            size = sizes[i];
+        if (!same_size) {
+            if (i > 0 && sizes[i] == 0)
+                same_size = 1;
+            else
+                size = sizes[i];
+        }
         if (posix_io(f, write, addrs[i], size, bufs[i]) < 0)
             return -1;
     }
