@@ -21,9 +21,10 @@
  *
  * strided-contiguous (regressions/vector-vfd-bypasses-sieve-clio-980.yaml): one
  * contiguous dataset of --elements x STRIDE floats, of which one H5Dwrite writes and one
- * H5Dread reads every STRIDE-th (a hyperslab of --elements blocks of one float).  Through sec2 both go through HDF5's data sieve; through a driver with vector
- * callbacks (HDF5_DRIVER, the check's vfd_driver), HDF5 from 3236fb79 on turns selection
- * I/O on and hands the driver a vector of one entry per element.  Phases: write (file
+ * H5Dread reads every STRIDE-th (a hyperslab of --elements blocks of one float).
+ * Through sec2 both go through HDF5's data sieve; through a driver with vector callbacks
+ * (HDF5_DRIVER: the check's Row.vfd or file_driver), HDF5 from 3236fb79 on turns
+ * selection I/O on and hands the driver a vector of one entry per element.  Phases: write (file
  * create, dataset created and written, close, fsync), read (open, --read-repeats reads
  * of the selection, close; verified); bytes: the floats moved. */
 #include "records.h"
