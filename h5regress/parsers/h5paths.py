@@ -218,12 +218,12 @@ def _check_vol_connector(path: str, d: Mapping[str, Any]) -> None:
 
 def _check_serial(path: str, d: Mapping[str, Any]) -> None:
     """A ``--transfer serial`` run (a file per rank) is one only if the kernel names the
-    file driver its files went through, the one ``HDF5_DRIVER`` asked for (its first
-    word; sec2 when unset; measured since kernel 1.10.0), and, where it counted them,
+    file driver its files went through, the one ``HDF5_DRIVER`` asked for (sec2 when
+    unset; measured since kernel 1.10.0), and, where it counted them,
     made no MPI-IO call."""
     if (d.get('params') or {}).get('transfer') != 'serial':
         return
-    used, asked = d.get('serial_driver'), (d.get('serial_driver_asked') or 'sec2').split()[0]
+    used, asked = d.get('serial_driver'), (d.get('serial_driver_asked') or '').strip() or 'sec2'
     if not used or used.startswith('unknown'):
         raise RunFailed(f'h5paths: {path}: --transfer serial asked, the summary names no '
                         f'serial driver (serial_driver {used!r})')

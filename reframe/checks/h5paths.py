@@ -171,8 +171,6 @@ def row_params(row, *, size_factor=1.0, chunk_elements, iterations):
               'size_factor': size_factor, 'iterations': iterations,
               'read_cache': row.read_cache,
               'read_repeats': path.warm_read_repeats if row.read_cache == 'keep' else 1}
-    if row.vfd:
-        params['vfd'] = row.vfd
     if row.path == 'efc':
         # H5Pset_elink_file_cache_size: room for every linked file, or no cache
         params['efc_size'] = size['objects'] if row.efc_cache else 0
