@@ -13,7 +13,8 @@ import time
 import pytest
 
 from h5regress import perflog
-from reframe_run import REPO, UNDER_LOAD, reframe_command, reframe_env, run_reframe
+from reframe_run import (ONE_HOST_TWO_NODES_RETRY, REPO, UNDER_LOAD, reframe_command,
+                         reframe_env, run_reframe)
 
 # the SLURM tests bring up a real cluster and run jobs through it: minutes, so slow
 pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.beside]
@@ -43,7 +44,8 @@ def test_checks_run_through_each_partition_on_1_and_2_nodes(slurm_cluster, parti
     no_accounting(slurm_cluster, partition)
     start = time.monotonic()
     out = run_reframe(['-c', 'reframe/checks', '--system', f'ci-slurm:{partition}',
-                       '-n', CHECKS, '-r'] + UNDER_LOAD, tmp_path, env=slurm_cluster.env)
+                       '-n', CHECKS, '-r'] + UNDER_LOAD + ONE_HOST_TWO_NODES_RETRY,
+                      tmp_path, env=slurm_cluster.env)
     took = time.monotonic() - start
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     records = records_of(tmp_path)
@@ -74,8 +76,8 @@ def test_checks_run_inside_one_allocation(slurm_cluster, tmp_path):
     out = subprocess.run(
         ['salloc', '-N', '2', '--exclusive', '-t', '10',
          *reframe_command(['-c', 'reframe/checks', '--system', 'ci-slurm:alloc',
-                           '-n', 'flashio_build_check.*hdf5-collective', '-r'] + UNDER_LOAD,
-                         tmp_path)],
+                           '-n', 'flashio_build_check.*hdf5-collective', '-r']
+                         + UNDER_LOAD + ONE_HOST_TWO_NODES_RETRY, tmp_path)],
         env=reframe_env(tmp_path, slurm_cluster.env), cwd=REPO,
         capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
