@@ -46,6 +46,7 @@ import json
 import os
 import platform
 import random
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -273,11 +274,44 @@ def cell(replay: dict[str, Any] | None) -> str:
     return f'{replay["verdict"]}, {replay["pairs"]} pairs{ratio}, {replay["wall_seconds"]:.0f} s'
 
 
-def catch_table(results: list[dict[str, Any]], corpus_size: int) -> str:
-    """The catch-rate table of stored replay results (one per case)."""
-    lines = ['| case | family | regression (worst row) | fix | A/A control | builds reused |',
-             '|---|---|---|---|---|---|']
+#: a row of a gate label or of ReFrame's listing: the check's name, its benchmark
+_ROW = re.compile(r'^-?\s*(\w+)\s.*?%benchmark=(\S+)')
+
+
+def row_of(label: str) -> tuple[str, str] | None:
+    """(check, benchmark) of a gate row's label (``h5paths_check %num_nodes=1 ...
+    %benchmark=NAME read bw [key]``) or of a line of ReFrame's listing; None when it
+    names no benchmark."""
+    match = _ROW.match(label)
+    return (match.group(1), match.group(2)) if match else None
+
+
+def night_rows(listing: str) -> frozenset[tuple[str, str]]:
+    """The rows of ReFrame's listing of the default night (``reframe -t nightly -l``)."""
+    return frozenset(row for line in listing.splitlines()
+                     if line.startswith('- ') and (row := row_of(line)) is not None)
+
+
+def by_the_night(replay: dict[str, Any], night: frozenset[tuple[str, str]]) -> bool:
+    """Whether a row of the default night gave the regression replay's verdict (FAIL when
+    caught, ERROR when the night ended naming a broken row): a replay runs the rows its
+    case names, and a row outside the night catches nothing on a night."""
+    decisive = 'FAIL' if replay['verdict'] == 'caught' else 'ERROR'
+    return any(row_of(r['label']) in night for r in replay['rows']
+               if r['verdict'] == decisive)
+
+
+def catch_table(results: list[dict[str, Any]], corpus_size: int,
+                night: frozenset[tuple[str, str]] | None = None) -> str:
+    """The catch-rate table of stored replay results (one per case). With ``night`` (the
+    default night's rows, :func:`night_rows`), a column says whether a row of the night
+    caught each regression, and the last line counts what the night catches."""
+    head = '| case | family | regression (worst row) | fix | A/A control | builds reused |'
+    if night is not None:
+        head += ' by the default night |'
+    lines = [head, '|---' * head.count(' | ') + '|---|']
     caught = errors = replayed = false_fails = fixes = recovered = 0
+    night_caught = night_errors = 0
     for res in sorted(results, key=lambda r: r['case']):
         # the verdicts from the rows: results stored before a verdict was added say
         # what the rows say now
@@ -293,15 +327,25 @@ def catch_table(results: list[dict[str, Any]], corpus_size: int) -> str:
         recovered += bool(modes.get('fix', {}).get('faster_rows'))
         reused = sum(r['builds_reused'] for r in modes.values())
         builds = sum(r['builds'] for r in modes.values())
-        lines.append(f'| {res["case"]} | {res["family"]} | {cell(reg)} | '
-                     f'{cell(modes.get("fix"))} | {cell(modes.get("control"))} | '
-                     f'{reused} of {builds} |')
+        line = (f'| {res["case"]} | {res["family"]} | {cell(reg)} | '
+                f'{cell(modes.get("fix"))} | {cell(modes.get("control"))} | '
+                f'{reused} of {builds} |')
+        if night is not None:
+            seen = reg is not None and reg['verdict'] != 'missed' and by_the_night(reg, night)
+            night_caught += seen and reg['verdict'] == 'caught'
+            night_errors += seen and reg['verdict'] == 'ERROR'
+            line += (' - |' if reg is None or reg['verdict'] == 'missed' else
+                     ' yes |' if seen else ' no: its row is not in the night |')
+        lines.append(line)
     lines.append(f'\ncaught {caught} of {replayed} replayed case(s) ({corpus_size} in the '
                  f'corpus)'
                  + (f'; {errors} more ended ERROR (no row FAILed; the night failed naming '
                     f'a row the candidate broke)' if errors else '')
                  + f'; false FAILs on fix and A/A replays: {false_fails}; '
                  f'recovery seen on {recovered} of {fixes} fix replay(s)')
+    if night is not None:
+        lines.append(f'by the rows of the default night: caught {night_caught} of '
+                     f'{replayed}, {night_errors} more ended ERROR')
     return '\n'.join(lines)
 
 

@@ -326,3 +326,40 @@ def test_a_regression_no_row_failed_but_one_errored_is_counted_apart_from_caught
     assert '| cmd | collective-metadata | ERROR, 10 pairs 1.000 [0.980, 1.020]; 1 row(s) ' \
         'ERROR, 60 s |' in table
     assert 'caught 0 of 1 replayed case(s) (17 in the corpus); 1 more ended ERROR' in table
+
+
+def test_the_table_says_which_caught_cases_a_row_of_the_default_night_caught():
+    """A replay runs the rows its case names, in the night or not: the table says for
+    each regression whether a row of the default night (ReFrame's ``-t nightly``
+    listing) gave its verdict, and counts what the night catches apart."""
+    listing = ('[ReFrame Setup]\n'
+               '- h5paths_check %num_nodes=1 %tasks_per_node=2 %hdf5_build=hdf5-1.15.0 '
+               '%benchmark=compound-subset-hdf5-collective-contiguous-earliest-warm /1a2b3c4d\n'
+               '    ^build_h5paths ~generic:default+builtin \'h5paths_build /5e6f\n'
+               '- flashio_check %num_nodes=1 %tasks_per_node=2 %hdf5_build=hdf5-1.15.0 '
+               '%benchmark=hdf5-collective /7a8b9c0d\n')
+    night = replay.night_rows(listing)
+    assert night == {('h5paths_check', 'compound-subset-hdf5-collective-contiguous-earliest-warm'),
+                     ('flashio_check', 'hdf5-collective')}
+
+    def result(case, benchmark, verdict):
+        row = {'key': case, 'verdict': verdict, 'ratio': 0.5, 'ratio_lo': 0.4,
+               'ratio_hi': 0.6, 'perf_ratio': 0.5, 'n_pairs': 10,
+               'label': f'h5paths_check %num_nodes=1 %tasks_per_node=2 %benchmark={benchmark} '
+                        f'read bw [{case}]'}
+        return {'case': case, 'family': 'conversion', 'replays': {'regression': {
+            'mode': 'regression', 'verdict': 'caught', 'pairs': 10, 'rows': [row],
+            'wall_seconds': 60.0, 'builds': 2, 'builds_reused': 0}}}
+
+    results = [result('in', 'compound-subset-hdf5-collective-contiguous-earliest-warm', 'FAIL'),
+               result('out', 'strided-contiguous-hdf5-serial-contiguous-earliest-warm-vfd-'
+                             'h5r_vector', 'FAIL'),
+               result('calm', 'compound-subset-hdf5-collective-contiguous-earliest-warm', 'PASS')]
+    table = replay.catch_table(results, 17, night)
+    lines = {line.split(' | ')[0][2:]: line for line in table.splitlines()
+             if line.startswith('| ') and ' | conversion | ' in line}
+    assert lines['in'].endswith(' | yes |')
+    assert lines['out'].endswith(' | no: its row is not in the night |')
+    assert lines['calm'].endswith(' | - |')
+    assert 'caught 2 of 3 replayed case(s) (17 in the corpus)' in table
+    assert 'by the rows of the default night: caught 1 of 3, 0 more ended ERROR' in table
