@@ -437,3 +437,29 @@ def test_a_row_through_a_vol_connector_on_every_build_is_keyed_by_it(tmp_path):
     assert len(builds) >= 2, builds
     assert {(r.params.get('vol_connector'), r.provenance['vol_connector_asked'])
             for r in records} == {('pass_through', PASS_THROUGH)}
+
+
+def test_the_file_driver_row_finds_the_plugin_of_a_wrapped_kernel(tmp_path):
+    """A coverage run (and any site's wrapper) puts a script in front of the kernel: the
+    driver row takes its plugin from the kernel's own prefix, not from the wrapper's,
+    which has none (the row was skipped on the coverage build of 1.15.0). Dry run: the
+    job script asks HDF5 for the driver and names the plugin directory."""
+    kernel = tmp_path / 'kernel' / 'bin' / 'h5paths'
+    plugins = tmp_path / 'kernel' / 'lib' / 'h5paths' / 'vfd'
+    kernel.parent.mkdir(parents=True)
+    plugins.mkdir(parents=True)
+    kernel.write_text('#!/bin/sh\nexit 0\n')
+    kernel.chmod(0o755)
+    (plugins / 'libh5r_vector.so').write_text('')
+    tools = {'h5paths': str(kernel)}
+    manifest.wrap_tools(tools, tmp_path / 'wrappers', ['export WRAPPED=1'], 'a test')
+    path = f'{os.path.dirname(tools["h5paths"])}:{os.environ["PATH"]}'
+    out = run_reframe(['-c', 'reframe/checks/h5paths.py', '--dry-run',
+                       '-n', r'^h5paths_check(?=.*%benchmark=strided-contiguous\S*-vfd-)'],
+                      tmp_path, env={'H5REGRESS_MANIFEST': 'none', 'PATH': path})
+    assert out.returncode == 0 and 'SKIP' not in out.stdout, out.stdout[-2000:]
+    scripts = list((tmp_path / 'stage').rglob('rfm_job.sh'))
+    assert len(scripts) == 1, scripts
+    script = scripts[0].read_text()
+    assert 'export HDF5_DRIVER="h5r_vector"' in script
+    assert f'export HDF5_PLUGIN_PATH="{plugins}"' in script

@@ -33,7 +33,7 @@ import os
 import reframe as rfm
 from reframe.core.builtins import fixture, parameter, run_after, run_before, variable
 
-from h5regress import proof, tools
+from h5regress import manifest, proof, tools
 from h5regress.builds import BuiltByFixture, KernelBuild
 from h5regress.checkbase import KernelBenchmark, shell_word
 from h5regress.parsers import h5paths
@@ -293,10 +293,11 @@ class h5paths_base(KernelBenchmark):
             return
         self.env_vars['HDF5_DRIVER'] = shell_word(vfd)
         if vfd == VECTOR_VFD:
-            plugins = os.path.join(os.path.dirname(os.path.dirname(self.executable)),
-                                   VECTOR_VFD_DIR)
+            # the kernel's own prefix, also behind a wrapper (a coverage build's)
+            kernel = manifest.wrapped_tool(self.executable)
+            plugins = os.path.join(os.path.dirname(os.path.dirname(kernel)), VECTOR_VFD_DIR)
             self.skip_if(not os.path.isfile(os.path.join(plugins, f'lib{vfd}.so')),
-                         f'the kernel at {self.executable} has no {vfd} plugin in '
+                         f'the kernel at {kernel} has no {vfd} plugin in '
                          f'{VECTOR_VFD_DIR} (HDF5 before 1.13.2, or a kernel before 1.10.0)')
             self.env_vars['HDF5_PLUGIN_PATH'] = shell_word(plugins)
 
