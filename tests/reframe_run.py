@@ -23,9 +23,9 @@ UNDER_LOAD = ['-S', 'strict_check=0']
 #: ReFrame's retry of a failed case, for the checks run across the test SLURM's two
 #: "nodes", which are one host: a rank of such a step has, rarely, died at its start (a
 #: SIGSEGV in MPI_Init, then a peer's TCP connect to it refused): in a CI rehearsal of
-#: 594350e and in the CI run of a045a25, and in none of 30 runs of the same two FLASH-IO
-#: steps in a loop. An artefact of the harness, not of a site; a defect of the suite
-#: fails the retry too.
+#: 594350e and in the CI run of a045a25, and in none of 70 runs of the same two FLASH-IO
+#: steps in a loop (40 of them beside two busy processes). An artefact of the harness,
+#: not of a site; a defect of the suite fails the retry too.
 ONE_HOST_TWO_NODES_RETRY = ['--max-retries', '1']
 
 
