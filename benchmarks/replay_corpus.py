@@ -6,7 +6,7 @@ pairs, the worst row's ratio with its interval, wall time; whether the row that 
 it is one of the default night's), then how many regressions the replayed rows caught,
 how many of them the default night's rows catch, and how many fix or control replays
 FAILed. A replay runs the rows its case names, night or not; the night's rows are
-ReFrame's listing of ``-t nightly`` (about 10 s).
+the tests ReFrame's ``--describe`` tags ``nightly`` (about 10 s).
 
 Usage: python3 benchmarks/replay_corpus.py [--results regressions/replays]
                                            [--corpus regressions]
@@ -15,26 +15,12 @@ Usage: python3 benchmarks/replay_corpus.py [--results regressions/replays]
 from __future__ import annotations
 
 import argparse
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from h5regress import corpus, nightrun, replay  # noqa: E402
-
-
-def night_listing(root: Path) -> str:
-    """ReFrame's listing of the default night's rows (the nightly's selection)."""
-    cmd = [str(Path(sys.executable).with_name('reframe')), '-c', str(root / 'reframe' / 'checks'),
-           *nightrun.NIGHT_SELECTION, '-l']
-    env = dict(os.environ)
-    env.setdefault('RFM_CONFIG_FILES', str(nightrun.SETTINGS))
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        raise RuntimeError(f'{" ".join(cmd)} exited {out.returncode}: {out.stderr[-500:]}')
-    return out.stdout
+from h5regress import corpus, nightrun, refs, replay  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -47,8 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         results = replay.load_results(args.results)
         size = len(corpus.load_corpus(args.corpus))
-        night = replay.night_rows(night_listing(root))
-    except (replay.ReplayError, corpus.CorpusError, RuntimeError) as err:
+        night = replay.night_rows(refs.described_checks(), nightrun.NIGHT_SELECTION[-1])
+    except (replay.ReplayError, corpus.CorpusError, refs.RefsError) as err:
         print(f'replay_corpus: error: {err}', file=sys.stderr)
         return 4
     print(replay.catch_table(results, size, night))

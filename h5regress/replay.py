@@ -274,22 +274,23 @@ def cell(replay: dict[str, Any] | None) -> str:
     return f'{replay["verdict"]}, {replay["pairs"]} pairs{ratio}, {replay["wall_seconds"]:.0f} s'
 
 
-#: a row of a gate label or of ReFrame's listing: the check's name, its benchmark
-_ROW = re.compile(r'^-?\s*(\w+)\s.*?%benchmark=(\S+)')
+#: a row of a gate label or of a ReFrame test's name: the check's name, its benchmark
+_ROW = re.compile(r'^(\w+)\s.*?%benchmark=(\S+)')
 
 
 def row_of(label: str) -> tuple[str, str] | None:
     """(check, benchmark) of a gate row's label (``h5paths_check %num_nodes=1 ...
-    %benchmark=NAME read bw [key]``) or of a line of ReFrame's listing; None when it
+    %benchmark=NAME read bw [key]``) or of a ReFrame test's display name; None when it
     names no benchmark."""
     match = _ROW.match(label)
     return (match.group(1), match.group(2)) if match else None
 
 
-def night_rows(listing: str) -> frozenset[tuple[str, str]]:
-    """The rows of ReFrame's listing of the default night (``reframe -t nightly -l``)."""
-    return frozenset(row for line in listing.splitlines()
-                     if line.startswith('- ') and (row := row_of(line)) is not None)
+def night_rows(described: Sequence[dict[str, Any]], tag: str) -> frozenset[tuple[str, str]]:
+    """The rows of the tests tagged ``tag`` (the default night's) among ReFrame's
+    ``--describe`` of the checks (:func:`h5regress.refs.described_checks`)."""
+    return frozenset(row for test in described if tag in (test.get('tags') or ())
+                     and (row := row_of(test['display_name'])) is not None)
 
 
 def by_the_night(replay: dict[str, Any], night: frozenset[tuple[str, str]]) -> bool:

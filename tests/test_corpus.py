@@ -330,15 +330,19 @@ def test_a_regression_no_row_failed_but_one_errored_is_counted_apart_from_caught
 
 def test_the_table_says_which_caught_cases_a_row_of_the_default_night_caught():
     """A replay runs the rows its case names, in the night or not: the table says for
-    each regression whether a row of the default night (ReFrame's ``-t nightly``
-    listing) gave its verdict, and counts what the night catches apart."""
-    listing = ('[ReFrame Setup]\n'
-               '- h5paths_check %num_nodes=1 %tasks_per_node=2 %hdf5_build=hdf5-1.15.0 '
-               '%benchmark=compound-subset-hdf5-collective-contiguous-earliest-warm /1a2b3c4d\n'
-               '    ^build_h5paths ~generic:default+builtin \'h5paths_build /5e6f\n'
-               '- flashio_check %num_nodes=1 %tasks_per_node=2 %hdf5_build=hdf5-1.15.0 '
-               '%benchmark=hdf5-collective /7a8b9c0d\n')
-    night = replay.night_rows(listing)
+    each regression whether a row of the default night (the tests ReFrame's
+    ``--describe`` tags ``nightly``) gave its verdict, and counts what the night catches apart."""
+    described = [
+        {'display_name': 'h5paths_check %num_nodes=1 %tasks_per_node=2 %hdf5_build=hdf5-1.15.0 '
+                         '%benchmark=compound-subset-hdf5-collective-contiguous-earliest-warm',
+         'tags': ['io', 'nightly']},
+        {'display_name': 'h5paths_check %num_nodes=1 %tasks_per_node=2 %hdf5_build=hdf5-1.15.0 '
+                         '%benchmark=strided-contiguous-hdf5-serial-contiguous-earliest-warm-'
+                         'vfd-h5r_vector', 'tags': ['io']},
+        {'display_name': 'build_h5paths ~generic:default+builtin', 'tags': ['nightly']},
+        {'display_name': 'flashio_check %num_nodes=1 %tasks_per_node=2 %hdf5_build=hdf5-1.15.0 '
+                         '%benchmark=hdf5-collective', 'tags': ['nightly']}]
+    night = replay.night_rows(described, 'nightly')
     assert night == {('h5paths_check', 'compound-subset-hdf5-collective-contiguous-earliest-warm'),
                      ('flashio_check', 'hdf5-collective')}
 
