@@ -146,8 +146,13 @@ def run_pair(args, pair: int, design: str, rows, checks, sides, workdir: Path, o
         params = checks.row_params(row, size_factor=args.size_factor,
                                    chunk_elements=args.chunk_elements,
                                    iterations=args.iterations)
+        # the row's file driver, as the check asks for it: a driver row run through sec2
+        # would be measured under its name
+        vfd = checks.row_driver(row)
+        driver = ({'HDF5_DRIVER': vfd} if vfd else {}) | (
+            {'HDF5_PLUGIN_PATH': checks.plugin_dir(exe)} if vfd == checks.VECTOR_VFD else {})
         t0 = time.time()
-        res = one_run(args, exe, checks.row_options(params), workdir, preload)
+        res = one_run(args, exe, checks.row_options(params), workdir, {**preload, **driver})
         res.update(row=name, pair=pair, side=side, wall=time.time() - t0,
                    load=os.getloadavg()[0], label_b=label_b, design=design)
         if out:

@@ -150,6 +150,20 @@ def rows():
     return list(ROWS)
 
 
+def row_driver(row, file_driver=''):
+    """The file driver a row's runs ask HDF5 for (``HDF5_DRIVER``): the row's own, else
+    ``file_driver`` on a serial row; ``''`` for HDF5's default."""
+    row = Row(*row)
+    return row.vfd or (file_driver if row.transfer == 'serial' else '')
+
+
+def plugin_dir(kernel):
+    """Where the kernel at ``kernel`` keeps its driver plugins: under its own prefix,
+    also behind a wrapper (a coverage build's)."""
+    kernel = manifest.wrapped_tool(kernel)
+    return os.path.join(os.path.dirname(os.path.dirname(kernel)), VECTOR_VFD_DIR)
+
+
 def row_name(row):
     """The row's name (:meth:`Row.name`): the reference files' ``case``."""
     return Row(*row).name()
@@ -287,17 +301,15 @@ class h5paths_base(KernelBenchmark):
         """A row's file driver through HDF5's own ``HDF5_DRIVER``; the kernel's plugin
         from its install prefix (a build without it, HDF5 before 1.13.2 or a kernel
         before 1.10.0, skips the row)."""
-        row = Row(*self.benchmark)
-        vfd = row.vfd or (self.file_driver if row.transfer == 'serial' else '')
+        vfd = row_driver(self.benchmark, self.file_driver)
         if not vfd:
             return
         self.env_vars['HDF5_DRIVER'] = shell_word(vfd)
         if vfd == VECTOR_VFD:
-            # the kernel's own prefix, also behind a wrapper (a coverage build's)
-            kernel = manifest.wrapped_tool(self.executable)
-            plugins = os.path.join(os.path.dirname(os.path.dirname(kernel)), VECTOR_VFD_DIR)
+            plugins = plugin_dir(self.executable)
             self.skip_if(not os.path.isfile(os.path.join(plugins, f'lib{vfd}.so')),
-                         f'the kernel at {kernel} has no {vfd} plugin in '
+                         f'the kernel at {manifest.wrapped_tool(self.executable)} has no '
+                         f'{vfd} plugin in '
                          f'{VECTOR_VFD_DIR} (HDF5 before 1.13.2, or a kernel before 1.10.0)')
             self.env_vars['HDF5_PLUGIN_PATH'] = shell_word(plugins)
 
