@@ -201,19 +201,7 @@ def test_the_stand_in_night_gates_the_quiet_ior_row_and_its_canary():
     assert args.select == ('-n', '^flashio_check') and args.setvar == []
 
 
-#: the night's rows as ci/nightly selected them before the tags (a regex of lookaheads),
-#: with the h5paths rows added to the night since (strided-chunks, flush-datasets, append,
-#: ..., the chunk cache)
-# FLASH-IO's independent rows left the night 2026-11-28 (reframe/checks/flashio.py)
-OLD_NIGHT = (r'^(ior_check|flashio_check(?=.*%benchmark=[^%]*-collective(%|$))|'
-             r'h5paths_check(?=.*%benchmark=('
-             r'(compound|convert)-[^%]*-collective-[^%]*-warm|'
-             r'(many-datasets|attributes|open-close|flush-datasets|storage-kinds|vlen-strings)'
-             r'-hdf5-collective-contiguous-earliest|(strided-chunks|append|point-selections|'
-             r'multi-chunk)-hdf5-collective-chunked-earliest|'
-             r'open-close-hdf5-collective-contiguous-cmd-earliest|'
-             r'chunk-cache-hdf5-serial-chunked-earliest)'
-             r'(%|$)))')
+#: the stand-in night's IOR rows as ci/nightly selected them before the tags
 OLD_STANDIN_IOR = r'^ior_check(?=.*%benchmark=(HDF5|MPIIO)-independent-ssf(%|$))'
 
 
@@ -232,14 +220,23 @@ def two_builds_lister(tmp_path):
     return listed
 
 
-def test_the_night_is_its_tags(tmp_path):
-    """Issue 26: the night's rows are ReFrame's -t nightly (the stand-in night's IOR rows
-    -t standin), one build kept by -E hdf5_build==...: the same tests as the name regexes
-    of lookaheads they replace. Fails on the code before the tags (no test tagged)."""
+def test_the_night_is_the_rows_each_check_marks(tmp_path):
+    """Issue 26: the night's rows are ReFrame's -t nightly, one build kept by -E
+    hdf5_build==...: every IOR row, FLASH-IO's NIGHT_ROWS and the h5paths rows marked
+    ``nightly`` in its table, and no other test, so a row joins the night by its own line
+    (the stand-in night's IOR rows -t standin: the regex they replaced)."""
+    from reframe_run import load_check_file
     listed = two_builds_lister(tmp_path)
     keep = nightrun.build_filter('hdf5-1.15.0')
-    old = listed('-n', f'(?=.*%hdf5_build=hdf5-1.15.0(%|$)){OLD_NIGHT}')
-    assert len(old) > 10 and listed(*nightrun.NIGHT_SELECTION, *keep) == old
+
+    def rows(names):
+        return {(name.split()[0], name.split('%benchmark=')[1].split()[0]) for name in names}
+    h5paths = load_check_file('h5paths.py', 'h5paths_check_file')
+    flashio = load_check_file('flashio.py', 'flashio_check_file')
+    marked = ({('h5paths_check', h5paths.row_name(r)) for r in h5paths.rows() if r.nightly} |
+              {('flashio_check', '-'.join(row)) for row in flashio.NIGHT_ROWS} |
+              rows(listed('-n', '^ior_check', *keep)))
+    assert len(marked) > 20 and rows(listed(*nightrun.NIGHT_SELECTION, *keep)) == marked
     old = listed('-n', f'(?=.*%hdf5_build=hdf5-1.15.0(%|$)){OLD_STANDIN_IOR}')
     assert len(old) == 2 and listed(*nightrun.STANDIN_IOR_SELECTION, *keep) == old
 
