@@ -116,6 +116,23 @@ def load_check_file(name: str, module_name: str):
     return module
 
 
+def night_rows_marked() -> set[tuple[str, str]]:
+    """The default night as the check files declare it, ``(check, benchmark)``: every IOR
+    row (``ior_check`` is tagged ``nightly`` whole), FLASH-IO's ``NIGHT_ROWS`` and the
+    h5paths rows marked ``nightly`` in its table."""
+    ior = load_check_file('ior.py', 'ior_check_file')
+    flashio = load_check_file('flashio.py', 'flashio_check_file')
+    h5paths = load_check_file('h5paths.py', 'h5paths_check_file')
+    return ({('ior_check', '-'.join(row)) for row in ior.ior_check.param_space['benchmark']} |
+            {('flashio_check', '-'.join(row)) for row in flashio.NIGHT_ROWS} |
+            {('h5paths_check', h5paths.row_name(r)) for r in h5paths.rows() if r.nightly})
+
+
+def check_and_benchmark(name: str) -> tuple[str, str]:
+    """``(check, benchmark)`` of a ReFrame test's name (``check %param=... %benchmark=B``)."""
+    return name.split()[0], name.split('%benchmark=')[1].split()[0]
+
+
 def skip_without_spack(why: str):
     """Skip the test, saying ``why``; fail it instead where the Spack environment must be
     there (``$H5REGRESS_EXPECT_SPACK``, set by ``.ci/run`` with the offline bundle)."""

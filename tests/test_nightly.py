@@ -225,18 +225,12 @@ def test_the_night_is_the_rows_each_check_marks(tmp_path):
     hdf5_build==...: every IOR row, FLASH-IO's NIGHT_ROWS and the h5paths rows marked
     ``nightly`` in its table, and no other test, so a row joins the night by its own line
     (the stand-in night's IOR rows -t standin: the regex they replaced)."""
-    from reframe_run import load_check_file
+    from reframe_run import check_and_benchmark, night_rows_marked
     listed = two_builds_lister(tmp_path)
     keep = nightrun.build_filter('hdf5-1.15.0')
-
-    def rows(names):
-        return {(name.split()[0], name.split('%benchmark=')[1].split()[0]) for name in names}
-    h5paths = load_check_file('h5paths.py', 'h5paths_check_file')
-    flashio = load_check_file('flashio.py', 'flashio_check_file')
-    marked = ({('h5paths_check', h5paths.row_name(r)) for r in h5paths.rows() if r.nightly} |
-              {('flashio_check', '-'.join(row)) for row in flashio.NIGHT_ROWS} |
-              rows(listed('-n', '^ior_check', *keep)))
-    assert len(marked) > 20 and rows(listed(*nightrun.NIGHT_SELECTION, *keep)) == marked
+    marked = night_rows_marked()
+    assert len(marked) > 20
+    assert {check_and_benchmark(n) for n in listed(*nightrun.NIGHT_SELECTION, *keep)} == marked
     old = listed('-n', f'(?=.*%hdf5_build=hdf5-1.15.0(%|$)){OLD_STANDIN_IOR}')
     assert len(old) == 2 and listed(*nightrun.STANDIN_IOR_SELECTION, *keep) == old
 
