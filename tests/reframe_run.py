@@ -128,11 +128,6 @@ def night_rows_marked() -> set[tuple[str, str]]:
             {('h5paths_check', h5paths.row_name(r)) for r in h5paths.rows() if r.nightly})
 
 
-def check_and_benchmark(name: str) -> tuple[str, str]:
-    """``(check, benchmark)`` of a ReFrame test's name (``check %param=... %benchmark=B``)."""
-    return name.split()[0], name.split('%benchmark=')[1].split()[0]
-
-
 def skip_without_spack(why: str):
     """Skip the test, saying ``why``; fail it instead where the Spack environment must be
     there (``$H5REGRESS_EXPECT_SPACK``, set by ``.ci/run`` with the offline bundle)."""

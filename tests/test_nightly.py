@@ -225,12 +225,13 @@ def test_the_night_is_the_rows_each_check_marks(tmp_path):
     hdf5_build==...: every IOR row, FLASH-IO's NIGHT_ROWS and the h5paths rows marked
     ``nightly`` in its table, and no other test, so a row joins the night by its own line
     (the stand-in night's IOR rows -t standin: the regex they replaced)."""
-    from reframe_run import check_and_benchmark, night_rows_marked
+    from reframe_run import night_rows_marked
+    from h5regress.replay import row_of
     listed = two_builds_lister(tmp_path)
     keep = nightrun.build_filter('hdf5-1.15.0')
     marked = night_rows_marked()
     assert len(marked) > 20
-    assert {check_and_benchmark(n) for n in listed(*nightrun.NIGHT_SELECTION, *keep)} == marked
+    assert {row_of(n) for n in listed(*nightrun.NIGHT_SELECTION, *keep)} == marked
     old = listed('-n', f'(?=.*%hdf5_build=hdf5-1.15.0(%|$)){OLD_STANDIN_IOR}')
     assert len(old) == 2 and listed(*nightrun.STANDIN_IOR_SELECTION, *keep) == old
 
