@@ -1,4 +1,4 @@
-"""Statistics of the performance gate: pure Python, standard library only.
+"""Statistics of the performance gate, built on scipy's distributions and tests.
 
 Why these methods
 -----------------
