@@ -490,3 +490,33 @@ def test_the_noise_benchmark_runs_the_driver_row_through_its_driver(tmp_path, mo
         'HDF5_DRIVER': 'h5r_vector',
         'HDF5_PLUGIN_PATH': str(tmp_path / 'kernel' / 'lib' / 'h5paths' / 'vfd')}
     assert asked['flush-datasets'] == {}
+
+
+@pytest.mark.skipif(not shutil.which('mpicc') or not shutil.which('pkg-config'),
+                    reason='needs mpicc and pkg-config')
+def test_the_kernel_compiles_against_a_1_13_0_without_h5fddevelop(tmp_path):
+    """A 2020 develop commit of HDF5 says 1.13.0 but has no H5FDdevelop.h (it came
+    during 1.13.0's development): the kernel took the version as the header's sign and
+    did not build (the replay of 5d8c5849's first parent, 2026-11-29). Debian's headers,
+    relabelled 1.13.0, stand in for its headers (preprocessed only: they lack what
+    1.12 added); CMake defines H5PATHS_HAVE_H5FDDEVELOP only when it finds the header."""
+    cflags = subprocess.run(['pkg-config', '--cflags', 'hdf5-openmpi'], capture_output=True,
+                            text=True)
+    if cflags.returncode:
+        pytest.skip('no pkg-config module hdf5-openmpi')
+    hdf5_include = next(f[2:] for f in cflags.stdout.split()
+                        if f.startswith('-I') and os.path.isfile(f'{f[2:]}/H5public.h'))
+    headers = tmp_path / 'include'
+    shutil.copytree(hdf5_include, headers)
+    assert not (headers / 'H5FDdevelop.h').exists()
+    public = headers / 'H5public.h'
+    text, n = re.subn(r'#define H5_VERS_MINOR\s+\d+', '#define H5_VERS_MINOR 13',
+                      public.read_text())
+    assert n == 1
+    public.write_text(text)
+    src = REPO / 'kernels' / 'h5paths' / 'src'
+    out = subprocess.run(
+        ['mpicc', '-E', '-o', os.devnull, f'-I{headers}', f'-I{src}',
+         f'-I{REPO / "kernels" / "common"}', str(src / 'main.c')],
+        capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]

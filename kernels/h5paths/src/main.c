@@ -11,8 +11,11 @@
 #include "h5paths.h"
 #include "kernel_common.h"
 
-#if H5_VERSION_GE(1, 13, 0)
-#include <H5FDdevelop.h>   /* H5FDopen and H5FD_t moved here from H5FDpublic.h */
+/* H5FDopen and H5FD_t moved from H5FDpublic.h to H5FDdevelop.h during 1.13.0's
+ * development: a 2020 develop commit says 1.13.0 and has no H5FDdevelop.h, so CMake
+ * looks for the header rather than trusting the version */
+#ifdef H5PATHS_HAVE_H5FDDEVELOP
+#include <H5FDdevelop.h>
 #endif
 
 #include <dlfcn.h>
