@@ -94,42 +94,13 @@ from h5regress.nightprocs import (Interrupted, _state, handle_signals, log, run,
 from h5regress.nightrun import (NIGHT_SELECTION, tests_regex, SETTINGS, STANDIN_IOR_SELECTION,
                                 STANDIN_IOR_SETVARS, STANDIN_SELECTION, NightRequest, NightResult,
                                 attempt_perflogs, attempt_reports, checks_selection,
-                                choose_builds, install_environment, PairClock, read_attempt,
+                                choose_builds, install_environment, look_summary, PairClock,
+                                read_attempt,
                                 resolve_commit, run_once, run_pairs, standin_checks,
                                 start_attempt, undecided_selection, undecided_tests,
                                 without_baseline_tests)
 from h5regress.standins import STANDIN_A, STANDIN_B, build_standins, injected_delay
 from h5regress.report.links import REPO_URL_ENV
-
-
-def look_summary(gate_json: Path, pairs: int, every_metric: bool,
-                 what: str = 'look') -> list[str]:
-    """What a look says: each gated metric's ratio and interval against the margin
-    (``every_metric``), else the night's verdict and its least favourable metric."""
-    try:
-        result = json.loads(gate_json.read_text())
-    except (OSError, ValueError):
-        return [f'{what} at {pairs} pairs: the gate wrote no {gate_json.name}']
-    if result.get('error'):     # why, not the ratios: more pairs will not change it
-        return [f'{what} at {pairs} pairs: {result["overall"]}: {result["error"]}']
-    floor = 1 - result['config']['margin']
-    gated = [m for m in result['metrics'] if m.get('role') == 'gated']
-
-    def describe(m):
-        if m.get('ratio') is None:
-            return f'{m["label"]}: no ratio ({m.get("reason")})'
-        lo, hi = (f'{m[k]:.3f}' if m.get(k) is not None else '-' for k in ('ratio_lo', 'ratio_hi'))
-        return f'{m["label"]}: ratio {m["ratio"]:.3f} [{lo}, {hi}]'
-
-    head = (f'{what} at {pairs} pairs: {result["overall"]}, '
-            f'{sum(m["verdict"] == "PASS" for m in gated)} of {len(gated)} gated metrics '
-            f'PASS (interval above {floor:.2f})')
-    if every_metric:
-        return [head] + [f'  {m["verdict"]:<12} {describe(m)}' for m in gated]
-    known = [m for m in gated if m.get('ratio_lo') is not None]
-    if not known:
-        return [head]
-    return [f'{head}; lowest {describe(min(known, key=lambda m: m["ratio_lo"]))}']
 
 
 def looks(args) -> list[int]:

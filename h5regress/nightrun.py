@@ -398,3 +398,36 @@ def run_pairs(first: int, last: int, baseline: str, candidate: str, args, env,
             f'{order[0]} then {order[1]}, {took:.0f} s'
             + (f'; ReFrame reported failed tests for {", ".join(failed)}' if failed else ''))
     return last
+
+
+def look_summary(gate_json: Path, pairs: int, every_metric: bool,
+                 what: str = 'look') -> list[str]:
+    """What a look says: each gated metric's ratio and interval against the margin
+    (``every_metric``), else the night's verdict and its least favourable metric."""
+    try:
+        result = json.loads(gate_json.read_text())
+    except (OSError, ValueError):
+        return [f'{what} at {pairs} pairs: the gate wrote no {gate_json.name}']
+    if result.get('error'):     # why, not the ratios: more pairs will not change it
+        return [f'{what} at {pairs} pairs: {result["overall"]}: {result["error"]}']
+    floor = 1 - result['config']['margin']
+    gated = [m for m in result['metrics'] if m.get('role') == 'gated']
+
+    def describe(m):
+        if m.get('ratio') is None:
+            return f'{m["label"]}: no ratio ({m.get("reason")})'
+        lo, hi = (f'{m[k]:.3f}' if m.get(k) is not None else '-' for k in ('ratio_lo', 'ratio_hi'))
+        lower = '' if m.get('higher_is_better', True) else ' (lower is better)'
+        return f'{m["label"]}: ratio {m["ratio"]:.3f} [{lo}, {hi}]{lower}'
+
+    head = (f'{what} at {pairs} pairs: {result["overall"]}, '
+            f'{sum(m["verdict"] == "PASS" for m in gated)} of {len(gated)} gated metrics '
+            f'PASS (interval above {floor:.2f})')
+    if every_metric:
+        return [head] + [f'  {m["verdict"]:<12} {describe(m)}' for m in gated]
+    known = [m for m in gated if m.get('ratio_lo') is not None]
+    if not known:
+        return [head]
+    # by performance: a peak memory's value ratio grows as it gets worse
+    worst = min(known, key=lambda m: m.get('perf_lo') or m['ratio_lo'])
+    return [f'{head}; least favourable {describe(worst)}']

@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import os
 import platform
 import random
@@ -256,16 +257,27 @@ def worst_row(replay: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def cell(replay: dict[str, Any] | None) -> str:
-    """One replay in a table cell: verdict, pairs, worst row's ratio and interval, time."""
+    """One replay in a table cell: verdict, pairs, worst row's performance ratio (below 1:
+    worse) and interval, time."""
     if replay is None:
         return '-'
     row = worst_row(replay)
-    ratio = '' if row is None or row.get('ratio') is None else \
-        f' {row["ratio"]:.3f} [{row["ratio_lo"]:.3f}, {row["ratio_hi"]:.3f}]'
+    ratio = ''
+    if row is not None and row.get('ratio') is not None:
+        # results stored before the performance interval was kept have the ratio's, the
+        # same where higher is better (every row of theirs)
+        lo, hi = (row['ratio_lo'], row['ratio_hi']) if row.get('perf_lo') is None else \
+            (row['perf_lo'], row['perf_hi'])
+        ratio = f' {row["perf_ratio"]:.3f} [{lo:.3f}, {hi:.3f}]'
+        if not math.isclose(row['ratio'], row['perf_ratio'], rel_tol=1e-6):
+            # lower is better (a peak memory): the performance ratio is the baseline's
+            # figure over the candidate's; say the candidate's figure too
+            metric = row['label'].split(' [')[0].split()[-1]
+            ratio += f' ({metric} {row["ratio"]:.2f}x the baseline\'s)'
     faster = replay.get('faster_rows') if replay['mode'] == 'fix' else None
     if faster:
         row = next(r for r in replay['rows'] if r['label'] == faster[0])
-        ratio += (f'; recovery seen: {len(faster)} row(s) faster, performance '
+        ratio += (f'; recovery seen: {len(faster)} row(s) better, performance '
                   f'{row["perf_ratio"]:.3f} [{row["perf_lo"]:.3f}, {row["perf_hi"]:.3f}]')
     # a row the candidate broke has no ratio: the cell says so instead of hiding it
     errors = sum(r['verdict'] == 'ERROR' for r in replay['rows'])

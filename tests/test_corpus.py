@@ -208,7 +208,7 @@ def test_a_case_with_only_a_fix_replays_the_fix_and_shows_its_recovery(tmp_path,
     assert control['faster_rows'] == []
     table = replay.catch_table(replay.load_results(tmp_path / 'results'), 1)
     assert '| fixonly | conversion | - | no false FAIL, ' in table
-    assert '; recovery seen: 1 row(s) faster, performance ' in table
+    assert '; recovery seen: 1 row(s) better, performance ' in table
     assert 'caught 0 of 0 replayed case(s) (1 in the corpus); false FAILs on fix and A/A ' \
            'replays: 0; recovery seen on 1 of 1 fix replay(s)' in table
 
@@ -305,6 +305,20 @@ def test_a_row_the_candidate_broke_keeps_the_gates_reason_and_shows_in_the_table
     done = {'mode': 'regression', 'verdict': 'missed', 'pairs': 20, 'rows': rows,
             'wall_seconds': 600.0}
     assert replay.cell(done) == 'missed, 20 pairs 0.920 [0.800, 1.070]; 1 row(s) ERROR, 600 s'
+
+
+def test_a_memory_row_shows_its_performance_ratio_and_the_memory_grown():
+    """A gated peak memory (lower is better): the table's cell gives the performance ratio
+    (below 1: worse) as every other row's, and the candidate's memory as a multiple of the
+    baseline's, never the bare value ratio above 1 beside the slowdowns' below 1."""
+    row = {'key': 'm', 'label': 'h5paths_check %benchmark=vlen-reopen-hdf5-serial-contiguous-'
+                                'earliest reopen_read peak_rss [36b7f7]', 'verdict': 'FAIL',
+           'ratio': 2.710781, 'ratio_lo': 2.704442, 'ratio_hi': 2.717134,
+           'perf_ratio': 0.368897, 'perf_lo': 0.368035, 'perf_hi': 0.369762, 'n_pairs': 10}
+    done = {'mode': 'regression', 'verdict': 'caught', 'pairs': 10, 'rows': [row],
+            'wall_seconds': 663.9}
+    assert replay.cell(done) == ("caught, 10 pairs 0.369 [0.368, 0.370] (peak_rss 2.71x the "
+                                 "baseline's), 664 s")
 
 
 def test_a_regression_no_row_failed_but_one_errored_is_counted_apart_from_caught():

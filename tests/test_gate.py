@@ -4,6 +4,7 @@ import dataclasses
 import json
 import math
 import random
+import re
 
 import pytest
 import yaml
@@ -102,6 +103,26 @@ def test_lower_is_better_direction():
     res = gate.run_gate(faster, BASE, CAND, dict(gate.load_config(),
                                                   gated=[{'tool': 'ior', 'metric': 'time'}]))
     assert gated(res)[0]['verdict'] == 'PASS'
+
+
+def test_a_memory_that_grows_fails_in_the_words_of_memory():
+    """A peak memory 3x the baseline's (lower is better, no speed): FAIL, its reason says
+    regression, not slowdown, and which way its ratios go; the report's sentence gives
+    the multiple of the baseline's memory, not a time it took."""
+    from h5regress.report.text import slowdown_words
+    grown = paired(10, 3.0, cv=0.01, op='reopen_read', metric='peak_rss', hib=False,
+                   unit='MiB')
+    res = gate.run_gate(grown, BASE, CAND, dict(gate.load_config(),
+                                                 gated=[{'tool': 'ior', 'metric': 'peak_rss'}]))
+    (m,) = gated(res)
+    assert m['verdict'] == 'FAIL' and m['ratio'] == pytest.approx(3.0, rel=0.02)
+    assert m['reason'].startswith('significant regression (BH q=')
+    assert 'slow' not in m['reason']
+    assert m['reason'].endswith("[lower is better: the ratios in this reason are the "
+                                "baseline's figure over the candidate's]")
+    said = slowdown_words(m)
+    assert re.search(r"reopen_read peak_rss: 3\.0\dx the baseline's \(performance", said)
+    assert 'as long' not in said
 
 
 def test_significant_but_within_margin_is_not_fail():
@@ -510,7 +531,7 @@ def test_the_shipped_file_is_the_one_source_of_the_config():
     shipped = yaml.safe_load(gateconfig.CONFIG_FILE.read_text())
     assert gate.load_config() == shipped
     assert not hasattr(gate, 'DEFAULTS')
-    assert len(gate.load_config()['gated']) == len(shipped["gated"]) == 18
+    assert len(gate.load_config()["gated"]) == len(shipped["gated"]) == 18
 
 
 def test_a_site_config_is_layered_over_the_shipped_one(tmp_path):

@@ -296,6 +296,23 @@ def test_the_loop_tells_the_gate_its_looks():
         nightly_mod.parse_args(['--stand-in', '--more-pairs', '0'])
 
 
+def test_a_look_names_a_grown_memory_as_the_least_favourable_metric(tmp_path):
+    """A look's line names the metric with the lowest performance bound: a peak memory
+    2.7x the baseline's (value ratio above 1, lower is better) before a bandwidth at
+    0.97, never the bandwidth because its value ratio is the lowest number."""
+    from h5regress import nightly as nightly_mod
+    result = {'overall': 'FAIL', 'config': {'margin': 0.05}, 'metrics': [
+        {'role': 'gated', 'verdict': 'PASS', 'label': 'read bw', 'ratio': 0.99,
+         'ratio_lo': 0.97, 'ratio_hi': 1.01, 'perf_lo': 0.97, 'higher_is_better': True},
+        {'role': 'gated', 'verdict': 'FAIL', 'label': 'reopen_read peak_rss', 'ratio': 2.711,
+         'ratio_lo': 2.704, 'ratio_hi': 2.717, 'perf_lo': 0.368, 'higher_is_better': False}]}
+    path = tmp_path / 'gate.json'
+    path.write_text(json.dumps(result))
+    line, = nightrun.look_summary(path, 10, every_metric=False)
+    assert line.endswith('least favourable reopen_read peak_rss: ratio 2.711 [2.704, 2.717] '
+                         '(lower is better)'), line
+
+
 def test_quiet_night_prints_at_most_three_lines_per_pair(tmp_path, monkeypatch, capfd):
     """Under --quiet: a line per pair ("pair i/N"), a line per look (the verdict so far and
     the lowest ratio with its interval), the final verdict; no command lines (issue 16).
@@ -339,7 +356,8 @@ def test_quiet_night_prints_at_most_three_lines_per_pair(tmp_path, monkeypatch, 
     # the verdict in a line too, not the gate's table
     assert sum('verdict at 20 pairs: NO-SLOWDOWN-SEEN' in line for line in lines) == 1
     assert not any(line.startswith('overall: ') for line in lines)
-    assert re.search(r'lowest .*: ratio \d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]', looks[0])
+    assert re.search(r'least favourable .*: ratio \d\.\d{3} \[\d\.\d{3}, \d\.\d{3}\]',
+                     looks[0])
     assert not any(' $ ' in line for line in lines), 'command lines under --quiet'
 
 

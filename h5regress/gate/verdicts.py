@@ -234,6 +234,25 @@ NO_SLOWDOWN_SEEN = 'NO-SLOWDOWN-SEEN'
 SLOWER = 'significantly slower'
 
 
+def is_speed(unit: Any) -> bool:
+    """Whether a metric's figure is a speed or a time (``MiB/s``, ``1/s``, ``s``), which
+    "slowdown" describes; a peak memory (``MiB``) is none."""
+    return unit == 's' or str(unit).endswith('/s')
+
+
+def in_words_of(reason: str, unit: Any, higher_is_better: bool) -> str:
+    """A verdict's reason in the words of its metric: a figure that is no speed (peak
+    memory) gets worse, not slower; where lower is better, the reason's ratios are
+    performance ratios, the baseline's figure over the candidate's (the row's ``ratio``
+    is the candidate's over the baseline's)."""
+    if not is_speed(unit):
+        reason = reason.replace('slowdown', 'regression').replace('slower', 'worse')
+    if not higher_is_better:
+        reason += (' [lower is better: the ratios in this reason are the baseline\'s '
+                   'figure over the candidate\'s]')
+    return reason
+
+
 def is_slower(verdict: str, reason: str) -> bool:
     """Whether an INCONCLUSIVE verdict is a significant slowdown not shown beyond the margin."""
     return verdict == 'INCONCLUSIVE' and reason.startswith(SLOWER)
@@ -277,6 +296,8 @@ def decide_all(metrics: Sequence[MetricComparison], cfg: Mapping[str, Any],
             m.row['interval'] = _interval_row(m.comp, drawn, m.row['higher_is_better'])
             m.row['verdict_bound'] = _bound_row(bound, m.row['higher_is_better'])
             m.row['slower'] = is_slower(m.row['verdict'], m.row['reason'])
+            m.row['reason'] = in_words_of(m.row['reason'], m.row.get('unit'),
+                                          m.row['higher_is_better'])
             m.row['sensitivity'] = sensitivity(m.comp, cfg, looks, pairs_run)
             m.row['fail_bound'] = _fmt_ratio(_value_ratio(
                 m.comp.upper(fail_confidence(m.comp.n, looks, cfg, pairs_run)),

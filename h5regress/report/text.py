@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from h5regress import followup
+from h5regress.gate.verdicts import is_speed
 
 
 #: (title, header, rows, note) of one table
@@ -233,7 +234,8 @@ def verdict_bound(m: Mapping[str, Any]) -> str:
 
 
 def slowdown_words(m: Mapping[str, Any]) -> str:
-    """A slower metric in words: 'writes take 1.47x as long (30-37 % lower), 20 pairs'."""
+    """A slower metric in words: 'writes take 1.47x as long (30-37 % lower), 20 pairs';
+    a worse figure that is no speed, a peak memory: '2.95x the baseline's (...)'."""
     r, lo, hi = _perf(m)
     if not (_finite(r) and r > 0):
         return f'{short_label(m)}: no ratio'
@@ -243,7 +245,10 @@ def slowdown_words(m: Mapping[str, Any]) -> str:
     if _finite(lo) and _finite(hi):
         span = f' (performance {(1 - hi) * 100:.0f}-{(1 - lo) * 100:.0f} % lower)'
     bound = verdict_bound(m)
-    return (f'{short_label(m)}: {phase} take {1 / r:.2f}x as long{span}, '
+    # the figure the candidate reached, as a multiple of the baseline's
+    change = (f'{phase} take {1 / r:.2f}x as long' if is_speed(m.get('unit')) else
+              f'{(1 / r if not m.get("higher_is_better", True) else r):.2f}x the baseline\'s')
+    return (f'{short_label(m)}: {change}{span}, '
             f'{m.get("n_pairs")} pairs' + (f'; the verdict used the {bound}' if bound else ''))
 
 
