@@ -531,7 +531,7 @@ def test_the_shipped_file_is_the_one_source_of_the_config():
     shipped = yaml.safe_load(gateconfig.CONFIG_FILE.read_text())
     assert gate.load_config() == shipped
     assert not hasattr(gate, 'DEFAULTS')
-    assert len(gate.load_config()["gated"]) == len(shipped["gated"]) == 18
+    assert len(gate.load_config()["gated"]) == len(shipped["gated"]) == 19
 
 
 def test_a_site_config_is_layered_over_the_shipped_one(tmp_path):

@@ -58,7 +58,8 @@ def test_a_success_of_every_path_family_is_recorded():
                         'attributes', 'open-close', 'partial-chunk', 'chunked-deflate', 'vds',
                         'efc', 'multi-dataset', 'compound-superset', 'strided-chunks',
                         'vds-open', 'flush-datasets', 'append', 'point-selections',
-                        'multi-chunk', 'storage-kinds', 'vlen-strings', 'chunk-cache'}
+                        'multi-chunk', 'storage-kinds', 'vlen-strings', 'chunk-cache',
+                        'vlen-reopen'}
 
 
 @pytest.mark.parametrize('case', OK)
@@ -73,8 +74,9 @@ def test_success(case):
     for m in run.measurements:
         assert m.value > 0 and len(m.samples) == 2
         assert m.value == pytest.approx(sum(m.samples) / 2)
-        assert m.unit == {'bw': 'MiB/s', 'ops_per_s': '1/s', 'time': 's'}[m.metric]
-        assert m.higher_is_better == (m.metric != 'time')
+        assert m.unit == {'bw': 'MiB/s', 'ops_per_s': '1/s', 'time': 's',
+                          'peak_rss': 'MiB'}[m.metric]
+        assert m.higher_is_better == (m.metric not in ('time', 'peak_rss'))
     # bandwidth is what the kernel moved over the phase's time, per iteration
     first = {ph['phase']: ph for ph in data['iterations'][0]['phases']}
     for m in run.measurements:
@@ -87,6 +89,32 @@ def test_success(case):
     assert run.provenance['read_cache'] == (
         'not-evicted: --read-cache keep' if data['params'].get('read_cache') == 'keep' else 'evicted')
     assert run.provenance['files'] and all(f['bytes'] > 0 for f in run.provenance['files'])
+
+
+def test_the_reopen_cycles_peak_memory_is_a_metric_that_shows_the_leak():
+    """vlen-reopen's reopen_read carries the largest rank's peak resident memory: on HDF5
+    1.14.1, which keeps a conversion path per cycle (issue 1256), it grows from one
+    iteration to the next; on 1.10.8 it stays."""
+    def peak(case):
+        run, = h5paths.parse(case_files(case))
+        data = json.loads((FIXTURES / case / 'h5paths.json').read_text())
+        m, = [m for m in run.measurements if m.metric == 'peak_rss']
+        assert (m.operation, m.unit, m.higher_is_better) == ('reopen_read', 'MiB', False)
+        assert m.samples == [ph['peak_rss_kib'] / 1024 for it in data['iterations']
+                             for ph in it['phases'] if ph['phase'] == 'reopen_read']
+        return m.samples
+    leaky, kept = peak('vlen-reopen-1.14-ok'), peak('vlen-reopen-ok')
+    assert leaky[1] > leaky[0] + 2 and kept[1] - kept[0] < 1
+    # only the memory phases: the other rows' records keep their metrics
+    run, = h5paths.parse(case_files('vlen-strings-1.14-ok'))
+    assert not [m for m in run.measurements if m.metric == 'peak_rss']
+
+
+def test_a_memory_phase_without_its_peak_memory_fails_the_run():
+    def without(d):
+        del d['iterations'][1]['phases'][1]['peak_rss_kib']
+    with pytest.raises(RunFailed, match="iteration 1 reopen_read: peak_rss_kib None is not"):
+        h5paths.parse(edited('vlen-reopen-ok', without))
 
 
 def test_metadata_and_data_phases_get_their_metrics():

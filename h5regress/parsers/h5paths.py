@@ -15,6 +15,10 @@ data phases: ``write``, ``read``,      ``bw``        MiB/s   yes       bytes / 2
 metadata phases: ``create``,           ``ops_per_s`` 1/s     yes       objects / seconds, mean
 ``open_read``, ``open_close``                                          over iterations
 every phase                            ``time``      s       no        mean seconds
+``reopen_read`` (``MEMORY_PHASES``)    ``peak_rss``  MiB     no        the largest rank's peak
+                                                                       resident memory at the
+                                                                       phase's end (getrusage),
+                                                                       mean over iterations
 =====================================  ============  ======  ========  ======================
 
 Failures (:class:`RunFailed`), never a sample: ``h5paths: ERROR`` lines or HDF5
@@ -42,14 +46,14 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 
 from h5regress.parsers.base import MIB, SYSTEM_ERRORS, ExpectedFile, Measurement, ParsedRun, \
     ParseError, RunFailed, check_files as check_expected, find_error_line, is_stderr_name, \
     kernel_summary
 # the paths and their phases: one table, which the check reads too
 from h5regress.parsers.h5paths_table import COUNTED_DATA_PHASES, DATA_PHASES, \
-    DATASETS_PER_OBJECT, PHASES, WRITES_FILE_RECORDS
+    DATASETS_PER_OBJECT, MEMORY_PHASES, PHASES, WRITES_FILE_RECORDS
 
 TOOL = 'h5paths'
 
@@ -310,20 +314,35 @@ def _provenance(d: Mapping[str, Any]) -> dict[str, Any]:
     return prov
 
 
-def _measurements(phases: tuple[str, ...], per_phase: dict[str, list]) -> list[Measurement]:
-    """Bandwidth (data phases) or rate (object phases) and time of each phase, per
-    iteration the samples."""
+class _Phase(NamedTuple):
+    """One phase of one iteration, as the kernel's summary gives it."""
+
+    seconds: float
+    bytes: int
+    objects: int
+    #: the largest rank's peak resident memory at the phase's end (0: a kernel before 1.11.0)
+    peak_rss_kib: int
+
+
+def _measurements(phases: tuple[str, ...], per_phase: dict[str, list[_Phase]]
+                  ) -> list[Measurement]:
+    """Bandwidth (data phases) or rate (object phases) and time of each phase, and the
+    peak resident memory of the phases of ``MEMORY_PHASES``; per iteration the samples."""
     measurements = []
     for phase in phases:
-        seconds = [s for s, _, _ in per_phase[phase]]
+        figures = per_phase[phase]
+        seconds = [f.seconds for f in figures]
         if phase in DATA_PHASES:
-            bws = [b / MIB / s for s, b, _ in per_phase[phase]]
+            bws = [f.bytes / MIB / f.seconds for f in figures]
             measurements.append(Measurement(phase, 'bw', _mean(bws), 'MiB/s', True, bws))
         else:
-            rates = [o / s for s, _, o in per_phase[phase]]
+            rates = [f.objects / f.seconds for f in figures]
             measurements.append(Measurement(phase, 'ops_per_s', _mean(rates), '1/s', True,
                                             rates))
         measurements.append(Measurement(phase, 'time', _mean(seconds), 's', False, seconds))
+        if phase in MEMORY_PHASES:
+            rss = [f.peak_rss_kib / 1024 for f in figures]
+            measurements.append(Measurement(phase, 'peak_rss', _mean(rss), 'MiB', False, rss))
     return measurements
 
 
@@ -332,13 +351,13 @@ def _mean(values: list[float]) -> float:
 
 
 def _per_phase(path: str, iterations: list[Mapping[str, Any]], phases: tuple[str, ...],
-               asked: int) -> dict[str, list[tuple[float, int, int]]]:
-    """phase -> [(seconds, bytes, objects) per iteration]; every iteration asked, every
-    phase of the path in each, each time positive."""
+               asked: int) -> dict[str, list[_Phase]]:
+    """phase -> its figures per iteration; every iteration asked, every phase of the path
+    in each, each time positive, each memory phase's peak memory positive."""
     if len(iterations) != asked:
         raise RunFailed(f'h5paths: {path}: {len(iterations)} iteration(s) in the summary, '
                         f'{asked} asked')
-    out: dict[str, list[tuple[float, int, int]]] = {p: [] for p in phases}
+    out: dict[str, list[_Phase]] = {p: [] for p in phases}
     for it in iterations:
         seen = {ph['phase']: ph for ph in it['phases']}
         for phase in phases:
@@ -346,12 +365,15 @@ def _per_phase(path: str, iterations: list[Mapping[str, Any]], phases: tuple[str
             if ph is None:
                 raise RunFailed(f'h5paths: {path}: iteration {it.get("iteration")} has no '
                                 f'{phase} phase')
-            seconds = float(ph['seconds'])
-            if not seconds > 0:
+            figures = _Phase(float(ph['seconds']), int(ph.get('bytes') or 0),
+                             int(ph.get('objects') or 0), int(ph.get('peak_rss_kib') or 0))
+            if not figures.seconds > 0:
                 raise RunFailed(f'h5paths: {path}: iteration {it.get("iteration")} {phase}: '
-                                f'time {seconds} s is not positive')
-            out[phase].append((seconds, int(ph.get('bytes') or 0),
-                               int(ph.get('objects') or 0)))
+                                f'time {figures.seconds} s is not positive')
+            if phase in MEMORY_PHASES and not figures.peak_rss_kib > 0:
+                raise RunFailed(f'h5paths: {path}: iteration {it.get("iteration")} {phase}: '
+                                f'peak_rss_kib {ph.get("peak_rss_kib")!r} is not positive')
+            out[phase].append(figures)
     return out
 
 
@@ -383,17 +405,17 @@ def _expected(name: str, opts: Mapping[str, Any], ranks: int) -> dict[str, tuple
     return out
 
 
-def _check_moved_as_asked(path: str, per_phase: Mapping[str, list[tuple[float, int, int]]],
+def _check_moved_as_asked(path: str, per_phase: Mapping[str, list[_Phase]],
                           expected: Mapping[str, tuple[int, int]]) -> None:
     for phase, values in per_phase.items():
         want_bytes, want_objects = expected[phase]
-        for i, (_, moved, objects) in enumerate(values):
-            if want_bytes and moved != want_bytes:
-                raise RunFailed(f'h5paths: {path}: iteration {i} {phase} moved {moved} B, '
-                                f'{want_bytes} B asked')
-            if want_objects and objects < want_objects:
-                raise RunFailed(f'h5paths: {path}: iteration {i} {phase} touched {objects} '
-                                f'objects, {want_objects} asked')
+        for i, figures in enumerate(values):
+            if want_bytes and figures.bytes != want_bytes:
+                raise RunFailed(f'h5paths: {path}: iteration {i} {phase} moved '
+                                f'{figures.bytes} B, {want_bytes} B asked')
+            if want_objects and figures.objects < want_objects:
+                raise RunFailed(f'h5paths: {path}: iteration {i} {phase} touched '
+                                f'{figures.objects} objects, {want_objects} asked')
 
 
 def check_files(run: ParsedRun, written: Mapping[str, int]) -> list[str]:

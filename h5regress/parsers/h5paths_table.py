@@ -16,7 +16,9 @@ DATA_PHASES = ('write', 'write_subset', 'read', 'write_sources', 'read_vds', 'ap
 #: data phases whose objects the kernel counts too (append: the extents HDF5 grew)
 COUNTED_DATA_PHASES = ('append',)
 METADATA_PHASES = ('create', 'open_read', 'open_close', 'open_vds', 'create_flush',
-                   'select_ops')
+                   'select_ops', 'reopen_read')
+#: phases whose peak resident memory is a metric too (``peak_rss``): where HDF5 leaked
+MEMORY_PHASES = ('reopen_read',)
 
 
 class Path(NamedTuple):
@@ -72,6 +74,7 @@ PATHS: dict[str, Path] = {
     'multi-chunk': Path(('write', 'read', 'write_mc', 'read_mc'), 2097152, 2),
     'storage-kinds': Path(_DATA, 1024, 2000, work='objects'),
     'vlen-strings': Path(_DATA, 65536),
+    'vlen-reopen': Path(('write', 'reopen_read'), 64, 8000, work='objects'),
     'chunk-cache': Path(_DATA, 850, chunk_elements=10000),
     'strided-contiguous': Path(_DATA, 262144, warm_read_repeats=16),
 }

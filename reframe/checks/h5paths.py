@@ -37,7 +37,7 @@ from h5regress import manifest, proof, tools
 from h5regress.builds import BuiltByFixture, KernelBuild
 from h5regress.checkbase import KernelBenchmark, shell_word
 from h5regress.parsers import h5paths
-from h5regress.parsers.h5paths_table import DATA_PHASES, PATHS, Row
+from h5regress.parsers.h5paths_table import DATA_PHASES, MEMORY_PHASES, PATHS, Row
 
 SUMMARY = 'h5paths.json'
 #: the kernel's file driver plugin with vector callbacks, and where it is installed
@@ -110,6 +110,11 @@ ROWS = [
     Row('multi-chunk', layout='chunked', nightly=True),
     Row('storage-kinds', nightly=True),
     Row('vlen-strings', nightly=True),
+    # HDF5 issue 1256: a file opened, its variable-length strings read, closed, again and
+    # again in one process (serial, sec2); from 1.12.1 to 1.14.3 every cycle left a
+    # conversion path behind (regressions/vlen-conversion-path-leak-1256.yaml): gated on
+    # the peak memory, about 3 s a side
+    Row('vlen-reopen', transfer='serial', nightly=True),
     # HDFFV-10601: columns read one by one through a chunk cache of fewer slots than chunks
     # along the fastest dimension, partial edge chunks (serial, deflate); in the night for
     # the case it catches (regressions/chunk-cache-hash-hdffv-10601.yaml), about 2 s a side
@@ -290,7 +295,8 @@ class h5paths_base(KernelBenchmark):
         return {f'{phase}_{metric}': (phase, metric, unit)
                 for phase in PATHS[self.benchmark.path].phases
                 for metric, unit in ((('bw', 'MiB/s') if phase in DATA_PHASES
-                                      else ('ops_per_s', '1/s')), ('time', 's'))}
+                                      else ('ops_per_s', '1/s')), ('time', 's')) +
+                ((('peak_rss', 'MiB'),) if phase in MEMORY_PHASES else ())}
 
     @run_before('run')
     def ask_for_the_vol_connector(self):

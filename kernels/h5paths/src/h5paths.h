@@ -30,8 +30,9 @@
  * the metadata paths, chunk-cache; 1.8.0: --transfer serial of the compound and convert
  * paths; 1.9.0: the VOL connector the files went through (vol_connector); 1.10.0: the
  * serial rows' file driver measured, not assumed (serial_driver, HDF5_DRIVER),
- * strided-contiguous, and the h5r_vector driver plugin (vfd/vector_vfd.c) */
-#define H5PATHS_VERSION "1.10.0"
+ * strided-contiguous, and the h5r_vector driver plugin (vfd/vector_vfd.c); 1.11.0: each
+ * phase's peak resident memory (peak_rss_kib), vlen-reopen */
+#define H5PATHS_VERSION "1.11.0"
 /* the headers' version (H5_VERS_STR is newer than 1.10) */
 #define H5PATHS_STR2(x) #x
 #define H5PATHS_STR(x) H5PATHS_STR2(x)
@@ -77,6 +78,7 @@ typedef struct {
     double seconds;          /* max over ranks, barrier to barrier */
     long long bytes;         /* user data bytes moved, memory-type bytes, all ranks */
     long long objects;       /* objects touched */
+    long long peak_rss_kib;  /* the largest rank's peak resident memory at the phase's end */
     char io_mode[32];        /* H5Pget_mpio_actual_io_mode of the last transfer, "" if none */
     unsigned no_coll_cause;  /* H5Pget_mpio_no_collective_cause, global, of the last transfer */
     int has_cause;
@@ -203,7 +205,8 @@ int mpiio_transfer(const char *path, enum mpiio_mode mode, MPI_Offset disp,
  * convert.c, ..., selections.c: selection_paths), in the order --help lists them;
  * a new family is one X here and its file */
 #define PATH_FAMILIES(X) X(compound) X(convert) X(metadata) X(chunked) X(vds) X(vdsopen) \
-    X(efc) X(multi) X(flush) X(append) X(selection) X(serial) X(chunkcache)
+    X(efc) X(multi) X(flush) X(append) X(selection) X(serial) X(chunkcache) \
+    X(reopen)
 #define DECLARE_PATH_FAMILY(name) extern const path_t name##_paths[];
 PATH_FAMILIES(DECLARE_PATH_FAMILY)
 

@@ -67,7 +67,8 @@ static void usage(FILE *f)
 "  --transfer serial        many-datasets, attributes, open-close, compound-*,\n"
 "                           convert-*: a file per rank, the sec2 driver, no MPI-IO\n"
 "                           (no --coll-metadata, no --api mpiio);\n"
-"                           storage-kinds, vlen-strings, chunk-cache (serial anyway)\n"
+"                           storage-kinds, vlen-strings, vlen-reopen, chunk-cache\n"
+"                           (serial anyway)\n"
 "  --layout contiguous|chunked         compound-* and convert-* datasets [contiguous]\n"
 "  --chunk-elements N       elements per chunk (chunked layouts) [262144]\n"
 "  --modify-write-buf       H5Pset_modify_write_buf(dxpl, 1) where the build has it\n"
@@ -300,8 +301,8 @@ static void write_params(FILE *f, const run_t *r)
  * when HDF5's calls reach the kernel's counters */
 static void write_phase(FILE *f, const phase_t *p, int counted)
 {
-    fprintf(f, "{\"phase\": \"%s\", \"seconds\": %.9g, \"bytes\": %lld, \"objects\": %lld",
-            p->name, p->seconds, p->bytes, p->objects);
+    fprintf(f, "{\"phase\": \"%s\", \"seconds\": %.9g, \"bytes\": %lld, \"objects\": %lld, "
+               "\"peak_rss_kib\": %lld", p->name, p->seconds, p->bytes, p->objects, p->peak_rss_kib);
     if (p->io_mode[0])
         fprintf(f, ", \"mpio_actual_io_mode\": \"%s\"", p->io_mode);
     if (p->has_cause)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -380,10 +381,15 @@ void phase_start(run_t *r)
 int phase_stop(run_t *r, const char *name, long long local_bytes, long long objects)
 {
     double dt = MPI_Wtime() - r->t0, tmax = 0;
-    long long bytes = 0, calls[MPICOUNT_KINDS], others[MPICOUNT_KINDS];
+    long long bytes = 0, calls[MPICOUNT_KINDS], others[MPICOUNT_KINDS], rss = 0, rss_max = 0;
     iteration_t *it = &r->it[r->iteration];
     phase_t *p;
+    struct rusage usage;
     MPICHK(MPI_Allreduce(&dt, &tmax, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+    /* ru_maxrss: KiB on Linux; the process's peak so far (a leak only grows it) */
+    if (getrusage(RUSAGE_SELF, &usage) == 0)
+        rss = usage.ru_maxrss;
+    MPICHK(MPI_Allreduce(&rss, &rss_max, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD));
     MPICHK(MPI_Allreduce(&local_bytes, &bytes, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD));
     /* this phase's MPI-IO calls: rank 0's, and the sum of the other ranks' */
     mpicount_now(calls);
@@ -403,6 +409,7 @@ int phase_stop(run_t *r, const char *name, long long local_bytes, long long obje
     p->seconds = tmax;
     p->bytes = bytes;
     p->objects = objects;
+    p->peak_rss_kib = rss_max;
     snprintf(p->io_mode, sizeof p->io_mode, "%s", r->io_mode);
     p->no_coll_cause = r->no_coll_cause;
     p->has_cause = r->has_cause;
