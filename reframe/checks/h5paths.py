@@ -113,7 +113,7 @@ ROWS = [
     # HDF5 issue 1256: a file opened, its variable-length strings read, closed, again and
     # again in one process (serial, sec2); from 1.12.1 to 1.14.3 every cycle left a
     # conversion path behind (regressions/vlen-conversion-path-leak-1256.yaml): gated on
-    # the peak memory, about 3 s a side
+    # the peak memory, 4-6 s a side (ReFrame's time of the test, 2021 develop builds)
     Row('vlen-reopen', transfer='serial', nightly=True),
     # HDFFV-10601: columns read one by one through a chunk cache of fewer slots than chunks
     # along the fastest dimension, partial edge chunks (serial, deflate); in the night for
