@@ -120,6 +120,8 @@ def test_a_memory_that_grows_fails_in_the_words_of_memory():
     assert 'slow' not in m['reason']
     assert m['reason'].endswith("[lower is better: the ratios in this reason are the "
                                 "baseline's figure over the candidate's]")
+    from h5regress.report.text import summary
+    assert summary(res).startswith('FAIL: 1 of 1 gated metrics worse than the 5% margin allows')
     said = slowdown_words(m)
     assert re.search(r"reopen_read peak_rss: 3\.0\dx the baseline's \(performance", said)
     assert 'as long' not in said

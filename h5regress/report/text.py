@@ -366,9 +366,12 @@ def summary(result: Mapping[str, Any]) -> str:
         text = 'no verdict: an MPI-IO canary fell far below its own history (the machine, ' \
                'not HDF5); rerun'
     elif overall == 'FAIL':
-        bad = [slowdown_words(m) for m in gated if m['verdict'] == 'FAIL']
-        text = (f'{len(bad)} of {len(gated)} gated metrics slower than the {cfg["margin"]:.0%} '
-                f'margin allows, significantly: ' + '; '.join(bad))
+        failed = [m for m in gated if m['verdict'] == 'FAIL']
+        bad = [slowdown_words(m) for m in failed]
+        # a peak memory gets worse, not slower
+        worse = 'slower' if all(is_speed(m.get('unit')) for m in failed) else 'worse'
+        text = (f'{len(bad)} of {len(gated)} gated metrics {worse} than the '
+                f'{cfg["margin"]:.0%} margin allows, significantly: ' + '; '.join(bad))
         # the loop stops at a FAIL: a metric measured slower but undecided gets no more
         # pairs, and a reader of the first screen should still hear of it
         also = [slowdown_words(m) for m in gated if m['verdict'] == 'INCONCLUSIVE'
