@@ -233,6 +233,13 @@ def verdict_bound(m: Mapping[str, Any]) -> str:
     return f'{side} bound {float(value):.3f} at {float(conf):g} %'
 
 
+def _suspected(m: Mapping[str, Any]) -> bool:
+    """Whether the gate's reason says a slowdown (a regression, for a figure that is no
+    speed) is suspected."""
+    reason = str(m.get('reason') or '')
+    return 'slowdown suspected' in reason or 'regression suspected' in reason
+
+
 def slowdown_words(m: Mapping[str, Any]) -> str:
     """A slower metric in words: 'writes take 1.47x as long (30-37 % lower), 20 pairs';
     a worse figure that is no speed, a peak memory: '2.95x the baseline's (...)'."""
@@ -324,8 +331,7 @@ def _undecided(gated: Sequence[Mapping[str, Any]], cfg: Mapping[str, Any]) -> st
                  + '; '.join(slower))
     # measured slower (q or the interval the verdict read says so), not significant over
     # the night's metrics: a slowdown in words, never "even when nothing changed"
-    suspected = [m for m in und if not m.get('slower') and 'slowdown suspected' in
-                 str(m.get('reason') or '')]
+    suspected = [m for m in und if not m.get('slower') and _suspected(m)]
     if suspected:
         text += (f'; {len(suspected)} measured slower, not yet significant over the '
                  f'night\'s {len(gated)} metrics: '
@@ -375,7 +381,7 @@ def summary(result: Mapping[str, Any]) -> str:
         # the loop stops at a FAIL: a metric measured slower but undecided gets no more
         # pairs, and a reader of the first screen should still hear of it
         also = [slowdown_words(m) for m in gated if m['verdict'] == 'INCONCLUSIVE'
-                and (m.get('slower') or 'slowdown suspected' in str(m.get('reason') or ''))]
+                and (m.get('slower') or _suspected(m))]
         if also:
             text += (f'. Also measured slower, undecided when the night stopped at its FAIL: '
                      + '; '.join(also))
