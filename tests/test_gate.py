@@ -106,7 +106,7 @@ def test_lower_is_better_direction():
 
 
 def test_a_memory_that_grows_fails_in_the_words_of_memory():
-    """A peak memory 3x the baseline's (lower is better, no speed): FAIL, its reason says
+    """A peak memory that grew (lower is better, no speed): FAIL, its reason says
     regression, not slowdown, and which way its ratios go; the report's sentence gives
     the multiple of the baseline's memory, not a time it took."""
     from h5regress.report.text import slowdown_words
