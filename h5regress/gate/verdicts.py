@@ -253,6 +253,12 @@ def in_words_of(reason: str, unit: Any, higher_is_better: bool) -> str:
     return reason
 
 
+def is_suspected(reason: str) -> bool:
+    """Whether a reason says a slowdown is suspected, in either words of
+    :func:`in_words_of` (a regression, for a figure that is no speed)."""
+    return any(f'{word} suspected' in reason for word in ('slowdown', 'regression'))
+
+
 def is_slower(verdict: str, reason: str) -> bool:
     """Whether an INCONCLUSIVE verdict is a significant slowdown not shown beyond the margin."""
     return verdict == 'INCONCLUSIVE' and reason.startswith(SLOWER)

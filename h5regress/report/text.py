@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from h5regress import followup
-from h5regress.gate.verdicts import is_speed
+from h5regress.gate.verdicts import is_speed, is_suspected
 
 
 #: (title, header, rows, note) of one table
@@ -234,10 +234,7 @@ def verdict_bound(m: Mapping[str, Any]) -> str:
 
 
 def _suspected(m: Mapping[str, Any]) -> bool:
-    """Whether the gate's reason says a slowdown (a regression, for a figure that is no
-    speed) is suspected."""
-    reason = str(m.get('reason') or '')
-    return 'slowdown suspected' in reason or 'regression suspected' in reason
+    return is_suspected(str(m.get('reason') or ''))
 
 
 def slowdown_words(m: Mapping[str, Any]) -> str:
