@@ -31,8 +31,9 @@
  * paths; 1.9.0: the VOL connector the files went through (vol_connector); 1.10.0: the
  * serial rows' file driver measured, not assumed (serial_driver, HDF5_DRIVER),
  * strided-contiguous, and the h5r_vector driver plugin (vfd/vector_vfd.c); 1.11.0: each
- * phase's peak resident memory (peak_rss_kib), vlen-reopen */
-#define H5PATHS_VERSION "1.11.0"
+ * phase's peak resident memory (peak_rss_kib), vlen-reopen; 1.11.1: vlen-reopen builds
+ * against the develop snapshots of 2019 that say 1.13.0 but lack H5Treclaim */
+#define H5PATHS_VERSION "1.11.1"
 /* the headers' version (H5_VERS_STR is newer than 1.10) */
 #define H5PATHS_STR2(x) #x
 #define H5PATHS_STR(x) H5PATHS_STR2(x)

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if H5_VERSION_GE(1, 12, 0)
+#ifdef H5PATHS_HAVE_TRECLAIM   /* CMakeLists.txt: asked of the headers */
 #define RECLAIM_VLEN(type, space, data) H5Treclaim(type, space, H5P_DEFAULT, data)
 #else
 #define RECLAIM_VLEN(type, space, data) H5Dvlen_reclaim(type, space, H5P_DEFAULT, data)
