@@ -1,6 +1,6 @@
 """``h5regress replay``: a case of the regression corpus (``regressions/``), replayed.
 
-    h5regress replay CASE... | --all [--fix] [--no-control] [--only MODE]... [--prepare]
+    h5regress replay CASE... | --all | --between GOOD BAD [--fix] [--no-control] [--only MODE]... [--prepare]
                      [--builder spack|stand-in] --repo PATH [--mirror URL]... [--tool TOOL]... [--checks REGEX]
                      [--work DIR] [--results DIR]
 
@@ -17,6 +17,9 @@ its fix alone. The control is an A/A of the good commit against itself
 (``--no-control``: none): a FAIL there is a false alarm. ``--only MODE`` runs only
 those replays (``regression``, ``fix``, ``control``): e.g. the A/A of a case whose
 regression was replayed before, with other rows, in another work directory.
+``--between GOOD BAD`` replays two commits (or tags) of the clone that no case names,
+as a range case would: a sweep for slowdowns nobody has reported, whose FAILing rows
+``h5regress bisect`` then narrows (the result is ``between-<good>-<bad>.json``).
 ``--prepare`` builds and runs nothing: each commit's source goes into the mirror and
 its environment copy is concretized, so that the replay, run later with the same
 options, starts with the builds (what can be done while another measurement holds
@@ -379,6 +382,8 @@ def build_parser() -> ArgParser:
                   formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument('cases', nargs='*', metavar='CASE', help='a case id or case file')
     p.add_argument('--all', action='store_true', help='every case with commits to replay')
+    p.add_argument('--between', nargs=2, metavar=('GOOD', 'BAD'),
+                   help='two commits or tags of --repo instead of a case (a sweep)')
     p.add_argument('--corpus', type=Path, default=Path('regressions'))
     p.add_argument('--fix', action='store_true', help='replay the fix against its parent too')
     p.add_argument('--no-control', action='store_true', help='no A/A of the good commit')
@@ -408,12 +413,33 @@ def build_parser() -> ArgParser:
     return p
 
 
+def between_case(repo: Path, good: str, bad: str) -> corpus.Case:
+    """A range case of two commits of ``repo`` that no case file names (``--between``)."""
+    shas = []
+    for name in (good, bad):
+        try:
+            shas.append(bisectbuild.git(repo, 'rev-parse', '--verify', '--quiet',
+                                        f'{name}^{{commit}}').strip())
+        except bisectbuild.BisectError:
+            raise ReplayError(f'--between {name}: not a commit of {repo}') from None
+    return corpus.Case(id=f'between-{shas[0][:12]}-{shas[1][:12]}',
+                       title=f'the night between {good} and {bad}', family='sweep',
+                       status='unreplayed', regressing=corpus.CommitRange(*shas), fix=None,
+                       rows=(), source_urls=(), path='--between', data={})
+
+
 def chosen_cases(args) -> list[corpus.Case]:
+    """The cases named, or every case with commits (``--all``); none with ``--between``
+    (its case needs the clone: :func:`between_case`)."""
+    if args.between:
+        if args.all or args.cases:
+            raise ReplayError('--between replays two commits: give no CASE or --all with it')
+        return []
     if args.all:
         return [c for c in corpus.load_corpus(args.corpus)
                 if c.regressing is not None or (args.fix and c.fix is not None)]
     if not args.cases:
-        raise ReplayError('name a CASE (id or file) or give --all')
+        raise ReplayError('name a CASE (id or file), or give --all or --between')
     return [corpus.load_case(c if c.endswith('.yaml') else args.corpus / f'{c}.yaml')
             for c in args.cases]
 
@@ -443,6 +469,8 @@ def run(args) -> int:
     work = args.work.resolve()
     work.mkdir(parents=True, exist_ok=True)
     repo = bisectbuild.local_repo(args.repo, work)
+    if args.between:
+        cases = [between_case(repo, *args.between)]
     pairs = chosen_pairs(cases, args)
     if args.builder == 'stand-in':
         builder: bisectbuild.Builder = bisectbuild.StandInBuilder(repo, work, tools=not simulate)

@@ -186,6 +186,22 @@ def test_replay_all_takes_the_cases_with_commits_and_a_case_without_is_an_error(
     assert replay.main(replay_cli(tmp_path)) == 4
 
 
+def test_between_replays_two_commits_no_case_names(tmp_path, capsys):
+    """A sweep: --between GOOD BAD replays the range as a case would, one result named
+    after the two commits; a name the clone lacks, or a CASE beside it, is an error."""
+    good, bad, _ = standin_corpus(tmp_path)
+    assert replay.main(['--between', good[:10], bad, '--no-control',
+                        *replay_cli(tmp_path)]) == 0
+    out = json.loads((tmp_path / 'results' / f'between-{good[:12]}-{bad[:12]}.json')
+                     .read_text())
+    reg = out['replays']['regression']
+    assert (reg['baseline'], reg['candidate'], reg['verdict']) == (good, bad, 'caught')
+    assert replay.main(['--between', good, 'nosuchtag', *replay_cli(tmp_path)]) == 4
+    assert '--between nosuchtag: not a commit of' in capsys.readouterr().err
+    assert replay.main(['standin', '--between', good, bad, *replay_cli(tmp_path)]) == 4
+    assert 'give no CASE or --all with it' in capsys.readouterr().err
+
+
 def test_a_case_with_only_a_fix_replays_the_fix_and_shows_its_recovery(tmp_path, capsys):
     """A defect found as it was fixed (no regressing commit): --fix replays the fix
     against its slow first parent, the A/A control is of that parent."""
