@@ -6,10 +6,12 @@ pairs, the worst row's ratio with its interval, wall time; whether the row that 
 it is one of the default night's), then how many regressions the replayed rows caught,
 how many of them the default night's rows catch, and how many fix or control replays
 FAILed. A replay runs the rows its case names, night or not; the night's rows are
-the tests ReFrame's ``--describe`` tags ``nightly`` (about 10 s).
+the tests ReFrame's ``--describe`` tags ``nightly`` (about 10 s). ``--sweeps DIR`` prints
+the sweeps instead (``h5regress replay --between`` results, ``regressions/sweeps``): per
+span the rows that FAILed and those left undecided.
 
 Usage: python3 benchmarks/replay_corpus.py [--results regressions/replays]
-                                           [--corpus regressions]
+                                           [--corpus regressions] [--sweeps DIR]
 """
 
 from __future__ import annotations
@@ -29,8 +31,12 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--results', type=Path, default=root / 'regressions' / 'replays')
     ap.add_argument('--corpus', type=Path, default=root / 'regressions')
+    ap.add_argument('--sweeps', type=Path, metavar='DIR')
     args = ap.parse_args(argv)
     try:
+        if args.sweeps:
+            print(replay.sweep_table(replay.load_results(args.sweeps)))
+            return 0
         results = replay.load_results(args.results)
         size = len(corpus.load_corpus(args.corpus))
         night = replay.night_rows(refs.described_checks(), nightrun.NIGHT_SELECTION[-1])

@@ -259,6 +259,21 @@ def worst_row(replay: dict[str, Any]) -> dict[str, Any] | None:
     return min(fails or rows, key=lambda r: r['perf_ratio'], default=None)
 
 
+def cell_ratio(row: dict[str, Any]) -> str:
+    """A gated row's performance ratio (below 1: worse) with its interval."""
+    # results stored before the performance interval was kept have the ratio's, the
+    # same where higher is better (every row of theirs)
+    lo, hi = (row['ratio_lo'], row['ratio_hi']) if row.get('perf_lo') is None else \
+        (row['perf_lo'], row['perf_hi'])
+    out = f'{row["perf_ratio"]:.3f} [{lo:.3f}, {hi:.3f}]'
+    if not math.isclose(row['ratio'], row['perf_ratio'], rel_tol=1e-6):
+        # lower is better (a peak memory): the performance ratio is the baseline's
+        # figure over the candidate's; say the candidate's figure too
+        metric = row['label'].split(' [')[0].split()[-1]
+        out += f' ({metric} {row["ratio"]:.2f}x the baseline\'s)'
+    return out
+
+
 def cell(replay: dict[str, Any] | None) -> str:
     """One replay in a table cell: verdict, pairs, worst row's performance ratio (below 1:
     worse) and interval, time."""
@@ -267,16 +282,7 @@ def cell(replay: dict[str, Any] | None) -> str:
     row = worst_row(replay)
     ratio = ''
     if row is not None and row.get('ratio') is not None:
-        # results stored before the performance interval was kept have the ratio's, the
-        # same where higher is better (every row of theirs)
-        lo, hi = (row['ratio_lo'], row['ratio_hi']) if row.get('perf_lo') is None else \
-            (row['perf_lo'], row['perf_hi'])
-        ratio = f' {row["perf_ratio"]:.3f} [{lo:.3f}, {hi:.3f}]'
-        if not math.isclose(row['ratio'], row['perf_ratio'], rel_tol=1e-6):
-            # lower is better (a peak memory): the performance ratio is the baseline's
-            # figure over the candidate's; say the candidate's figure too
-            metric = row['label'].split(' [')[0].split()[-1]
-            ratio += f' ({metric} {row["ratio"]:.2f}x the baseline\'s)'
+        ratio = ' ' + cell_ratio(row)
     faster = replay.get('faster_rows') if replay['mode'] == 'fix' else None
     if faster:
         row = next(r for r in replay['rows'] if r['label'] == faster[0])
@@ -362,6 +368,28 @@ def catch_table(results: list[dict[str, Any]], corpus_size: int,
     if night is not None:
         lines.append(f'by the rows of the default night: caught {night_caught} of '
                      f'{replayed}, {night_errors} more ended ERROR')
+    return '\n'.join(lines)
+
+
+def sweep_table(results: list[dict[str, Any]]) -> str:
+    """The sweeps (``--between`` results), one line each: the rows that FAILed and those
+    left undecided with their performance ratio and interval, how many rows had no
+    ratio (a build without samples) and how many PASSed or saw no slowdown."""
+    def rows(found: list[dict[str, Any]]) -> str:
+        return '; '.join(f'{(row_of(r["label"]) or ("", r["label"]))[1]} {cell_ratio(r)}'
+                         for r in found) or '-'
+    lines = ['| span | baseline | candidate | pairs | FAIL | undecided | no ratio | '
+             'PASS or no slowdown seen | wall |', '|---' * 9 + '|']
+    for res in sorted(results, key=lambda r: r['replays']['regression']['finished']):
+        reg = res['replays']['regression']
+        judged = [r for r in reg['rows'] if r.get('ratio') is not None]
+        fail = [r for r in judged if r['verdict'] == 'FAIL']
+        undecided = [r for r in judged if r['verdict'] == 'INCONCLUSIVE']
+        lines.append(f'| {res["title"]} | {reg["baseline"][:8]} | {reg["candidate"][:8]} | '
+                     f'{reg["pairs"]} | {rows(fail)} | {rows(undecided)} | '
+                     f'{len(reg["rows"]) - len(judged)} | '
+                     f'{len(judged) - len(fail) - len(undecided)} | '
+                     f'{reg["wall_seconds"]:.0f} s |')
     return '\n'.join(lines)
 
 

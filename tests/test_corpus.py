@@ -196,6 +196,12 @@ def test_between_replays_two_commits_no_case_names(tmp_path, capsys):
                      .read_text())
     reg = out['replays']['regression']
     assert (reg['baseline'], reg['candidate'], reg['verdict']) == (good, bad, 'caught')
+    table = replay.sweep_table(replay.load_results(tmp_path / 'results'))
+    fail = reg['rows'][0]
+    assert fail['verdict'] == 'FAIL' and table.splitlines()[2].startswith(
+        f'| the night between {good[:10]} and {bad} | {good[:8]} | {bad[:8]} | '
+        f'{reg["pairs"]} | ')
+    assert f'{fail["perf_ratio"]:.3f} [' in table.splitlines()[2]
     assert replay.main(['--between', good, 'nosuchtag', *replay_cli(tmp_path)]) == 4
     assert '--between nosuchtag: not a commit of' in capsys.readouterr().err
     assert replay.main(['standin', '--between', good, bad, *replay_cli(tmp_path)]) == 4
