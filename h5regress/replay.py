@@ -380,7 +380,9 @@ def sweep_table(results: list[dict[str, Any]]) -> str:
                          for r in found) or '-'
     lines = ['| span | baseline | candidate | pairs | FAIL | undecided | no ratio | '
              'PASS or no slowdown seen | wall |', '|---' * 9 + '|']
-    for res in sorted(results, key=lambda r: r['replays']['regression']['finished']):
+    # a sweep run with --only control has no regression replay to show
+    swept = [r for r in results if 'regression' in r['replays']]
+    for res in sorted(swept, key=lambda r: r['replays']['regression']['finished']):
         reg = res['replays']['regression']
         judged = [r for r in reg['rows'] if r.get('ratio') is not None]
         fail = [r for r in judged if r['verdict'] == 'FAIL']

@@ -202,6 +202,10 @@ def test_between_replays_two_commits_no_case_names(tmp_path, capsys):
         f'| the night between {good[:10]} and {bad} | {good[:8]} | {bad[:8]} | '
         f'{reg["pairs"]} | ')
     assert f'{fail["perf_ratio"]:.3f} [' in table.splitlines()[2]
+    assert replay.main(['--between', good, good, '--only', 'control',
+                        *replay_cli(tmp_path)]) == 0       # an A/A alone is no sweep line
+    assert len(replay.sweep_table(replay.load_results(tmp_path / 'results'))
+               .splitlines()) == 3
     assert replay.main(['--between', good, 'nosuchtag', *replay_cli(tmp_path)]) == 4
     assert '--between nosuchtag: not a commit of' in capsys.readouterr().err
     assert replay.main(['standin', '--between', good, bad, *replay_cli(tmp_path)]) == 4
