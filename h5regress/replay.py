@@ -448,8 +448,7 @@ def between_case(repo: Path, good: str, bad: str) -> corpus.Case:
     shas = []
     for name in (good, bad):
         try:
-            shas.append(bisectbuild.git(repo, 'rev-parse', '--verify', '--quiet',
-                                        f'{name}^{{commit}}').strip())
+            shas.append(bisectbuild.resolve(repo, name, '--between'))
         except bisectbuild.BisectError:
             raise ReplayError(f'--between {name}: not a commit of {repo}') from None
     return corpus.Case(id=f'between-{shas[0][:12]}-{shas[1][:12]}',
